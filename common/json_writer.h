@@ -1,0 +1,52 @@
+// A small streaming JSON writer: objects, arrays, strings (escaped per RFC 8259),
+// integers, doubles (finite; NaN/inf are written as null), booleans, null.
+// Commas and nesting are tracked for the caller; output goes to a FILE*.
+// Pretty mode indents by two spaces and ends the outermost container with a
+// newline; compact mode writes no white space at all. Strings should be UTF-8:
+// malformed bytes are written as U+FFFD.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace fabtrace {
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::FILE* out, bool pretty = true) : out_(out), pretty_(pretty) {}
+
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(const std::string& k);  // inside an object, before each value
+  JsonWriter& value(const std::string& s);
+  JsonWriter& value(const char* s);
+  JsonWriter& value(uint64_t v);
+  JsonWriter& value(int64_t v);
+  JsonWriter& value(int v) { return value(static_cast<int64_t>(v)); }
+  JsonWriter& value(unsigned v) { return value(static_cast<uint64_t>(v)); }
+  JsonWriter& value(double v);
+  JsonWriter& value(bool b);
+  JsonWriter& null();
+
+  template <typename T>
+  JsonWriter& field(const std::string& k, const T& v) {
+    key(k);
+    return value(v);
+  }
+
+  static std::string escape(const std::string& s);  // without the surrounding quotes
+
+ private:
+  void before_value();
+  void newline();
+  std::FILE* out_;
+  bool pretty_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+}  // namespace fabtrace

@@ -1,0 +1,76 @@
+// The per-process report: what the preload measured, in plain values (ns,
+// bytes, counts). Built by the preload at exit, written as text and JSON by
+// report_writer, and read back by the userspace tools.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fabtrace {
+
+// One (op, size) of one link.
+struct OpRow {
+  std::string op;       // "fi_tsend"
+  uint64_t bytes = 0;   // message size (received size for receives)
+  uint64_t count = 0;   // timed successful completions
+  uint64_t errors = 0;  // completions in error (fi_cq_readerr, incl. cancelled)
+  uint64_t untimed =
+      0;  // accepted but not timed: no completion (inject, selective), ring full, context kept
+  uint64_t unfinished =
+      0;                 // accepted, timed, never completed (CQ closed or still in flight at exit)
+  uint64_t eagain = 0;   // refused at issue with -FI_EAGAIN
+  uint64_t refused = 0;  // refused at issue with another error
+  uint64_t imm = 0;      // receives completed < 50 us after posting (message was waiting)
+  double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
+  double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
+  bool recv = false;
+  uint64_t issued() const { return count + errors + untimed + unfinished; }
+};
+
+struct LinkReport {
+  std::string local;   // local NIC / endpoint address
+  std::string remote;  // peer address, "(any)" for receives from any source
+  std::vector<OpRow> rows;
+};
+
+// One NIC (libfabric domain): concurrency-aware achieved bandwidth.
+struct NicReport {
+  std::string domain;  // domain name
+  std::string local;   // local endpoint address(es)
+  uint64_t ops = 0;    // successful non-receive ops
+  uint64_t bytes = 0;
+  double busy_ns = 0;  // union of in-flight intervals
+  double gbps = 0;     // bytes / busy_ns
+};
+
+struct CqReport {
+  uint32_t id = 0;
+  uint64_t polls = 0;
+  uint64_t gaps[6] = {};  // <10us <100us <1ms <10ms <100ms >=100ms
+  double max_gap_ns = 0;
+  double max_gap_end_s = 0;  // seconds since the first fabric activity
+};
+
+struct ProcessReport {
+  std::string host;
+  std::string rank;  // as the launcher set it, "NA" when none
+  long pid = 0;
+  std::string providers;       // provider names, comma separated
+  uint64_t start_mono_ns = 0;  // first fabric activity, CLOCK_MONOTONIC
+  uint64_t start_wall_ns = 0;  // the same instant, CLOCK_REALTIME
+  double duration_s = 0;       // first fabric activity -> report
+  bool tsc = false;
+  double ns_per_tick = 1.0;
+  uint64_t ring_slots = 0;
+  uint64_t ring_full = 0;   // ops not timed because every probed record was busy
+  uint64_t cells_full = 0;  // ops not aggregated: row table at its limit
+  std::vector<NicReport> nics;
+  std::vector<CqReport> cqs;
+  std::vector<LinkReport> links;
+};
+
+// The poll-gap class labels, in CqReport::gaps order.
+extern const char* const kGapClassNames[6];
+
+}  // namespace fabtrace

@@ -1,0 +1,124 @@
+#include "common/report_writer.h"
+
+#include <string>
+
+#include "common/json_writer.h"
+
+namespace fabtrace {
+
+const char* const kGapClassNames[6] = {"<10us", "<100us", "<1ms", "<10ms", "<100ms", ">=100ms"};
+
+namespace {
+constexpr const char* kP = "[fabtrace]";
+
+void text_row(std::FILE* out, const OpRow& o) {
+  std::fprintf(out, "%s   %-20s %10llu B %9llu ops", kP, o.op.c_str(),
+               static_cast<unsigned long long>(o.bytes), static_cast<unsigned long long>(o.count));
+  if (o.count)
+    std::fprintf(out, "  avg %9.3f  p50 %9.3f  p99 %9.3f  min %9.3f  max %9.3f us  ~%7.3f GB/s",
+                 o.avg_ns / 1e3, o.p50_ns / 1e3, o.p99_ns / 1e3, o.min_ns / 1e3, o.max_ns / 1e3,
+                 o.gbps);
+  if (o.recv && o.count)
+    std::fprintf(out, "  [imm %llu = %.1f%%]", static_cast<unsigned long long>(o.imm),
+                 100.0 * static_cast<double>(o.imm) / static_cast<double>(o.count));
+  const struct {
+    uint64_t v;
+    const char* what;
+  } extras[] = {{o.errors, "err"},
+                {o.untimed, "untimed"},
+                {o.unfinished, "unfinished"},
+                {o.eagain, "EAGAIN"},
+                {o.refused, "refused"}};
+  for (const auto& e : extras)
+    if (e.v) std::fprintf(out, "  [%llu %s]", static_cast<unsigned long long>(e.v), e.what);
+  std::fputc('\n', out);
+}
+}  // namespace
+
+void write_report_text(std::FILE* out, const ProcessReport& r) {
+  std::fprintf(out,
+               "%s host=%s rank=%s pid=%ld providers=%s duration=%.3f s clock=%s (%.6f ns/tick)\n",
+               kP, r.host.c_str(), r.rank.c_str(), r.pid, r.providers.c_str(), r.duration_s,
+               r.tsc ? "tsc" : "clock_gettime", r.ns_per_tick);
+  for (const NicReport& n : r.nics)
+    std::fprintf(
+        out, "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s\n",
+        kP, n.domain.c_str(), n.local.c_str(), static_cast<unsigned long long>(n.ops),
+        static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
+  for (const CqReport& c : r.cqs) {
+    std::fprintf(out, "%s CQ#%u polls %llu  gaps:", kP, c.id,
+                 static_cast<unsigned long long>(c.polls));
+    for (int i = 0; i < 6; ++i)
+      std::fprintf(out, "  %s %llu", kGapClassNames[i], static_cast<unsigned long long>(c.gaps[i]));
+    std::fprintf(out, "  max %.3f ms at t+%.3f s\n", c.max_gap_ns / 1e6, c.max_gap_end_s);
+  }
+  for (const LinkReport& l : r.links) {
+    std::fprintf(out, "%s === %s -> %s ===\n", kP, l.local.c_str(), l.remote.c_str());
+    for (const OpRow& o : l.rows) text_row(out, o);
+  }
+  if (r.ring_full)
+    std::fprintf(
+        out, "%s %llu ops not timed: in-flight ring full (%llu records; raise FABTRACE_INFLIGHT)\n",
+        kP, static_cast<unsigned long long>(r.ring_full),
+        static_cast<unsigned long long>(r.ring_slots));
+  if (r.cells_full)
+    std::fprintf(out, "%s %llu ops not aggregated: row table full (raise FABTRACE_MAX_CELLS)\n", kP,
+                 static_cast<unsigned long long>(r.cells_full));
+}
+
+void write_report_json(std::FILE* out, const ProcessReport& r) {
+  JsonWriter j(out);
+  j.begin_object();
+  j.field("format", "fabtrace-report").field("version", 1);
+  j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
+  j.field("providers", r.providers);
+  j.field("start_mono_ns", r.start_mono_ns).field("start_wall_ns", r.start_wall_ns);
+  j.field("duration_s", r.duration_s);
+  j.key("clock").begin_object();
+  j.field("source", r.tsc ? "tsc" : "clock_gettime").field("ns_per_tick", r.ns_per_tick);
+  j.end_object();
+  j.field("ring_slots", r.ring_slots).field("ring_full", r.ring_full);
+  j.field("cells_full", r.cells_full);
+  j.key("nics").begin_array();
+  for (const NicReport& n : r.nics) {
+    j.begin_object();
+    j.field("domain", n.domain).field("local", n.local).field("ops", n.ops).field("bytes", n.bytes);
+    j.field("busy_ns", n.busy_ns).field("achieved_gbps", n.gbps);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("cqs").begin_array();
+  for (const CqReport& c : r.cqs) {
+    j.begin_object();
+    j.field("id", static_cast<uint64_t>(c.id)).field("polls", c.polls);
+    j.key("gaps").begin_object();
+    for (int i = 0; i < 6; ++i) j.field(kGapClassNames[i], c.gaps[i]);
+    j.end_object();
+    j.field("max_gap_ns", c.max_gap_ns).field("max_gap_end_s", c.max_gap_end_s);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("links").begin_array();
+  for (const LinkReport& l : r.links) {
+    j.begin_object();
+    j.field("local", l.local).field("remote", l.remote);
+    j.key("ops").begin_array();
+    for (const OpRow& o : l.rows) {
+      j.begin_object();
+      j.field("op", o.op).field("bytes", o.bytes).field("count", o.count);
+      j.field("errors", o.errors).field("untimed", o.untimed).field("unfinished", o.unfinished);
+      j.field("eagain", o.eagain).field("refused", o.refused);
+      if (o.recv) j.field("imm", o.imm);
+      j.field("avg_ns", o.avg_ns).field("min_ns", o.min_ns).field("max_ns", o.max_ns);
+      j.field("p50_ns", o.p50_ns).field("p99_ns", o.p99_ns).field("gbps", o.gbps);
+      j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  std::fputc('\n', out);
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,21 @@
+#include "preload/issue.h"
+
+namespace fabtrace {
+
+void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer) {
+  if (Shard* s = my_shard())
+    if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) ++c->untimed;
+}
+
+void count_refusal(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, ssize_t ret) {
+  if (Shard* s = my_shard()) {
+    if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) {
+      if (ret == -FI_EAGAIN)
+        ++c->eagain;
+      else
+        ++c->refused;
+    }
+  }
+}
+
+}  // namespace fabtrace

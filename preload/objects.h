@@ -1,0 +1,167 @@
+// Container structs around the application's libfabric objects.
+//
+// fabtrace does not hand the application new fids (as libfabric's hook
+// providers do); it keeps the provider's objects and points their op tables at
+// copies embedded in these containers. A shim recovers its container from the
+// table pointer it was called through (container_of), so the data path never
+// looks anything up in a global map. Containers are never freed before exit:
+// the statistics and in-flight records that name them outlive the fid.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace fabtrace {
+
+#define FABTRACE_CONTAINER_OF(ptr, type, member) \
+  reinterpret_cast<type*>(reinterpret_cast<char*>(ptr) - offsetof(type, member))
+
+// Concurrency-aware busy time of one NIC (one libfabric domain): the union of
+// the in-flight intervals of its ops. One 64-bit word holds the number of ops
+// in flight (low kInflightBits) and the start of the current busy period (high
+// bits, in units of 16 ticks, modulo 2^44), so issue and completion are one
+// CAS each and no lock is taken.
+struct NicBusy {
+  static constexpr int kInflightBits = 20;
+  static constexpr int kUnitShift = 4;
+  std::atomic<uint64_t> word{0};
+  std::atomic<uint64_t> busy_units{0};  // closed busy periods, in 16-tick units
+
+  void issue(uint64_t now_ticks);
+  void complete(uint64_t now_ticks);
+  void unissue();  // the provider refused the op: no period is closed
+  // Busy time including a period still open at `now`.
+  uint64_t busy_ticks(uint64_t now_ticks) const;
+};
+
+struct FabricWrap {
+  struct fid_fabric* fabric = nullptr;
+  const struct fi_ops_fabric* real_ops = nullptr;
+  struct fi_ops_fabric ops = {};
+  std::string prov_name;
+};
+
+struct DomainWrap {
+  struct fid_domain* domain = nullptr;
+  FabricWrap* fabric = nullptr;
+  const struct fi_ops_domain* real_ops = nullptr;
+  struct fi_ops_domain ops = {};
+  std::string name;    // domain_attr->name: the NIC
+  size_t addrlen = 0;  // the provider's address length (info->src_addrlen)
+  uint32_t id = 0;
+  NicBusy nic;
+};
+
+// Address vector: fi_addr_t -> readable peer address, filled at insert time
+// (control path) so the report never calls into the provider.
+struct AvWrap {
+  struct fid_av* av = nullptr;
+  const struct fi_ops_av* real_ops = nullptr;
+  struct fi_ops_av ops = {};
+  size_t addrlen = 0;  // element size of fi_av_insert's address array, when known
+  std::mutex mu;
+  std::unordered_map<fi_addr_t, std::string> names;
+  std::string name_of(fi_addr_t a);
+};
+
+struct CqWrap {
+  struct fid_cq* cq = nullptr;
+  DomainWrap* domain = nullptr;
+  const struct fi_ops* real_fid = nullptr;
+  const struct fi_ops_cq* real_ops = nullptr;
+  struct fi_ops fid_ops = {};
+  struct fi_ops_cq ops = {};
+  enum fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
+  size_t entry_size = sizeof(struct fi_cq_entry);
+  bool has_len = false;                // entries carry the received length
+  uint32_t id = 0;                     // index into the per-thread poll tables (< kMaxCqs) or kNoCq
+  std::atomic<uint64_t> last_poll{0};  // ticks of the latest poll by any thread
+  std::atomic<bool> closed{false};
+};
+
+// How a direction (transmit or receive) of an endpoint reports completions.
+struct Direction {
+  CqWrap* cq = nullptr;    // bound CQ, if any
+  bool selective = false;  // bound with FI_SELECTIVE_COMPLETION
+  uint64_t op_flags = 0;   // default op flags (tx/rx attr, FI_SETOPSFLAG)
+  // Plain ops (no flags argument) get a completion and so can be timed.
+  bool plain_timed() const {
+    return cq && (!selective || (op_flags & FI_COMPLETION)) && !(op_flags & FI_MULTI_RECV);
+  }
+};
+
+struct EpWrap {
+  struct fid_ep* ep = nullptr;
+  DomainWrap* domain = nullptr;
+  EpWrap* parent = nullptr;  // scalable endpoint of a tx/rx context
+  EpWrap* srx = nullptr;     // shared receive context bound to this endpoint
+  const struct fi_ops* real_fid = nullptr;
+  const struct fi_ops_ep* real_ep = nullptr;
+  const struct fi_ops_cm* real_cm = nullptr;
+  const struct fi_ops_msg* real_msg = nullptr;
+  const struct fi_ops_tagged* real_tagged = nullptr;
+  const struct fi_ops_rma* real_rma = nullptr;
+  const struct fi_ops_atomic* real_atomic = nullptr;
+  struct fi_ops fid_ops = {};
+  struct fi_ops_ep ep_ops = {};
+  struct fi_ops_cm cm_ops = {};
+  struct fi_ops_msg msg_ops = {};
+  struct fi_ops_tagged tagged_ops = {};
+  struct fi_ops_rma rma_ops = {};
+  struct fi_ops_atomic atomic_ops = {};
+
+  enum fi_ep_type type = FI_EP_UNSPEC;
+  uint32_t addr_format = FI_FORMAT_UNSPEC;
+  Direction tx, rx;
+  AvWrap* av = nullptr;
+  bool closed = false;
+
+  // Readable addresses, set on the control path (enable, connect, accept).
+  std::mutex names_mu;
+  std::string local_name;
+  std::string peer_name;  // connection-oriented endpoints
+
+  // Re-point the provider's tables at ours, picking up tables the provider
+  // installed since the last call (cxi installs its real ones at fi_enable).
+  void install();
+};
+
+constexpr uint32_t kMaxCqs = 256;
+constexpr uint32_t kNoCq = UINT32_MAX;
+
+// Wrapping entry points, one per object family (wrap_*.cpp).
+void wrap_fabric(struct fid_fabric* fabric, const char* prov_name);
+DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const struct fi_info* info);
+EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent,
+                bool rx_only);
+CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, const struct fi_cq_attr* attr);
+AvWrap* wrap_av(struct fid_av* av, size_t addrlen);
+
+// Installs the data-path shims of each family into an endpoint's tables.
+void install_msg_shims(EpWrap* w);
+void install_tagged_shims(EpWrap* w);
+void install_rma_shims(EpWrap* w);
+void install_atomic_shims(EpWrap* w);
+
+// The container of a fid we wrapped, or nullptr for a fid that is not ours.
+CqWrap* cq_wrap_of(struct fid* fid);
+AvWrap* av_wrap_of(struct fid* fid);
+EpWrap* ep_wrap_of(struct fid* fid);
+
+// Releases the records of ops that will never complete on a CQ being closed.
+void release_records_of_cq(CqWrap* cq);
+
+}  // namespace fabtrace

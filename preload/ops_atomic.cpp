@@ -1,0 +1,186 @@
+// fi_atomic* / fi_fetch_atomic* / fi_compare_atomic* / fi_inject_atomic. Sizes
+// are in bytes (element count x datatype size), like every other op.
+#include <rdma/fi_atomic.h>
+
+#include "preload/issue.h"
+#include "preload/tables.h"
+
+namespace fabtrace {
+
+namespace {
+
+inline EpWrap* of(struct fid_ep* ep) {
+  return FABTRACE_CONTAINER_OF(ep->atomic, EpWrap, atomic_ops);
+}
+
+uint64_t dt_size(enum fi_datatype dt) {
+  switch (dt) {
+    case FI_INT8:
+    case FI_UINT8:
+      return 1;
+    case FI_INT16:
+    case FI_UINT16:
+      return 2;
+    case FI_INT32:
+    case FI_UINT32:
+    case FI_FLOAT:
+      return 4;
+    case FI_INT64:
+    case FI_UINT64:
+    case FI_DOUBLE:
+    case FI_FLOAT_COMPLEX:
+      return 8;
+    case FI_DOUBLE_COMPLEX:
+    case FI_INT128:
+    case FI_UINT128:
+      return 16;
+    case FI_LONG_DOUBLE:
+      return sizeof(long double);
+    case FI_LONG_DOUBLE_COMPLEX:
+      return 2 * sizeof(long double);
+    default:
+      return 0;
+  }
+}
+
+inline uint64_t ioc_bytes(const struct fi_ioc* ioc, size_t n, enum fi_datatype dt) {
+  uint64_t c = 0;
+  for (size_t i = 0; i < n; ++i) c += ioc[i].count;
+  return c * dt_size(dt);
+}
+
+// The three *msg variants differ only in their trailing arguments.
+template <typename Fn>
+ssize_t atomic_msg(struct fid_ep* ep, const struct fi_msg_atomic* msg, uint64_t flags, OpKind kind,
+                   Fn&& call_with_msg) {
+  EpWrap* w = of(ep);
+  const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
+  return issue(w, w->tx, timed, kind, msg->context,
+               ioc_bytes(msg->msg_iov, msg->iov_count, msg->datatype), msg->addr, [&](void* c) {
+                 if (c == msg->context) return call_with_msg(msg);
+                 struct fi_msg_atomic copy = *msg;
+                 copy.context = c;
+                 return call_with_msg(&copy);
+               });
+}
+
+ssize_t a_write(struct fid_ep* ep, const void* buf, size_t count, void* desc, fi_addr_t dest,
+                uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kAtomic, context, count * dt_size(dt), dest,
+               [&](void* c) {
+                 return w->real_atomic->write(ep, buf, count, desc, dest, addr, key, dt, op, c);
+               });
+}
+
+ssize_t a_writev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
+                 fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
+                 void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kAtomicv, context, ioc_bytes(iov, count, dt),
+               dest, [&](void* c) {
+                 return w->real_atomic->writev(ep, iov, desc, count, dest, addr, key, dt, op, c);
+               });
+}
+
+ssize_t a_writemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg, uint64_t flags) {
+  EpWrap* w = of(ep);
+  return atomic_msg(ep, msg, flags, OpKind::kAtomicmsg, [&](const struct fi_msg_atomic* m) {
+    return w->real_atomic->writemsg(ep, m, flags);
+  });
+}
+
+ssize_t a_inject(struct fid_ep* ep, const void* buf, size_t count, fi_addr_t dest, uint64_t addr,
+                 uint64_t key, enum fi_datatype dt, enum fi_op op) {
+  EpWrap* w = of(ep);
+  return issue(
+      w, w->tx, false, OpKind::kInjectAtomic, nullptr, count * dt_size(dt), dest,
+      [&](void*) { return w->real_atomic->inject(ep, buf, count, dest, addr, key, dt, op); });
+}
+
+ssize_t a_readwrite(struct fid_ep* ep, const void* buf, size_t count, void* desc, void* result,
+                    void* result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+                    enum fi_datatype dt, enum fi_op op, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kFetchAtomic, context, count * dt_size(dt),
+               dest, [&](void* c) {
+                 return w->real_atomic->readwrite(ep, buf, count, desc, result, result_desc, dest,
+                                                  addr, key, dt, op, c);
+               });
+}
+
+ssize_t a_readwritev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
+                     struct fi_ioc* resultv, void** result_desc, size_t result_count,
+                     fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+                     enum fi_op op, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kFetchAtomicv, context,
+               ioc_bytes(iov, count, dt), dest, [&](void* c) {
+                 return w->real_atomic->readwritev(ep, iov, desc, count, resultv, result_desc,
+                                                   result_count, dest, addr, key, dt, op, c);
+               });
+}
+
+ssize_t a_readwritemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg, struct fi_ioc* resultv,
+                       void** result_desc, size_t result_count, uint64_t flags) {
+  EpWrap* w = of(ep);
+  return atomic_msg(ep, msg, flags, OpKind::kFetchAtomicmsg, [&](const struct fi_msg_atomic* m) {
+    return w->real_atomic->readwritemsg(ep, m, resultv, result_desc, result_count, flags);
+  });
+}
+
+ssize_t a_compwrite(struct fid_ep* ep, const void* buf, size_t count, void* desc,
+                    const void* compare, void* compare_desc, void* result, void* result_desc,
+                    fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
+                    void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kCompareAtomic, context, count * dt_size(dt),
+               dest, [&](void* c) {
+                 return w->real_atomic->compwrite(ep, buf, count, desc, compare, compare_desc,
+                                                  result, result_desc, dest, addr, key, dt, op, c);
+               });
+}
+
+ssize_t a_compwritev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
+                     const struct fi_ioc* comparev, void** compare_desc, size_t compare_count,
+                     struct fi_ioc* resultv, void** result_desc, size_t result_count,
+                     fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+                     enum fi_op op, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kCompareAtomicv, context,
+               ioc_bytes(iov, count, dt), dest, [&](void* c) {
+                 return w->real_atomic->compwritev(ep, iov, desc, count, comparev, compare_desc,
+                                                   compare_count, resultv, result_desc,
+                                                   result_count, dest, addr, key, dt, op, c);
+               });
+}
+
+ssize_t a_compwritemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg,
+                       const struct fi_ioc* comparev, void** compare_desc, size_t compare_count,
+                       struct fi_ioc* resultv, void** result_desc, size_t result_count,
+                       uint64_t flags) {
+  EpWrap* w = of(ep);
+  return atomic_msg(ep, msg, flags, OpKind::kCompareAtomicmsg, [&](const struct fi_msg_atomic* m) {
+    return w->real_atomic->compwritemsg(ep, m, comparev, compare_desc, compare_count, resultv,
+                                        result_desc, result_count, flags);
+  });
+}
+
+}  // namespace
+
+void install_atomic_shims(EpWrap* w) {
+  const fi_ops_atomic* r = w->real_atomic;
+  fi_ops_atomic& o = w->atomic_ops;
+  FABTRACE_SHIM(o, r, fi_ops_atomic, write, a_write);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, writev, a_writev);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, writemsg, a_writemsg);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, inject, a_inject);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, readwrite, a_readwrite);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, readwritev, a_readwritev);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, readwritemsg, a_readwritemsg);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, compwrite, a_compwrite);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, compwritev, a_compwritev);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, compwritemsg, a_compwritemsg);
+}
+
+}  // namespace fabtrace

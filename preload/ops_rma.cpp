@@ -1,0 +1,109 @@
+// fi_read* / fi_write* / fi_inject_write*: the RMA shims. RMA initiator
+// completions arrive on the transmit CQ.
+#include <rdma/fi_rma.h>
+
+#include "preload/issue.h"
+#include "preload/tables.h"
+
+namespace fabtrace {
+
+namespace {
+
+inline EpWrap* of(struct fid_ep* ep) { return FABTRACE_CONTAINER_OF(ep->rma, EpWrap, rma_ops); }
+
+inline uint64_t rma_bytes(const struct fi_msg_rma* msg) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < msg->rma_iov_count; ++i) b += msg->rma_iov[i].len;
+  return b;
+}
+
+template <typename Fn>
+ssize_t rma_msg(struct fid_ep* ep, const struct fi_msg_rma* msg, uint64_t flags, OpKind kind,
+                Fn real) {
+  EpWrap* w = of(ep);
+  const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
+  return issue(w, w->tx, timed, kind, msg->context, rma_bytes(msg), msg->addr, [&](void* c) {
+    if (c == msg->context) return real(ep, msg, flags);
+    struct fi_msg_rma copy = *msg;
+    copy.context = c;
+    return real(ep, &copy, flags);
+  });
+}
+
+ssize_t r_read(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src, uint64_t addr,
+               uint64_t key, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kRead, context, len, src,
+               [&](void* c) { return w->real_rma->read(ep, buf, len, desc, src, addr, key, c); });
+}
+
+ssize_t r_readv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
+                fi_addr_t src, uint64_t addr, uint64_t key, void* context) {
+  EpWrap* w = of(ep);
+  return issue(
+      w, w->tx, w->tx.plain_timed(), OpKind::kReadv, context, iov_bytes(iov, count), src,
+      [&](void* c) { return w->real_rma->readv(ep, iov, desc, count, src, addr, key, c); });
+}
+
+ssize_t r_readmsg(struct fid_ep* ep, const struct fi_msg_rma* msg, uint64_t flags) {
+  return rma_msg(ep, msg, flags, OpKind::kReadmsg, of(ep)->real_rma->readmsg);
+}
+
+ssize_t r_write(struct fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest,
+                uint64_t addr, uint64_t key, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kWrite, context, len, dest,
+               [&](void* c) { return w->real_rma->write(ep, buf, len, desc, dest, addr, key, c); });
+}
+
+ssize_t r_writev(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
+                 fi_addr_t dest, uint64_t addr, uint64_t key, void* context) {
+  EpWrap* w = of(ep);
+  return issue(
+      w, w->tx, w->tx.plain_timed(), OpKind::kWritev, context, iov_bytes(iov, count), dest,
+      [&](void* c) { return w->real_rma->writev(ep, iov, desc, count, dest, addr, key, c); });
+}
+
+ssize_t r_writemsg(struct fid_ep* ep, const struct fi_msg_rma* msg, uint64_t flags) {
+  return rma_msg(ep, msg, flags, OpKind::kWritemsg, of(ep)->real_rma->writemsg);
+}
+
+ssize_t r_writedata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
+                    fi_addr_t dest, uint64_t addr, uint64_t key, void* context) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, w->tx.plain_timed(), OpKind::kWritedata, context, len, dest, [&](void* c) {
+    return w->real_rma->writedata(ep, buf, len, desc, data, dest, addr, key, c);
+  });
+}
+
+ssize_t r_inject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
+                 uint64_t key) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, false, OpKind::kInjectWrite, nullptr, len, dest,
+               [&](void*) { return w->real_rma->inject(ep, buf, len, dest, addr, key); });
+}
+
+ssize_t r_injectdata(struct fid_ep* ep, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
+                     uint64_t addr, uint64_t key) {
+  EpWrap* w = of(ep);
+  return issue(w, w->tx, false, OpKind::kInjectWritedata, nullptr, len, dest,
+               [&](void*) { return w->real_rma->injectdata(ep, buf, len, data, dest, addr, key); });
+}
+
+}  // namespace
+
+void install_rma_shims(EpWrap* w) {
+  const fi_ops_rma* r = w->real_rma;
+  fi_ops_rma& o = w->rma_ops;
+  FABTRACE_SHIM(o, r, fi_ops_rma, read, r_read);
+  FABTRACE_SHIM(o, r, fi_ops_rma, readv, r_readv);
+  FABTRACE_SHIM(o, r, fi_ops_rma, readmsg, r_readmsg);
+  FABTRACE_SHIM(o, r, fi_ops_rma, write, r_write);
+  FABTRACE_SHIM(o, r, fi_ops_rma, writev, r_writev);
+  FABTRACE_SHIM(o, r, fi_ops_rma, writemsg, r_writemsg);
+  FABTRACE_SHIM(o, r, fi_ops_rma, writedata, r_writedata);
+  FABTRACE_SHIM(o, r, fi_ops_rma, inject, r_inject);
+  FABTRACE_SHIM(o, r, fi_ops_rma, injectdata, r_injectdata);
+}
+
+}  // namespace fabtrace

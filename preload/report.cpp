@@ -1,0 +1,243 @@
+// At exit: merge every thread's shard into one ProcessReport and write it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "common/report_writer.h"
+#include "preload/completion.h"
+#include "preload/runtime.h"
+#include "preload/stats.h"
+
+namespace fabtrace {
+
+namespace {
+
+using CellMapKey = std::tuple<const EpWrap*, fi_addr_t, int, uint64_t>;
+
+void merge_into(Cell& dst, const Cell& src) {
+  dst.errors += src.errors;
+  dst.eagain += src.eagain;
+  dst.refused += src.refused;
+  dst.untimed += src.untimed;
+  dst.unfinished += src.unfinished;
+  dst.imm += src.imm;
+  dst.ok_bytes += src.ok_bytes;
+  dst.lat.merge(src.lat);
+}
+
+std::string local_label(const EpWrap* ep) {
+  for (const EpWrap* e = ep; e; e = e->parent) {
+    std::lock_guard<std::mutex> lk(const_cast<EpWrap*>(e)->names_mu);
+    if (!e->local_name.empty()) return e->local_name;
+  }
+  return ep->domain->name.empty() ? "?" : ep->domain->name;
+}
+
+std::string remote_label(const EpWrap* ep, fi_addr_t peer) {
+  // A connected endpoint has one peer whatever fi_addr_t the op carried.
+  if (ep->type == FI_EP_MSG) {
+    std::lock_guard<std::mutex> lk(const_cast<EpWrap*>(ep)->names_mu);
+    return ep->peer_name.empty() ? "(connected)" : ep->peer_name;
+  }
+  if (peer == FI_ADDR_UNSPEC || peer == FI_ADDR_NOTAVAIL) return "(any)";
+  for (const EpWrap* e = ep; e; e = e->parent)
+    if (e->av) {
+      std::string n = e->av->name_of(peer);
+      if (!n.empty()) return n;
+    }
+  return "fi_addr#" + std::to_string(static_cast<unsigned long long>(peer));
+}
+
+bool open_outputs(const Runtime& rt, const std::string& host, std::FILE** txt, std::FILE** json,
+                  std::string* txt_path) {
+  *txt = stderr;
+  *json = nullptr;
+  if (rt.cfg.to_stderr) return true;
+  const std::string base = rt.cfg.dir + "/fabtrace." + host + ".r" + rt.rank.text + ".p" +
+                           std::to_string(static_cast<long>(getpid()));
+  *txt_path = base + ".txt";
+  std::FILE* f = std::fopen(txt_path->c_str(), "w");
+  if (!f) {
+    log_line("warning: cannot write %s; report goes to stderr", txt_path->c_str());
+    txt_path->clear();
+    return true;
+  }
+  *txt = f;
+  if (rt.cfg.json) {
+    const std::string jp = base + ".json";
+    *json = std::fopen(jp.c_str(), "w");
+    if (!*json) log_line("warning: cannot write %s", jp.c_str());
+  }
+  return true;
+}
+
+}  // namespace
+
+void write_report() {
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  Runtime& rt = runtime();
+  if (!rt.pid || rt.pid != getpid()) return;
+
+  const Calibration cal = clock_calibration();
+  const uint64_t now = now_ticks();
+
+  // Ops still in flight now will never be seen completing.
+  auto tail = std::make_unique<Shard>();
+  for (OpRecord* r = rt.ring.begin(); r != rt.ring.end(); ++r)
+    if (r->busy.load(std::memory_order_acquire)) complete_never(tail.get(), r, now);
+
+  std::map<CellMapKey, Cell> cells;
+  uint64_t cells_full = 0;
+  std::vector<PollStats> polls(kMaxCqs);
+  auto fold = [&](const Shard* s) {
+    cells_full += s->cells_full;
+    for (uint64_t i = 0; i < s->cap; ++i) {
+      const Cell* c = s->slots[i];
+      if (!c) continue;
+      Cell& d =
+          cells[CellMapKey{c->key.ep, c->key.peer, static_cast<int>(c->key.kind), c->key.bytes}];
+      d.key = c->key;
+      merge_into(d, *c);
+    }
+    for (uint32_t q = 0; q < kMaxCqs; ++q) {
+      const PollStats& p = s->cq[q];
+      PollStats& d = polls[q];
+      d.polls += p.polls;
+      for (int k = 0; k < PollStats::kClasses; ++k) d.gaps[k] += p.gaps[k];
+      if (p.max_gap > d.max_gap) d.max_gap = p.max_gap, d.max_gap_end = p.max_gap_end;
+    }
+  };
+  for (const Shard* s = all_shards(); s; s = s->next) fold(s);
+  fold(tail.get());
+
+  uint64_t activity = 0;
+  for (auto& kv : cells) {
+    const Cell& c = kv.second;
+    activity += c.lat.count() + c.errors + c.untimed + c.unfinished + c.eagain + c.refused;
+  }
+  if (!activity) return;  // a process that did no fabric I/O writes nothing
+
+  ProcessReport rep;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '?';
+  rep.host = host;
+  rep.rank = rt.rank.text;
+  rep.pid = getpid();
+  rep.tsc = cal.tsc;
+  rep.ns_per_tick = cal.ns_per_tick;
+  rep.start_mono_ns = cal.to_mono_ns(rt.start_ticks);
+  rep.start_wall_ns = cal.real0_ns + (rep.start_mono_ns - cal.mono0_ns);
+  rep.duration_s = cal.ticks_to_ns(now - rt.start_ticks) / 1e9;
+  rep.ring_slots = rt.ring.size();
+  rep.ring_full = rt.ring.full.load(std::memory_order_relaxed);
+  rep.cells_full = cells_full;
+
+  std::vector<FabricWrap*> fabrics;
+  std::vector<DomainWrap*> domains;
+  std::vector<CqWrap*> cqs;
+  {
+    std::lock_guard<std::mutex> lk(rt.mu);
+    fabrics = rt.fabrics;
+    domains = rt.domains;
+    cqs = rt.cqs;
+  }
+  std::set<std::string> provs;
+  for (const FabricWrap* f : fabrics) provs.insert(f->prov_name);
+  for (const std::string& p : provs) rep.providers += (rep.providers.empty() ? "" : ",") + p;
+
+  // Links: merge cells by their readable (local, remote) pair, then (op, size).
+  std::map<std::pair<std::string, std::string>, std::map<std::pair<int, uint64_t>, Cell>> links;
+  std::map<const DomainWrap*, std::pair<std::set<std::string>, std::pair<uint64_t, uint64_t>>> nic;
+  for (auto& kv : cells) {
+    const Cell& c = kv.second;
+    const std::string local = local_label(c.key.ep);
+    Cell& d = links[{local, remote_label(c.key.ep, c.key.peer)}]
+                   [{static_cast<int>(c.key.kind), c.key.bytes}];
+    d.key = c.key;
+    merge_into(d, c);
+    auto& n = nic[c.key.ep->domain];
+    n.first.insert(local);
+    if (!op_is_recv(c.key.kind)) {
+      n.second.first += c.lat.count();
+      n.second.second += c.ok_bytes;
+    }
+  }
+  for (auto& l : links) {
+    LinkReport lr;
+    lr.local = l.first.first;
+    lr.remote = l.first.second;
+    for (auto& rc : l.second) {
+      const Cell& c = rc.second;
+      OpRow o;
+      o.op = op_name(static_cast<OpKind>(rc.first.first));
+      o.bytes = rc.first.second;
+      o.recv = op_is_recv(static_cast<OpKind>(rc.first.first));
+      o.count = c.lat.count();
+      o.errors = c.errors;
+      o.untimed = c.untimed;
+      o.unfinished = c.unfinished;
+      o.eagain = c.eagain;
+      o.refused = c.refused;
+      o.imm = c.imm;
+      if (o.count) {
+        o.avg_ns = c.lat.mean() * cal.ns_per_tick;
+        o.min_ns = cal.ticks_to_ns(c.lat.min());
+        o.max_ns = cal.ticks_to_ns(c.lat.max());
+        o.p50_ns = cal.ticks_to_ns(c.lat.percentile(0.50));
+        o.p99_ns = cal.ticks_to_ns(c.lat.percentile(0.99));
+        o.gbps = o.avg_ns > 0 ? static_cast<double>(o.bytes) / o.avg_ns : 0;
+      }
+      lr.rows.push_back(o);
+    }
+    rep.links.push_back(std::move(lr));
+  }
+  for (const DomainWrap* d : domains) {
+    auto it = nic.find(d);
+    if (it == nic.end()) continue;
+    NicReport n;
+    n.domain = d->name;
+    for (const std::string& s : it->second.first) n.local += (n.local.empty() ? "" : ",") + s;
+    n.ops = it->second.second.first;
+    n.bytes = it->second.second.second;
+    n.busy_ns = cal.ticks_to_ns(d->nic.busy_ticks(now));
+    n.gbps = n.busy_ns > 0 ? static_cast<double>(n.bytes) / n.busy_ns : 0;
+    if (n.ops || n.busy_ns > 0) rep.nics.push_back(n);
+  }
+  for (const CqWrap* q : cqs) {
+    if (q->id == kNoCq || !polls[q->id].polls) continue;
+    const PollStats& p = polls[q->id];
+    CqReport c;
+    c.id = q->id;
+    c.polls = p.polls;
+    for (int k = 0; k < 6; ++k) c.gaps[k] = p.gaps[k];
+    c.max_gap_ns = cal.ticks_to_ns(p.max_gap);
+    c.max_gap_end_s =
+        p.max_gap_end > rt.start_ticks ? cal.ticks_to_ns(p.max_gap_end - rt.start_ticks) / 1e9 : 0;
+    rep.cqs.push_back(c);
+  }
+
+  std::FILE* txt = nullptr;
+  std::FILE* json = nullptr;
+  std::string txt_path;
+  open_outputs(rt, rep.host, &txt, &json, &txt_path);
+  write_report_text(txt, rep);
+  if (txt != stderr) {
+    std::fclose(txt);
+    log_line("%s rank %s -> %s", rep.host.c_str(), rep.rank.c_str(), txt_path.c_str());
+  } else {
+    std::fflush(stderr);
+  }
+  if (json) {
+    write_report_json(json, rep);
+    std::fclose(json);
+  }
+}
+
+}  // namespace fabtrace

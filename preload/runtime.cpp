@@ -1,0 +1,70 @@
+#include "preload/runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "preload/stats.h"
+
+namespace fabtrace {
+
+thread_local int t_nested = 0;
+
+Runtime& runtime() {
+  // Never destroyed: shims may run during exit, after static destructors.
+  static Runtime* r = new Runtime();
+  return *r;
+}
+
+bool runtime_configure() {
+  static std::once_flag once;
+  Runtime& rt = runtime();
+  std::call_once(once, [&rt] {
+    Config& c = rt.cfg;
+    c.enabled = env_bool("FABTRACE", true);
+    if (!c.enabled) return;
+    c.dir = env_str("FABTRACE_DIR", ".");
+    if (c.dir.empty()) c.dir = ".";
+    c.to_stderr = c.dir == "stderr" || c.dir == "-";
+    c.inflight = env_u64("FABTRACE_INFLIGHT", 16384, 64, 1u << 20);
+    c.max_cells = env_u64("FABTRACE_MAX_CELLS", 1 << 20, 16, 1ULL << 32);
+    c.cqgap = env_bool("FABTRACE_CQGAP", true);
+    c.json = env_bool("FABTRACE_JSON", true);
+    rt.rank = detect_rank();
+  });
+  return rt.cfg.enabled;
+}
+
+namespace {
+void on_fork_child() {
+  // The child shares nothing of the parent's fabric: start its books empty.
+  Runtime& rt = runtime();
+  rt.pid = getpid();
+  for (Shard* s = all_shards(); s; s = s->next) s->reset();
+  for (OpRecord* r = rt.ring.begin(); r != rt.ring.end(); ++r) InflightRing::release(r);
+}
+
+void at_exit() { write_report(); }
+}  // namespace
+
+void runtime_activate() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Runtime& rt = runtime();
+    clock_init();
+    const Calibration cal = clock_calibration();
+    rt.imm_ticks = cal.ns_to_ticks(50e3);
+    const double edges_ns[5] = {10e3, 100e3, 1e6, 10e6, 100e6};
+    for (int i = 0; i < 5; ++i) rt.gap_edges[i] = cal.ns_to_ticks(edges_ns[i]);
+    rt.start_ticks = now_ticks();
+    rt.pid = getpid();
+    rt.ring.init(rt.cfg.inflight);
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+    std::atexit(at_exit);
+  });
+}
+
+}  // namespace fabtrace

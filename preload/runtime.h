@@ -1,0 +1,71 @@
+// Process-wide state of the preload: settings read once from the environment,
+// the in-flight ring, and the registry of wrapped objects (control path only).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/rank.h"
+#include "preload/inflight.h"
+#include "preload/objects.h"
+
+namespace fabtrace {
+
+struct Config {
+  bool enabled = true;    // FABTRACE (0 = loaded but inert)
+  std::string dir = ".";  // FABTRACE_DIR ("stderr" or "-" = text report to stderr)
+  bool to_stderr = false;
+  uint64_t inflight = 16384;     // FABTRACE_INFLIGHT: records in the ring
+  uint64_t max_cells = 1 << 20;  // FABTRACE_MAX_CELLS: (link, op, size) rows per thread
+  bool cqgap = true;             // FABTRACE_CQGAP
+  bool json = true;              // FABTRACE_JSON
+};
+
+struct Runtime {
+  Config cfg;
+  InflightRing ring;
+  RankId rank;
+  int pid = 0;
+
+  // Thresholds in ticks, from the first calibration.
+  uint64_t imm_ticks = 0;      // late-receiver mark: 50 us
+  uint64_t gap_edges[5] = {};  // 10us 100us 1ms 10ms 100ms
+  uint64_t start_ticks = 0;    // first fabric activity
+
+  // Registry of wrapped objects, for the report. Appended on the control path.
+  std::mutex mu;
+  std::vector<FabricWrap*> fabrics;
+  std::vector<DomainWrap*> domains;
+  std::vector<EpWrap*> eps;
+  std::vector<CqWrap*> cqs;
+  std::atomic<uint32_t> ncq_ids{0};
+
+  // Ops that were not wrapped or not timed for reasons outside any link.
+  std::atomic<uint64_t> cq_unknown_format{0};
+};
+
+Runtime& runtime();
+
+// Reads the configuration (once). Returns cfg.enabled.
+bool runtime_configure();
+// First fabric activity of this process: clock, ring, exit hook. Idempotent.
+void runtime_activate();
+
+// Depth of provider calls made on this thread on behalf of the application: a
+// libfabric entry point reached while it is non-zero comes from inside a
+// provider (ofi_rxm opening tcp) and is left alone.
+extern thread_local int t_nested;
+struct NestGuard {
+  NestGuard() { ++t_nested; }
+  ~NestGuard() { --t_nested; }
+  NestGuard(const NestGuard&) = delete;
+  NestGuard& operator=(const NestGuard&) = delete;
+};
+
+// Writes this process's report (text + JSON). Called once at exit.
+void write_report();
+
+}  // namespace fabtrace

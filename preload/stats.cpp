@@ -1,0 +1,86 @@
+#include "preload/stats.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "preload/runtime.h"
+
+namespace fabtrace {
+
+namespace {
+std::atomic<Shard*> g_shards{nullptr};
+thread_local Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr;
+
+uint64_t hash_key(const CellKey& k) {
+  uint64_t h = reinterpret_cast<uintptr_t>(k.ep) * 0x9E3779B97F4A7C15ULL;
+  h ^= (k.peer + 0x632BE59BD9B4E019ULL) * 0xBF58476D1CE4E5B9ULL;
+  h ^= (k.bytes + static_cast<uint64_t>(k.kind)) * 0x94D049BB133111EBULL;
+  return h ^ (h >> 29);
+}
+}  // namespace
+
+Shard* my_shard() {
+  Shard* s = t_shard;
+  if (__builtin_expect(s != nullptr, 1)) return s;
+  s = new (std::nothrow) Shard();
+  if (!s) return nullptr;
+  Shard* head = g_shards.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+  } while (!g_shards.compare_exchange_weak(head, s, std::memory_order_release,
+                                           std::memory_order_relaxed));
+  t_shard = s;
+  return s;
+}
+
+Shard* all_shards() { return g_shards.load(std::memory_order_acquire); }
+
+Cell* Shard::cell(const CellKey& k) {
+  if (mru && mru->key == k) return mru;
+  if (used * 2 >= cap) {
+    // Grow (or create) the open-addressing table: rare, off the steady state.
+    const uint64_t ncap = cap ? cap * 2 : 64;
+    if (used >= runtime().cfg.max_cells) {
+      ++cells_full;
+      return nullptr;
+    }
+    Cell** ns = static_cast<Cell**>(std::calloc(ncap, sizeof(Cell*)));
+    if (!ns) return nullptr;
+    for (uint64_t i = 0; i < cap; ++i) {
+      Cell* c = slots[i];
+      if (!c) continue;
+      uint64_t j = hash_key(c->key) & (ncap - 1);
+      while (ns[j]) j = (j + 1) & (ncap - 1);
+      ns[j] = c;
+    }
+    // The old table is not freed: the report may be walking it from another
+    // thread at exit. It is at most half the size of the live one.
+    slots = ns;
+    cap = ncap;
+  }
+  uint64_t j = hash_key(k) & (cap - 1);
+  while (Cell* c = slots[j]) {
+    if (c->key == k) return mru = c;
+    j = (j + 1) & (cap - 1);
+  }
+  Cell* c = new (std::nothrow) Cell();
+  if (!c) return nullptr;
+  c->key = k;
+  slots[j] = c;
+  ++used;
+  return mru = c;
+}
+
+void Shard::reset() {
+  for (uint64_t i = 0; i < cap; ++i) {
+    if (!slots[i]) continue;
+    const CellKey k = slots[i]->key;
+    *slots[i] = Cell();
+    slots[i]->key = k;
+  }
+  cells_full = 0;
+  for (PollStats& p : cq) p = PollStats();
+}
+
+}  // namespace fabtrace

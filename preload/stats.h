@@ -1,0 +1,69 @@
+// Per-thread statistics shards.
+//
+// Every thread that issues or polls gets its own shard; a completion is folded
+// into the shard of the thread that observed it. Shards are written by their
+// thread only (plain stores, no atomics, no locks) and are read when the report
+// is written at exit. They are linked into a lock-free list and never freed.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/histogram.h"
+#include "common/op_kinds.h"
+#include "preload/objects.h"
+
+namespace fabtrace {
+
+// One link (endpoint -> peer) x (op, size).
+struct CellKey {
+  const EpWrap* ep;
+  fi_addr_t peer;
+  uint64_t bytes;
+  OpKind kind;
+  bool operator==(const CellKey& o) const {
+    return ep == o.ep && peer == o.peer && bytes == o.bytes && kind == o.kind;
+  }
+};
+
+struct Cell {
+  CellKey key;
+  uint64_t errors = 0;      // completed in error (incl. cancelled)
+  uint64_t eagain = 0;      // refused at issue with -FI_EAGAIN (not issued)
+  uint64_t refused = 0;     // refused at issue with another error
+  uint64_t untimed = 0;     // issued, not timed (no completion expected, ring full, context kept)
+  uint64_t unfinished = 0;  // issued and timed, never completed (CQ closed, or exit)
+  uint64_t imm = 0;         // receives completed within the late-receiver mark
+  uint64_t ok_bytes = 0;    // bytes of successful completions
+  LogHistogram lat;         // successful completions, ticks
+};
+
+// Poll statistics of one CQ as seen by one thread.
+struct PollStats {
+  static constexpr int kClasses = 6;  // <10us <100us <1ms <10ms <100ms >=100ms
+  uint64_t polls = 0;
+  uint64_t gaps[kClasses] = {};
+  uint64_t max_gap = 0;      // ticks
+  uint64_t max_gap_end = 0;  // ticks at the poll that ended it
+};
+
+struct Shard {
+  Cell* cell(const CellKey& k);  // finds or creates; nullptr if out of memory / full
+  void reset();                  // after fork(): the child starts empty
+
+  Cell** slots = nullptr;
+  uint64_t cap = 0, used = 0;
+  Cell* mru = nullptr;
+  uint64_t cells_full = 0;  // ops not aggregated: cell table at its limit
+  PollStats cq[kMaxCqs];
+  Shard* next = nullptr;
+};
+
+// The calling thread's shard (created on first use).
+Shard* my_shard();
+// Head of the list of all shards.
+Shard* all_shards();
+
+}  // namespace fabtrace

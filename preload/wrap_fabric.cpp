@@ -1,0 +1,158 @@
+// Fabric and domain: the objects through which endpoints, CQs and AVs are made.
+#include <rdma/fi_errno.h>
+
+#include "preload/objects.h"
+#include "preload/runtime.h"
+#include "preload/tables.h"
+
+namespace fabtrace {
+
+namespace {
+
+FabricWrap* fabric_of(struct fid_fabric* f) {
+  return FABTRACE_CONTAINER_OF(f->ops, FabricWrap, ops);
+}
+DomainWrap* domain_of(struct fid_domain* d) {
+  return FABTRACE_CONTAINER_OF(d->ops, DomainWrap, ops);
+}
+
+int fabric_domain(struct fid_fabric* fabric, struct fi_info* info, struct fid_domain** dom,
+                  void* context) {
+  FabricWrap* w = fabric_of(fabric);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->domain(fabric, info, dom, context);
+  }
+  if (ret == 0 && dom && *dom) wrap_domain(*dom, w, info);
+  return ret;
+}
+
+int fabric_domain2(struct fid_fabric* fabric, struct fi_info* info, struct fid_domain** dom,
+                   uint64_t flags, void* context) {
+  FabricWrap* w = fabric_of(fabric);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->domain2(fabric, info, dom, flags, context);
+  }
+  if (ret == 0 && dom && *dom) wrap_domain(*dom, w, info);
+  return ret;
+}
+
+int domain_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq,
+                   void* context) {
+  DomainWrap* w = domain_of(domain);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->cq_open(domain, attr, cq, context);
+  }
+  if (ret == 0 && cq && *cq) wrap_cq(*cq, w, attr);
+  return ret;
+}
+
+int domain_av_open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av,
+                   void* context) {
+  DomainWrap* w = domain_of(domain);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->av_open(domain, attr, av, context);
+  }
+  // Asynchronous AVs (FI_EVENT) report inserts on an EQ; their names are not
+  // resolved and links show the fi_addr_t number instead.
+  if (ret == 0 && av && *av && !(attr && (attr->flags & FI_EVENT))) wrap_av(*av, w->addrlen);
+  return ret;
+}
+
+int domain_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
+                    void* context) {
+  DomainWrap* w = domain_of(domain);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->endpoint(domain, info, ep, context);
+  }
+  if (ret == 0 && ep && *ep) wrap_ep(*ep, w, info, nullptr, false);
+  return ret;
+}
+
+int domain_endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
+                     uint64_t flags, void* context) {
+  DomainWrap* w = domain_of(domain);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->endpoint2(domain, info, ep, flags, context);
+  }
+  if (ret == 0 && ep && *ep) wrap_ep(*ep, w, info, nullptr, false);
+  return ret;
+}
+
+int domain_scalable_ep(struct fid_domain* domain, struct fi_info* info, struct fid_ep** sep,
+                       void* context) {
+  DomainWrap* w = domain_of(domain);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->scalable_ep(domain, info, sep, context);
+  }
+  if (ret == 0 && sep && *sep) wrap_ep(*sep, w, info, nullptr, false);
+  return ret;
+}
+
+int domain_srx_ctx(struct fid_domain* domain, struct fi_rx_attr* attr, struct fid_ep** rx_ep,
+                   void* context) {
+  DomainWrap* w = domain_of(domain);
+  int ret;
+  {
+    NestGuard g;
+    ret = w->real_ops->srx_ctx(domain, attr, rx_ep, context);
+  }
+  if (ret == 0 && rx_ep && *rx_ep) {
+    EpWrap* e = wrap_ep(*rx_ep, w, nullptr, nullptr, true);
+    if (e && attr) e->rx.op_flags = attr->op_flags;
+  }
+  return ret;
+}
+
+}  // namespace
+
+void wrap_fabric(struct fid_fabric* fabric, const char* prov_name) {
+  auto* w = new FabricWrap();
+  w->fabric = fabric;
+  w->prov_name = prov_name ? prov_name : "?";
+  w->real_ops = fabric->ops;
+  copy_table(&w->ops, fabric->ops);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_fabric, domain, fabric_domain);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_fabric, domain2, fabric_domain2);
+  fabric->ops = &w->ops;
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lk(rt.mu);
+  rt.fabrics.push_back(w);
+}
+
+DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const struct fi_info* info) {
+  auto* w = new DomainWrap();
+  w->domain = domain;
+  w->fabric = fabric;
+  if (info && info->domain_attr && info->domain_attr->name) w->name = info->domain_attr->name;
+  if (info) w->addrlen = info->src_addrlen;
+  w->real_ops = domain->ops;
+  copy_table(&w->ops, domain->ops);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, cq_open, domain_cq_open);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, av_open, domain_av_open);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, endpoint, domain_endpoint);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, endpoint2, domain_endpoint2);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, scalable_ep, domain_scalable_ep);
+  FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, srx_ctx, domain_srx_ctx);
+  domain->ops = &w->ops;
+  Runtime& rt = runtime();
+  std::lock_guard<std::mutex> lk(rt.mu);
+  w->id = static_cast<uint32_t>(rt.domains.size());
+  rt.domains.push_back(w);
+  return w;
+}
+
+}  // namespace fabtrace
