@@ -1,0 +1,47 @@
+// Running programs under the preload and reading what they and it wrote.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fabtrace::test {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+struct RunResult {
+  int exit_code = -1;  // 128+signal when killed
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// A fresh empty directory under the build's temp area.
+std::string make_temp_dir(const std::string& tag);
+
+// Runs argv with extra environment (LD_PRELOAD set to the preload unless `preload` is false).
+RunResult run(const std::vector<std::string>& argv, const Env& env, bool preload = true,
+              int timeout_s = 120);
+// Starts argv in the background; returns its pid.
+int spawn(const std::vector<std::string>& argv, const Env& env, const std::string& log_path,
+          bool preload = true);
+// Waits for a spawned process; returns its exit code.
+int wait_for(int pid, int timeout_s = 120);
+
+nlohmann::json load_json(const std::string& path);
+std::vector<std::string> list_files(const std::string& dir, const std::string& prefix,
+                                    const std::string& suffix);
+
+// The reports the preload wrote in `dir` for rank `rank` ("0", "1", "NA").
+std::vector<nlohmann::json> reports_of_rank(const std::string& dir, const std::string& rank);
+
+// Totals per op name over every link of a report.
+struct OpTotals {
+  uint64_t count = 0, errors = 0, untimed = 0, unfinished = 0, eagain = 0, refused = 0;
+  uint64_t issued() const { return count + errors + untimed + unfinished; }
+};
+std::map<std::string, OpTotals> op_totals(const nlohmann::json& report);
+
+int free_port();
+
+}  // namespace fabtrace::test

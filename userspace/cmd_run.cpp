@@ -1,0 +1,136 @@
+// fabtrace run: the preload-only mode in one command.
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "userspace/commands.h"
+
+namespace fabtrace {
+
+namespace {
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string p(buf);
+  return p.substr(0, p.find_last_of('/'));
+}
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// FABTRACE_PRELOAD, else the build tree's preload/ or an install's ../lib.
+std::string find_preload() {
+  if (const char* e = std::getenv("FABTRACE_PRELOAD")) return e;
+  const std::string d = self_dir();
+  for (const std::string& c : {d + "/../preload/libfabtrace.so", d + "/../lib/libfabtrace.so",
+                               d + "/../lib/fabtrace/libfabtrace.so", d + "/libfabtrace.so"}) {
+    if (is_file(c)) {
+      char real[PATH_MAX];
+      return realpath(c.c_str(), real) ? std::string(real) : c;
+    }
+  }
+  return "";
+}
+
+// Prints every text report in `dir` written by a process of this run.
+void print_reports(const std::string& dir, time_t since) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> files;
+  while (struct dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind("fabtrace.", 0) != 0 || n.size() < 4 || n.compare(n.size() - 4, 4, ".txt") != 0)
+      continue;
+    struct stat st;
+    const std::string p = dir + "/" + n;
+    if (stat(p.c_str(), &st) == 0 && st.st_mtime >= since) files.push_back(p);
+  }
+  closedir(d);
+  for (const std::string& p : files) {
+    std::FILE* f = std::fopen(p.c_str(), "r");
+    if (!f) continue;
+    std::printf("--- %s\n", p.c_str());
+    char line[4096];
+    while (std::fgets(line, sizeof(line), f)) std::fputs(line, stdout);
+    std::fclose(f);
+  }
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  std::string dir;
+  bool to_stderr = false;
+  int i = 0;
+  for (; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--")) {
+      ++i;
+      break;
+    }
+    if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) {
+      dir = argv[++i];
+    } else if (!std::strcmp(argv[i], "--stderr")) {
+      to_stderr = true;
+    } else {
+      break;  // the command starts here
+    }
+  }
+  if (i >= argc) {
+    std::fprintf(stderr, "fabtrace run: no command given (fabtrace run [--dir DIR] -- CMD ...)\n");
+    return 2;
+  }
+  const std::string lib = find_preload();
+  if (lib.empty()) {
+    std::fprintf(stderr, "fabtrace run: libfabtrace.so not found (set FABTRACE_PRELOAD)\n");
+    return 2;
+  }
+  if (to_stderr) {
+    dir = "stderr";
+  } else {
+    if (dir.empty()) dir = std::getenv("FABTRACE_DIR") ? std::getenv("FABTRACE_DIR") : ".";
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      std::fprintf(stderr, "fabtrace run: cannot create %s: %s\n", dir.c_str(),
+                   std::strerror(errno));
+      return 2;
+    }
+  }
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("FABTRACE_DIR", dir.c_str(), 1);
+
+  const time_t start = time(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("fabtrace run: fork");
+    return 2;
+  }
+  if (pid == 0) {
+    execvp(argv[i], argv + i);
+    std::fprintf(stderr, "fabtrace run: cannot run %s: %s\n", argv[i], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!to_stderr) print_reports(dir, start);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace fabtrace
