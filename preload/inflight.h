@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "common/op_kinds.h"
 
@@ -39,6 +40,12 @@ struct alignas(64) OpRecord {
 
 class InflightRing {
  public:
+  InflightRing() = default;
+  InflightRing(const InflightRing&) = delete;
+  InflightRing& operator=(const InflightRing&) = delete;
+  // The preload's ring lives until the process ends; tests make their own.
+  ~InflightRing() { std::free(base_); }
+
   // Allocates `slots` records (rounded up to a power of two). Idempotent.
   void init(size_t slots);
   size_t size() const { return n_; }

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 
 int main() {
   // Make sure libfabric itself is loaded (the probe links it).

@@ -59,13 +59,18 @@ TEST_P(App, ReportMatchesWhatTheProgramDid) {
       const uint64_t got = t.count(it.key()) ? t.at(it.key()).issued() : 0;
       EXPECT_EQ(got, n) << it.key();
     }
-    for (const auto& kv : t)
-      if (kv.second.issued()) EXPECT_TRUE(issued.contains(kv.first)) << "unexpected " << kv.first;
+    for (const auto& kv : t) {
+      if (kv.second.issued()) {
+        EXPECT_TRUE(issued.contains(kv.first)) << "unexpected " << kv.first;
+      }
+    }
     // Refusals as the program saw them.
-    if (app.contains("eagain"))
-      for (auto it = app["eagain"].begin(); it != app["eagain"].end(); ++it)
+    if (app.contains("eagain")) {
+      for (auto it = app["eagain"].begin(); it != app["eagain"].end(); ++it) {
         EXPECT_EQ(t.count(it.key()) ? t.at(it.key()).eagain : 0, it.value().get<uint64_t>())
             << it.key();
+      }
+    }
     // Error completions (cancelled receives) are counted as errors, not timed.
     uint64_t errors = 0;
     for (const auto& kv : t) errors += kv.second.errors;
@@ -77,10 +82,12 @@ TEST_P(App, ReportMatchesWhatTheProgramDid) {
         EXPECT_EQ(kv.second.count, 0u) << kv.first;
       }
     }
-    if (app.contains("no_completion"))
-      for (auto it = app["no_completion"].begin(); it != app["no_completion"].end(); ++it)
+    if (app.contains("no_completion")) {
+      for (auto it = app["no_completion"].begin(); it != app["no_completion"].end(); ++it) {
         EXPECT_GE(t.count(it.key()) ? t.at(it.key()).untimed : 0, it.value().get<uint64_t>())
             << it.key();
+      }
+    }
   }
 }
 

@@ -13,6 +13,11 @@ const char* const kSendOps[] = {"fi_send",     "fi_sendv",  "fi_sendmsg",
                                 "fi_senddata", "fi_inject", "fi_injectdata"};
 const char* const kRecvOps[] = {"fi_recv", "fi_recvv", "fi_recvmsg"};
 
+std::vector<std::string> with(std::vector<std::string> v, std::initializer_list<std::string> more) {
+  v.insert(v.end(), more);
+  return v;
+}
+
 uint64_t sum_issued(const std::map<std::string, OpTotals>& t, const char* const* ops, size_t n) {
   uint64_t s = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -37,13 +42,12 @@ TEST_P(Pingpong, ReportCountsMatchTheTraffic) {
   const PingpongCase c = GetParam();
   const std::string dir = make_temp_dir("pingpong");
   const std::string port = std::to_string(free_port());
-  const std::vector<std::string> args = {
-      "fi_pingpong",           "-p", c.prov, "-e", c.ep, "-B", port, "-I",
-      std::to_string(c.iters), "-S", "1024"};
-  const int server = spawn(args, {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
+  const std::vector<std::string> args = {"fi_pingpong",           "-p", c.prov, "-e", c.ep, "-I",
+                                         std::to_string(c.iters), "-S", "1024"};
+  const int server =
+      spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
   usleep(500000);
-  std::vector<std::string> cargs = args;
-  cargs.push_back("127.0.0.1");
+  const std::vector<std::string> cargs = with(args, {"-P", port, "127.0.0.1"});
   const RunResult client = run(cargs, {{"FABTRACE_DIR", dir}, {"RANK", "0"}});
   ASSERT_EQ(client.exit_code, 0) << client.output;
   ASSERT_EQ(wait_for(server), 0);
@@ -83,8 +87,8 @@ INSTANTIATE_TEST_SUITE_P(Providers, Pingpong,
                                            PingpongCase{"shm", "rdm", 500},
                                            PingpongCase{"sockets", "rdm", 20},
                                            PingpongCase{"tcp", "msg", 500}),
-                         [](const auto& info) {
-                           std::string n = info.param.prov;
+                         [](const auto& p) {
+                           std::string n = p.param.prov;
                            for (char& ch : n)
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
@@ -94,13 +98,12 @@ INSTANTIATE_TEST_SUITE_P(Providers, Pingpong,
 TEST(Preload, InertWhenDisabled) {
   const std::string dir = make_temp_dir("inert");
   const std::string port = std::to_string(free_port());
-  const std::vector<std::string> args = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm", "-B",
-                                         port,          "-I", "100",         "-S", "64"};
+  const std::vector<std::string> args = {"fi_pingpong", "-p",  "tcp;ofi_rxm", "-e", "rdm",
+                                         "-I",          "100", "-S",          "64"};
   const Env env = {{"FABTRACE_DIR", dir}, {"FABTRACE", "0"}};
-  const int server = spawn(args, env, dir + "/server.log");
+  const int server = spawn(with(args, {"-B", port}), env, dir + "/server.log");
   usleep(500000);
-  std::vector<std::string> cargs = args;
-  cargs.push_back("127.0.0.1");
+  const std::vector<std::string> cargs = with(args, {"-P", port, "127.0.0.1"});
   const RunResult client = run(cargs, env);
   ASSERT_EQ(client.exit_code, 0) << client.output;
   ASSERT_EQ(wait_for(server), 0);
@@ -121,13 +124,13 @@ TEST(Preload, NoFabricNoReport) {
 TEST(Preload, BadSettingWarnsOnceAndUsesDefault) {
   const std::string dir = make_temp_dir("badenv");
   const std::string port = std::to_string(free_port());
-  const std::vector<std::string> args = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm", "-B",
-                                         port,          "-I", "50",          "-S", "64"};
+  const std::vector<std::string> args = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm",
+                                         "-I",          "50", "-S",          "64"};
   const Env env = {{"FABTRACE_DIR", dir}, {"FABTRACE_INFLIGHT", "lots"}, {"RANK", "0"}};
-  const int server = spawn(args, {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
+  const int server =
+      spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
   usleep(500000);
-  std::vector<std::string> cargs = args;
-  cargs.push_back("127.0.0.1");
+  const std::vector<std::string> cargs = with(args, {"-P", port, "127.0.0.1"});
   const RunResult client = run(cargs, env);
   ASSERT_EQ(client.exit_code, 0) << client.output;
   ASSERT_EQ(wait_for(server), 0);
@@ -156,17 +159,74 @@ TEST(Preload, InterposesEverySymbolVersion) {
   EXPECT_GE(n, 6);  // libfabric 1.17: fi_getinfo 1.0-1.3, fi_fabric 1.0-1.1
 }
 
+// Open MPI over libfabric (pml cm, mtl ofi): a real MPI job, two ranks, each
+// writing its own report; every message rank 0 sends, rank 1 receives.
+TEST(Mpi, OpenMpiMtlOfiPingpong) {
+  if (std::string(MPI_PINGPONG).empty()) GTEST_SKIP() << "Open MPI not installed";
+  const std::string dir = make_temp_dir("mpi");
+  const std::string san = SANITIZER_PRELOAD;
+  const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
+  const RunResult r = run({MPIRUN,
+                           "--allow-run-as-root",
+                           "--oversubscribe",
+                           "-np",
+                           "2",
+                           "--mca",
+                           "pml",
+                           "cm",
+                           "--mca",
+                           "mtl",
+                           "ofi",
+                           "--mca",
+                           "mtl_ofi_provider_exclude",
+                           "shm",
+                           "-x",
+                           "LD_PRELOAD=" + lib,
+                           "-x",
+                           "FABTRACE_DIR=" + dir,
+                           "-x",
+                           "ASAN_OPTIONS",
+                           MPI_PINGPONG,
+                           "500",
+                           "4096"},
+                          {}, false, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0: 500 round trips, 0 bad bytes"), std::string::npos) << r.output;
+  auto r0 = reports_of_rank(dir, "0");
+  auto r1 = reports_of_rank(dir, "1");
+  ASSERT_EQ(r0.size(), 1u) << r.output;
+  ASSERT_EQ(r1.size(), 1u) << r.output;
+  auto tagged_sent = [](const std::map<std::string, OpTotals>& t) {
+    uint64_t s = 0;
+    for (const char* op :
+         {"fi_tsend", "fi_tsendv", "fi_tsendmsg", "fi_tsenddata", "fi_tinject", "fi_tinjectdata"})
+      if (t.count(op)) s += t.at(op).issued();
+    return s;
+  };
+  auto tagged_received = [](const std::map<std::string, OpTotals>& t) {
+    uint64_t s = 0;
+    for (const char* op : {"fi_trecv", "fi_trecvv", "fi_trecvmsg"})
+      if (t.count(op)) s += t.at(op).count;
+    return s;
+  };
+  const auto t0 = op_totals(r0[0]);
+  const auto t1 = op_totals(r1[0]);
+  EXPECT_GE(tagged_sent(t0), 500u);
+  EXPECT_EQ(tagged_received(t1), tagged_sent(t0));
+  EXPECT_EQ(tagged_received(t0), tagged_sent(t1));
+}
+
 // `fabtrace run` preloads the library and prints the reports of the run.
 TEST(Cli, RunPrintsTheReport) {
   const std::string dir = make_temp_dir("cli");
   const std::string port = std::to_string(free_port());
-  const std::vector<std::string> args = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm", "-B",
-                                         port,          "-I", "100",         "-S", "64"};
-  const int server = spawn(args, {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
+  const std::vector<std::string> args = {"fi_pingpong", "-p",  "tcp;ofi_rxm", "-e", "rdm",
+                                         "-I",          "100", "-S",          "64"};
+  const int server =
+      spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
   usleep(500000);
   std::vector<std::string> cargs = {FABTRACE_CLI, "run", "--dir", dir, "--"};
-  cargs.insert(cargs.end(), args.begin(), args.end());
-  cargs.push_back("127.0.0.1");
+  for (const std::string& a : with(args, {"-P", port, "127.0.0.1"})) cargs.push_back(a);
   const std::string san = SANITIZER_PRELOAD;
   const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
   const RunResult r = run(cargs, {{"RANK", "0"}, {"FABTRACE_PRELOAD", lib}}, false);
