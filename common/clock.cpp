@@ -1,8 +1,8 @@
 #include "common/clock.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 #include "common/env.h"
@@ -14,16 +14,11 @@ bool g_use_tsc = false;
 
 namespace {
 std::once_flag g_once;
-Calibration g_start;  // written once under g_once
+ClockFit* g_fit = nullptr;  // never destroyed: used from exit handlers
+}  // namespace
 
-// One (ticks, mono, real) sample taken as close together as possible: the
-// tick read is bracketed by two monotonic reads and the tightest bracket of a
-// few tries wins, so the pairing error is a fraction of one clock_gettime.
-struct Pair {
-  uint64_t ticks, mono, real;
-};
-Pair sample_pair() {
-  Pair best{};
+ClockPair sample_clock_pair() {
+  ClockPair best{};
   uint64_t best_width = UINT64_MAX;
   for (int i = 0; i < 16; ++i) {
     const uint64_t a = mono_ns();
@@ -31,14 +26,72 @@ Pair sample_pair() {
     const uint64_t b = mono_ns();
     if (b - a < best_width) {
       best_width = b - a;
-      best = Pair{t, a + (b - a) / 2, 0};
+      best = ClockPair{t, a + (b - a) / 2, 0};
     }
   }
-  best.real = real_ns();
-  best.real -= mono_ns() - best.mono;  // move the wall read back to the pair's instant
+  // The wall clock, moved back to the pair's instant.
+  const uint64_t r = real_ns();
+  best.real_ns = r - (mono_ns() - best.mono_ns);
   return best;
 }
-}  // namespace
+
+void ClockFit::add(const ClockPair& p) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (pairs_.size() >= kMaxPairs) {
+    size_t j = 0;
+    for (size_t i = 0; i < pairs_.size(); i += 2) pairs_[j++] = pairs_[i];
+    pairs_.resize(j);
+  }
+  pairs_.push_back(p);
+}
+
+Calibration ClockFit::fit(bool tsc) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  Calibration c;
+  c.tsc = tsc;
+  if (pairs_.empty()) return c;
+  const ClockPair& f = pairs_.front();
+  c.pairs = pairs_.size();
+  c.real0_ns = f.real_ns;
+  if (!tsc || pairs_.size() < 2) {
+    // Ticks are CLOCK_MONOTONIC ns: the identity, anchored at the first pair.
+    c.tick0 = tsc ? f.ticks : f.mono_ns;
+    c.mono0_ns = f.mono_ns;
+    c.ns_per_tick = 1.0;
+    return c;
+  }
+  // Fit in coordinates relative to the first pair, where doubles are exact
+  // enough (hours of ticks are < 2^53).
+  double sx = 0, sy = 0;
+  for (const ClockPair& p : pairs_) {
+    sx += static_cast<double>(p.ticks - f.ticks);
+    sy += static_cast<double>(static_cast<int64_t>(p.mono_ns - f.mono_ns));
+  }
+  const double n = static_cast<double>(pairs_.size());
+  const double mx = sx / n, my = sy / n;
+  double sxx = 0, sxy = 0;
+  for (const ClockPair& p : pairs_) {
+    const double dx = static_cast<double>(p.ticks - f.ticks) - mx;
+    const double dy = static_cast<double>(static_cast<int64_t>(p.mono_ns - f.mono_ns)) - my;
+    sxx += dx * dx;
+    sxy += dx * dy;
+  }
+  if (sxx <= 0) return fit(false);
+  const double slope = sxy / sxx;
+  const double intercept = my - slope * mx;  // mono - mono_first at ticks == first ticks
+  c.tick0 = f.ticks;
+  c.mono0_ns = f.mono_ns + static_cast<uint64_t>(static_cast<int64_t>(std::llround(intercept)));
+  c.real0_ns = f.real_ns + (c.mono0_ns - f.mono_ns);
+  c.ns_per_tick = slope;
+  double worst = 0;
+  for (const ClockPair& p : pairs_) {
+    const double pred = static_cast<double>(p.ticks - f.ticks) * slope + intercept;
+    const double act = static_cast<double>(static_cast<int64_t>(p.mono_ns - f.mono_ns));
+    worst = std::max(worst, std::fabs(pred - act));
+  }
+  c.residual_ns = worst;
+  return c;
+}
 
 bool cpu_has_invariant_tsc() {
 #if FABTRACE_HAVE_TSC
@@ -62,36 +115,32 @@ bool cpu_has_invariant_tsc() {
 void clock_init() {
   std::call_once(g_once, [] {
     const std::string mode = env_choice("FABTRACE_CLOCK", {"auto", "tsc", "mono"}, "auto");
-    bool tsc = FABTRACE_HAVE_TSC && mode != "mono" && (mode == "tsc" || cpu_has_invariant_tsc());
+    const bool tsc =
+        FABTRACE_HAVE_TSC && mode != "mono" && (mode == "tsc" || cpu_has_invariant_tsc());
     clock_detail::g_use_tsc = tsc;
-    Pair p0 = sample_pair();
-    g_start.tsc = tsc;
-    g_start.tick0 = p0.ticks;
-    g_start.mono0_ns = p0.mono;
-    g_start.real0_ns = p0.real;
-    g_start.ns_per_tick = 1.0;
+    g_fit = new ClockFit();
+    const ClockPair p0 = sample_clock_pair();
+    g_fit->add(p0);
     if (tsc) {
-      // A short first slope so that thresholds (poll-gap classes, the 50 us
-      // late-receiver mark) can be expressed in ticks from the start.
-      Pair p1{};
+      // A first slope over 2 ms, so that thresholds (poll-gap classes, the
+      // 50 us late-receiver mark) can be expressed in ticks from the start.
+      ClockPair p1;
       do {
-        p1 = sample_pair();
-      } while (p1.mono - p0.mono < 2000000);
-      g_start.ns_per_tick =
-          static_cast<double>(p1.mono - p0.mono) / static_cast<double>(p1.ticks - p0.ticks);
+        p1 = sample_clock_pair();
+      } while (p1.mono_ns - p0.mono_ns < 2000000);
+      g_fit->add(p1);
     }
   });
 }
 
-Calibration clock_calibration() {
+void clock_add_pair() {
   clock_init();
-  Calibration c = g_start;
-  if (!c.tsc) return c;
-  Pair p = sample_pair();
-  if (p.mono - c.mono0_ns >= 50000000 && p.ticks > c.tick0)
-    c.ns_per_tick =
-        static_cast<double>(p.mono - c.mono0_ns) / static_cast<double>(p.ticks - c.tick0);
-  return c;
+  g_fit->add(sample_clock_pair());
+}
+
+Calibration clock_calibration() {
+  clock_add_pair();
+  return g_fit->fit(clock_detail::g_use_tsc);
 }
 
 }  // namespace fabtrace

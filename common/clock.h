@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <ctime>
+#include <mutex>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -52,6 +54,8 @@ struct Calibration {
   uint64_t tick0 = 0;        // a tick value ...
   uint64_t mono0_ns = 0;     // ... and the CLOCK_MONOTONIC time it corresponds to
   uint64_t real0_ns = 0;     // CLOCK_REALTIME read at the same instant (wall anchor)
+  double residual_ns = 0;    // largest |fit - CLOCK_MONOTONIC| over the pairs fitted
+  uint64_t pairs = 0;        // (ticks, CLOCK_MONOTONIC) pairs behind the fit
 
   double ticks_to_ns(uint64_t dticks) const { return static_cast<double>(dticks) * ns_per_tick; }
   uint64_t to_mono_ns(uint64_t ticks) const {
@@ -61,12 +65,39 @@ struct Calibration {
   uint64_t ns_to_ticks(double ns) const { return static_cast<uint64_t>(ns / ns_per_tick); }
 };
 
+// One reading of the tick clock, CLOCK_MONOTONIC and CLOCK_REALTIME at (nearly)
+// the same instant: the tick read is bracketed by two monotonic reads and the
+// tightest of a few brackets wins.
+struct ClockPair {
+  uint64_t ticks = 0, mono_ns = 0, real_ns = 0;
+};
+ClockPair sample_clock_pair();
+
+// Least-squares line through (ticks, CLOCK_MONOTONIC) pairs taken over the run.
+// Keeps at most kMaxPairs (thinning to every other pair when full, so the
+// baseline keeps its span). Thread-safe; never on the data path.
+class ClockFit {
+ public:
+  static constexpr size_t kMaxPairs = 1024;
+  void add(const ClockPair& p);
+  // The fitted calibration; with fewer than two pairs, or ticks that are
+  // nanoseconds already, the identity through the first pair.
+  Calibration fit(bool tsc) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<ClockPair> pairs_;
+};
+
 // Decides TSC or clock_gettime (FABTRACE_CLOCK=tsc|mono overrides) and takes a
 // first calibration (about 2 ms of spinning when the TSC is used). Idempotent.
 void clock_init();
 
-// The calibration from clock_init(), refined over [init, now] when at least
-// 50 ms have passed (a longer baseline gives a better slope).
+// Adds a pair to the process's fit now (control path: object creation, the
+// background writer's ticks, exit).
+void clock_add_pair();
+
+// The process's fit, including a pair taken now.
 Calibration clock_calibration();
 
 // Whether this CPU advertises an invariant TSC (constant_tsc + nonstop_tsc).

@@ -1,0 +1,121 @@
+#include "cq_reader.h"
+
+#include <cstring>
+#include <string>
+
+#include "oob.h"
+
+namespace ftapp {
+namespace {
+
+constexpr size_t kBatch = 16;
+
+Completion from_entry(const void* base, size_t i, fi_cq_format fmt) {
+  Completion c;
+  switch (fmt) {
+    case FI_CQ_FORMAT_CONTEXT: {
+      const auto* e = static_cast<const fi_cq_entry*>(base) + i;
+      c.op_context = e->op_context;
+      break;
+    }
+    case FI_CQ_FORMAT_MSG: {
+      const auto* e = static_cast<const fi_cq_msg_entry*>(base) + i;
+      c.op_context = e->op_context;
+      c.flags = e->flags;
+      c.len = e->len;
+      c.has_flags = true;
+      break;
+    }
+    case FI_CQ_FORMAT_DATA: {
+      const auto* e = static_cast<const fi_cq_data_entry*>(base) + i;
+      c.op_context = e->op_context;
+      c.flags = e->flags;
+      c.len = e->len;
+      c.buf = e->buf;
+      c.data = e->data;
+      c.has_flags = c.has_data = true;
+      break;
+    }
+    default: {
+      const auto* e = static_cast<const fi_cq_tagged_entry*>(base) + i;
+      c.op_context = e->op_context;
+      c.flags = e->flags;
+      c.len = e->len;
+      c.buf = e->buf;
+      c.data = e->data;
+      c.tag = e->tag;
+      c.has_flags = c.has_data = c.has_tag = true;
+      break;
+    }
+  }
+  return c;
+}
+
+size_t read_error(fid_cq* cq, std::vector<Completion>* out) {
+  fi_cq_err_entry e;
+  std::memset(&e, 0, sizeof e);
+  ssize_t r = fi_cq_readerr(cq, &e, 0);
+  if (r == -FI_EAGAIN) return 0;
+  if (r < 0) throw FamilyError(std::string("fi_cq_readerr failed: ") + fi_strerror(int(-r)));
+  Completion c;
+  c.op_context = e.op_context;
+  c.flags = e.flags;
+  c.len = e.len;
+  c.buf = e.buf;
+  c.data = e.data;
+  c.tag = e.tag;
+  c.err = e.err;
+  c.prov_errno = e.prov_errno;
+  c.is_error = true;
+  c.has_flags = c.has_data = c.has_tag = true;
+  out->push_back(c);
+  return 1;
+}
+
+}  // namespace
+
+const char* cq_method_name(CqMethod m) {
+  switch (m) {
+    case CqMethod::kRead:
+      return "fi_cq_read";
+    case CqMethod::kReadFrom:
+      return "fi_cq_readfrom";
+    default:
+      return "fi_cq_sread";
+  }
+}
+
+size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_ms,
+               std::vector<Completion>* out) {
+  alignas(16) unsigned char buf[kBatch * sizeof(fi_cq_tagged_entry)];
+  fi_addr_t src[kBatch];
+  for (fi_addr_t& a : src) a = FI_ADDR_NOTAVAIL;
+  ssize_t r;
+  switch (method) {
+    case CqMethod::kReadFrom:
+      r = fi_cq_readfrom(cq, buf, kBatch, src);
+      break;
+    case CqMethod::kSRead:
+      r = fi_cq_sread(cq, buf, kBatch, nullptr, sread_timeout_ms);
+      break;
+    default:
+      r = fi_cq_read(cq, buf, kBatch);
+      break;
+  }
+  if (r == -FI_EAGAIN || r == -FI_ETIMEDOUT || r == 0) return 0;
+  if (r == -FI_EAVAIL) return read_error(cq, out);
+  if (r < 0) {
+    throw FamilyError(std::string(cq_method_name(method)) + " failed: " + fi_strerror(int(-r)));
+  }
+  for (ssize_t i = 0; i < r; ++i) {
+    Completion c = from_entry(buf, static_cast<size_t>(i), fmt);
+    if (method == CqMethod::kReadFrom) {
+      c.src = src[i];
+      c.has_src = true;
+    }
+    out->push_back(c);
+  }
+  return static_cast<size_t>(r);
+}
+
+}  // namespace ftapp

@@ -1,0 +1,158 @@
+#include "env.h"
+
+#include <cstdio>
+
+namespace ftapp {
+
+Env::Env(const Options& o, int r, Oob& ob, Stats& st)
+    : opt(o),
+      rank(r),
+      oob(ob),
+      stats(st),
+      main_thread_(std::this_thread::get_id()),
+      last_abort_check_(std::chrono::steady_clock::now()) {}
+
+void Env::fatal(const std::string& msg) { throw FamilyError(msg); }
+
+void Env::handle(const Completion& c) {
+  if (c.is_error) {
+    stats.error_completion();
+  } else {
+    stats.completion();
+  }
+  if (c.op_context == nullptr && !c.is_error) {
+    bool remote = false;
+    {
+      std::lock_guard<std::mutex> g(rd_mu_);
+      if (c.has_flags) {
+        remote = (c.flags & FI_REMOTE_CQ_DATA) != 0;
+      } else {
+        remote = remote_.size() < allow_unassoc_;  // FI_CQ_FORMAT_CONTEXT: no flags
+      }
+      if (remote) remote_.push_back(c);
+    }
+    if (remote) return;
+  }
+  OpCtx* ctx = ctxs.complete(c, stats);
+  if (ctx == nullptr) return;
+  if (c.is_error) {
+    if (ctx->expect_err == 0 || c.err != ctx->expect_err) {
+      stats.failure(std::string("error completion for ") + ctx->op + " #" +
+                    std::to_string(ctx->seq) + ": " + fi_strerror(c.err) + " (prov_errno " +
+                    std::to_string(c.prov_errno) + ")");
+    }
+  } else if (ctx->expect_err != 0) {
+    stats.failure(std::string(ctx->op) + " #" + std::to_string(ctx->seq) +
+                  " completed successfully but was expected to fail with " +
+                  fi_strerror(ctx->expect_err));
+  }
+}
+
+void Env::progress(bool may_block) {
+  std::vector<Completion> entries;
+  fid_cq* cqs[2] = {fab.txcq, fab.rxcq == fab.txcq ? nullptr : fab.rxcq};
+  CqMethod m = method == CqMethod::kSRead && !may_block ? CqMethod::kRead : method;
+  for (fid_cq* cq : cqs) {
+    if (cq == nullptr) continue;
+    entries.clear();
+    read_cq(cq, opt.cq_format, m, 10, &entries);
+    for (const Completion& c : entries) handle(c);
+  }
+}
+
+void Env::wait(const std::function<bool()>& done, const std::string& what) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms());
+  bool main = std::this_thread::get_id() == main_thread_;
+  for (;;) {
+    if (done()) return;
+    progress(true);
+    auto now = Clock::now();
+    if (main && now - last_abort_check_ > std::chrono::milliseconds(10)) {
+      last_abort_check_ = now;
+      oob.check_abort();
+    }
+    if (now > deadline) {
+      fatal("timeout after " + std::to_string(opt.timeout_s) + " s waiting for " + what +
+            " (outstanding: " + ctxs.outstanding_summary() + ")");
+    }
+  }
+}
+
+void Env::send(const std::string& step, const std::string& payload) { oob.send(step, payload); }
+
+std::string Env::recv(const std::string& step) {
+  return oob.recv(step, timeout_ms(), [this] { progress(); });
+}
+
+void Env::sync(const std::string& step) {
+  send(step);
+  recv(step);
+}
+
+void Env::skip(const std::string& fn, const std::string& reason) {
+  if (skips_.find(fn) == skips_.end()) skips_[fn] = reason;
+}
+
+void Env::allow_unassociated(size_t n) {
+  std::lock_guard<std::mutex> g(rd_mu_);
+  allow_unassoc_ = n;
+}
+
+size_t Env::remote_data_count() {
+  std::lock_guard<std::mutex> g(rd_mu_);
+  return remote_.size();
+}
+
+std::vector<Completion> Env::remote_data() {
+  std::lock_guard<std::mutex> g(rd_mu_);
+  return remote_;
+}
+
+SlotWindow::SlotWindow(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim)
+    : env_(env), ctx_(slots, nullptr), reclaim_(std::move(reclaim)) {}
+
+size_t SlotWindow::acquire() {
+  size_t found = 0;
+  env_.wait(
+      [&] {
+        for (size_t i = 0; i < ctx_.size(); ++i) {
+          if (ctx_[i] == nullptr) {
+            found = i;
+            return true;
+          }
+        }
+        for (size_t i = 0; i < ctx_.size(); ++i) {
+          if (env_.ctxs.done(ctx_[i])) {
+            OpCtx* c = ctx_[i];
+            ctx_[i] = nullptr;
+            if (reclaim_) reclaim_(c);
+            found = i;
+            return true;
+          }
+        }
+        return false;
+      },
+      "a free buffer slot");
+  return found;
+}
+
+void SlotWindow::drain() {
+  env_.wait(
+      [&] {
+        for (size_t i = 0; i < ctx_.size(); ++i) {
+          if (ctx_[i] != nullptr && env_.ctxs.done(ctx_[i])) {
+            OpCtx* c = ctx_[i];
+            ctx_[i] = nullptr;
+            if (reclaim_) reclaim_(c);
+          }
+        }
+        for (OpCtx* c : ctx_) {
+          if (c != nullptr) return false;
+        }
+        return true;
+      },
+      "outstanding operations to complete");
+}
+
+}  // namespace ftapp

@@ -1,0 +1,120 @@
+// Per-family runtime: the libfabric objects, the context tracker, completion
+// processing, bounded waits and posting with -FI_EAGAIN retry.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context.h"
+#include "cq_reader.h"
+#include "fabric.h"
+#include "oob.h"
+#include "options.h"
+#include "stats.h"
+
+namespace ftapp {
+
+class Env {
+ public:
+  Env(const Options& o, int r, Oob& ob, Stats& st);
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+  const Options& opt;
+  const int rank;
+  Oob& oob;
+  Stats& stats;
+  Fabric fab;
+  CtxTracker ctxs;
+  CqMethod method = CqMethod::kRead;
+  uint64_t caps = 0;  // capabilities requested for this family
+
+  int timeout_ms() const { return opt.timeout_s * 1000; }
+  // Reads every CQ once and processes the entries. Thread-safe. Only with
+  // `may_block` does the fi_cq_sread method block (some providers' fi_cq_sread
+  // ignores its timeout, so it is only used while a completion is due).
+  void progress(bool may_block = false);
+  // Progresses until done() is true; fatal error after the timeout.
+  void wait(const std::function<bool()>& done, const std::string& what);
+  void wait_done(const OpCtx* ctx) {
+    wait([&] { return ctxs.done(ctx); }, std::string("completion of ") + ctx->op);
+  }
+  // Posts with `call`, retrying -FI_EAGAIN after progressing. Counts issued/eagain.
+  template <class F>
+  void post(const char* fn, OpCtx* ctx, F&& call);
+
+  [[noreturn]] void fatal(const std::string& msg);
+
+  // Out-of-band steps; receiving keeps the local provider progressing.
+  void send(const std::string& step, const std::string& payload = std::string());
+  std::string recv(const std::string& step);
+  void sync(const std::string& step);
+
+  // A function this family cannot exercise on this provider.
+  void skip(const std::string& fn, const std::string& reason);
+  const std::map<std::string, std::string>& skips() const { return skips_; }
+
+  // Completions without a context of ours that carry remote CQ data.
+  void allow_unassociated(size_t n);
+  size_t remote_data_count();
+  std::vector<Completion> remote_data();
+
+ private:
+  void handle(const Completion& c);
+
+  std::thread::id main_thread_;
+  std::chrono::steady_clock::time_point last_abort_check_;
+  std::map<std::string, std::string> skips_;
+  std::mutex rd_mu_;
+  std::vector<Completion> remote_;
+  size_t allow_unassoc_ = 0;
+};
+
+template <class F>
+void Env::post(const char* fn, OpCtx* ctx, F&& call) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms());
+  for (;;) {
+    ssize_t r = call();
+    if (r == 0) {
+      stats.issued(fn);
+      return;
+    }
+    if (r != -FI_EAGAIN) {
+      if (ctx != nullptr) ctxs.unposted(ctx);
+      fatal(std::string(fn) + " failed: " + fi_strerror(static_cast<int>(-r)));
+    }
+    stats.eagain(fn);
+    progress();
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (ctx != nullptr) ctxs.unposted(ctx);
+      fatal(std::string(fn) + " kept returning -FI_EAGAIN for " + std::to_string(opt.timeout_s) +
+            " s");
+    }
+  }
+}
+
+// A fixed set of buffer slots, each with at most one operation in flight.
+class SlotWindow {
+ public:
+  SlotWindow(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim);
+  // A free slot; reclaims (and hands to `reclaim`) completed operations as needed.
+  size_t acquire();
+  void set(size_t slot, OpCtx* ctx) { ctx_[slot] = ctx; }
+  // Waits for every operation in flight and reclaims it.
+  void drain();
+  size_t size() const { return ctx_.size(); }
+
+ private:
+  Env& env_;
+  std::vector<OpCtx*> ctx_;
+  std::function<void(OpCtx*)> reclaim_;
+};
+
+}  // namespace ftapp

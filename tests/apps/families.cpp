@@ -1,0 +1,100 @@
+#include "families.h"
+
+#include <rdma/fabric.h>
+
+namespace ftapp {
+namespace {
+
+FabricSpec spec(bool thread_safe, bool single_cq, bool cq_wait, bool tx_selective) {
+  FabricSpec s;
+  s.thread_safe = thread_safe;
+  s.single_cq = single_cq;
+  s.cq_wait = cq_wait;
+  s.tx_selective = tx_selective;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<FamilyDef>& families() {
+  static const std::vector<FamilyDef> defs = {
+      {"msg",
+       FI_MSG,
+       {FI_SOURCE},
+       0,
+       spec(false, false, false, false),
+       CqMethod::kReadFrom,
+       {"fi_send", "fi_sendv", "fi_sendmsg", "fi_senddata", "fi_recv", "fi_recvv", "fi_recvmsg"},
+       run_msg},
+      {"tagged",
+       FI_TAGGED,
+       {},
+       0,
+       spec(false, false, false, false),
+       CqMethod::kRead,
+       {"fi_tsend", "fi_tsendv", "fi_tsendmsg", "fi_tsenddata", "fi_trecv", "fi_trecvv",
+        "fi_trecvmsg"},
+       run_tagged},
+      {"rma",
+       FI_RMA,
+       {},
+       0,
+       spec(false, false, false, false),
+       CqMethod::kRead,
+       {"fi_write", "fi_writev", "fi_writemsg", "fi_writedata", "fi_read", "fi_readv",
+        "fi_readmsg"},
+       run_rma},
+      {"atomic",
+       FI_ATOMIC,
+       {},
+       0,
+       spec(false, false, false, false),
+       CqMethod::kRead,
+       {"fi_atomic", "fi_atomicv", "fi_atomicmsg", "fi_fetch_atomic", "fi_fetch_atomicv",
+        "fi_fetch_atomicmsg", "fi_compare_atomic", "fi_compare_atomicv", "fi_compare_atomicmsg"},
+       run_atomic},
+      {"inject",
+       FI_MSG,
+       {FI_TAGGED, FI_RMA, FI_ATOMIC},
+       0,
+       spec(false, false, false, true),
+       CqMethod::kRead,
+       {"fi_inject", "fi_injectdata", "fi_tinject", "fi_tinjectdata", "fi_inject_write",
+        "fi_inject_writedata", "fi_inject_atomic"},
+       run_inject},
+      {"cancel",
+       0,
+       {FI_TAGGED, FI_MSG},
+       FI_TAGGED | FI_MSG,
+       spec(false, false, false, false),
+       CqMethod::kRead,
+       {},
+       run_cancel},
+      {"threads",
+       0,
+       {FI_TAGGED, FI_MSG},
+       FI_TAGGED | FI_MSG,
+       spec(true, false, false, false),
+       CqMethod::kRead,
+       {},
+       run_threads},
+      {"pingpong",
+       0,
+       {FI_TAGGED, FI_MSG},
+       FI_TAGGED | FI_MSG,
+       spec(false, true, true, false),
+       CqMethod::kSRead,
+       {},
+       run_pingpong},
+  };
+  return defs;
+}
+
+const FamilyDef* find_family(const std::string& name) {
+  for (const FamilyDef& d : families()) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace ftapp

@@ -1,0 +1,38 @@
+// The test families and what each needs from the provider.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cq_reader.h"
+#include "fabric.h"
+
+namespace ftapp {
+
+class Env;
+
+struct FamilyDef {
+  const char* name;
+  uint64_t required;                   // capabilities that must be present
+  std::vector<uint64_t> optional;      // capabilities used when present
+  uint64_t any_of;                     // at least one of these must remain (0: none)
+  FabricSpec spec;                     // caps are filled in by the runner
+  CqMethod method;                     // how completions are read
+  std::vector<const char*> functions;  // reported as skipped if the family cannot run
+  void (*run)(Env&);
+};
+
+const std::vector<FamilyDef>& families();
+const FamilyDef* find_family(const std::string& name);
+
+void run_msg(Env& env);
+void run_tagged(Env& env);
+void run_rma(Env& env);
+void run_atomic(Env& env);
+void run_inject(Env& env);
+void run_cancel(Env& env);
+void run_threads(Env& env);
+void run_pingpong(Env& env);
+
+}  // namespace ftapp

@@ -1,0 +1,143 @@
+#include "options.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "families.h"
+
+namespace ftapp {
+namespace {
+
+bool parse_size(const char* s, size_t* out) {
+  if (s == nullptr || *s == '\0') return false;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s, &end, 0);
+  if (end == nullptr || *end != '\0') return false;
+  *out = static_cast<size_t>(v);
+  return true;
+}
+
+}  // namespace
+
+bool is_known_test(const std::string& name) {
+  return name == "all" || find_family(name) != nullptr;
+}
+
+void print_usage(FILE* f) {
+  std::fprintf(f,
+               "usage: ft_app --prov PROV --test NAME [--count N] [--size BYTES] [--threads T]\n"
+               "              [--result FILE] [--cq-format context|msg|data|tagged]\n"
+               "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
+               "              [--timeout SEC]\n"
+               "  NAME: msg tagged rma atomic inject cancel threads pingpong all\n"
+               "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n");
+}
+
+bool parse_options(int argc, char** argv, Options* out, std::string* err) {
+  Options o;
+  bool ep_type_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string val;
+    std::string key = a;
+    size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      key = a.substr(0, eq);
+      val = a.substr(eq + 1);
+    } else if (a == "-h" || a == "--help") {
+      *err = "help";
+      return false;
+    } else {
+      if (i + 1 >= argc) {
+        *err = "missing value for " + a;
+        return false;
+      }
+      val = argv[++i];
+    }
+    if (key == "--prov") {
+      o.prov = val;
+    } else if (key == "--test") {
+      o.test = val;
+    } else if (key == "--count") {
+      if (!parse_size(val.c_str(), &o.count) || o.count == 0 || o.count > 1000000) {
+        *err = "bad --count";
+        return false;
+      }
+    } else if (key == "--size") {
+      if (!parse_size(val.c_str(), &o.size) || o.size == 0 || o.size > (64u << 20)) {
+        *err = "bad --size";
+        return false;
+      }
+    } else if (key == "--threads") {
+      if (!parse_size(val.c_str(), &o.threads) || o.threads == 0 || o.threads > 64) {
+        *err = "bad --threads";
+        return false;
+      }
+    } else if (key == "--window") {
+      if (!parse_size(val.c_str(), &o.window) || o.window == 0 || o.window > 1024) {
+        *err = "bad --window";
+        return false;
+      }
+    } else if (key == "--timeout") {
+      size_t t = 0;
+      if (!parse_size(val.c_str(), &t) || t == 0 || t > 3600) {
+        *err = "bad --timeout";
+        return false;
+      }
+      o.timeout_s = static_cast<int>(t);
+    } else if (key == "--result") {
+      o.result = val;
+    } else if (key == "--cq-format") {
+      if (val == "context") {
+        o.cq_format = FI_CQ_FORMAT_CONTEXT;
+      } else if (val == "msg") {
+        o.cq_format = FI_CQ_FORMAT_MSG;
+      } else if (val == "data") {
+        o.cq_format = FI_CQ_FORMAT_DATA;
+      } else if (val == "tagged") {
+        o.cq_format = FI_CQ_FORMAT_TAGGED;
+      } else {
+        *err = "bad --cq-format " + val;
+        return false;
+      }
+      o.cq_format_name = val;
+    } else if (key == "--ep-type") {
+      if (val == "rdm") {
+        o.ep_type = FI_EP_RDM;
+      } else if (val == "msg") {
+        o.ep_type = FI_EP_MSG;
+      } else {
+        *err = "bad --ep-type " + val;
+        return false;
+      }
+      ep_type_given = true;
+    } else if (key == "--av-type") {
+      if (val == "table") {
+        o.av_type = FI_AV_TABLE;
+      } else if (val == "map") {
+        o.av_type = FI_AV_MAP;
+      } else {
+        *err = "bad --av-type " + val;
+        return false;
+      }
+    } else {
+      *err = "unknown option " + key;
+      return false;
+    }
+  }
+  if (o.prov.empty() || o.test.empty()) {
+    *err = "--prov and --test are required";
+    return false;
+  }
+  if (!is_known_test(o.test)) {
+    *err = "unknown test " + o.test;
+    return false;
+  }
+  if (!ep_type_given) {
+    o.ep_type = (o.prov == "tcp" || o.prov == "verbs") ? FI_EP_MSG : FI_EP_RDM;
+  }
+  *out = o;
+  return true;
+}
+
+}  // namespace ftapp

@@ -1,0 +1,36 @@
+// Command-line options of ft_app, the fabtrace libfabric test workload.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_eq.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+namespace ftapp {
+
+struct Options {
+  std::string prov;    // libfabric provider string, e.g. "tcp;ofi_rxm"
+  std::string test;    // test family name or "all"
+  size_t count = 50;   // operations per function
+  size_t size = 4096;  // payload bytes
+  size_t threads = 2;  // threads for the "threads" family
+  size_t window = 16;  // outstanding operations per endpoint/thread
+  int timeout_s = 20;  // bound for every wait
+  std::string result;  // result file prefix (FILE.r<rank>.json)
+  fi_cq_format cq_format = FI_CQ_FORMAT_TAGGED;
+  std::string cq_format_name = "tagged";
+  fi_ep_type ep_type = FI_EP_RDM;
+  fi_av_type av_type = FI_AV_UNSPEC;  // UNSPEC: provider default (TABLE if none)
+};
+
+// Parses argv into *out. Returns false (with a message in *err) on bad usage.
+bool parse_options(int argc, char** argv, Options* out, std::string* err);
+void print_usage(FILE* f);
+
+// "all" or the name of a test family.
+bool is_known_test(const std::string& name);
+
+}  // namespace ftapp

@@ -1,0 +1,116 @@
+#include "result.h"
+
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace ftapp {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        o += "\\\"";
+        break;
+      case '\\':
+        o += "\\\\";
+        break;
+      case '\n':
+        o += "\\n";
+        break;
+      case '\t':
+        o += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string counts(const std::map<std::string, uint64_t>& m) {
+  std::string o = "{";
+  bool first = true;
+  for (const auto& kv : m) {
+    if (!first) o += ",";
+    first = false;
+    o += quote(kv.first) + ":" + std::to_string(kv.second);
+  }
+  return o + "}";
+}
+
+std::string strings(const std::map<std::string, std::string>& m) {
+  std::string o = "{";
+  bool first = true;
+  for (const auto& kv : m) {
+    if (!first) o += ",";
+    first = false;
+    o += quote(kv.first) + ":" + quote(kv.second);
+  }
+  return o + "}";
+}
+
+std::string list(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i != 0) o += ",";
+    o += quote(v[i]);
+  }
+  return o + "]";
+}
+
+}  // namespace
+
+std::string result_json(const Options& opt, int rank, const Stats& stats,
+                        const std::string& unsupported) {
+  StatsSnapshot s = stats.snapshot();
+  bool ok = unsupported.empty() && stats.ok();
+  std::string o = "{";
+  o += "\"rank\":" + std::to_string(rank);
+  o += ",\"prov\":" + quote(opt.prov);
+  o += ",\"test\":" + quote(opt.test);
+  o += ",\"ep_type\":" + quote(opt.ep_type == FI_EP_MSG ? "msg" : "rdm");
+  o += ",\"cq_format\":" + quote(opt.cq_format_name);
+  o += ",\"count\":" + std::to_string(opt.count);
+  o += ",\"size\":" + std::to_string(opt.size);
+  o += std::string(",\"ok\":") + (ok ? "true" : "false");
+  o += ",\"issued\":" + counts(s.issued);
+  o += ",\"eagain\":" + counts(s.eagain);
+  o += ",\"no_completion\":" + counts(s.no_completion);
+  o += ",\"other_calls\":" + counts(s.other_calls);
+  o += ",\"completions\":" + std::to_string(s.completions);
+  o += ",\"error_completions\":" + std::to_string(s.error_completions);
+  o += ",\"context_errors\":" + std::to_string(s.context_errors);
+  o += ",\"data_errors\":" + std::to_string(s.data_errors);
+  o += ",\"failures\":" + std::to_string(s.failures);
+  o += ",\"skipped\":" + list(s.skipped);
+  o += ",\"skipped_features\":" + list(s.skipped_features);
+  o += ",\"skip_reasons\":" + strings(s.skip_reasons);
+  o += ",\"families_run\":" + list(s.families_run);
+  o += ",\"family_caps\":" + strings(s.family_caps);
+  o += ",\"families_skipped\":" + strings(s.families_skipped);
+  if (!unsupported.empty()) o += ",\"unsupported\":" + quote(unsupported);
+  o += ",\"messages\":" + list(s.messages);
+  o += ",\"notes\":" + list(s.notes);
+  o += "}";
+  return o;
+}
+
+bool write_result_file(const std::string& prefix, int rank, const std::string& json) {
+  std::string path = prefix + ".r" + std::to_string(rank) + ".json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  bool ok = std::fputs(json.c_str(), f) >= 0 && std::fputc('\n', f) != EOF;
+  ok = (std::fclose(f) == 0) && ok;
+  return ok;
+}
+
+}  // namespace ftapp

@@ -1,0 +1,57 @@
+// Per-rank counters of what the program did; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace ftapp {
+
+struct StatsSnapshot {
+  std::map<std::string, uint64_t> issued;         // accepted calls (returned 0)
+  std::map<std::string, uint64_t> eagain;         // -FI_EAGAIN refusals
+  std::map<std::string, uint64_t> no_completion;  // accepted calls that generate no completion
+  std::map<std::string, uint64_t> other_calls;    // e.g. fi_cancel
+  uint64_t completions = 0;
+  uint64_t error_completions = 0;
+  uint64_t context_errors = 0;
+  uint64_t data_errors = 0;
+  uint64_t failures = 0;
+  std::vector<std::string> skipped;                 // function names
+  std::vector<std::string> skipped_features;        // sub-features, e.g. "fi_cancel:fi_recv"
+  std::map<std::string, std::string> skip_reasons;  // function -> reason
+  std::vector<std::string> families_run;
+  std::map<std::string, std::string> family_caps;       // family -> capabilities requested
+  std::map<std::string, std::string> families_skipped;  // family -> reason
+  std::vector<std::string> messages;                    // first errors, for humans
+  std::vector<std::string> notes;
+};
+
+class Stats {
+ public:
+  void issued(const char* fn);
+  void eagain(const char* fn);
+  void no_completion(const char* fn);
+  void other_call(const char* fn);
+  void completion();
+  void error_completion();
+  void context_error(const std::string& why);
+  void data_error(const std::string& why);
+  void failure(const std::string& why);
+  // A function (or "fn:detail" feature) that could not be exercised.
+  void skip_function(const std::string& fn, const std::string& reason);
+  void family_ran(const std::string& fam, const std::string& caps);
+  void family_skipped(const std::string& fam, const std::string& reason);
+  void note(const std::string& msg);
+  bool ok() const;
+  StatsSnapshot snapshot() const;
+
+ private:
+  void message(const std::string& m);
+  mutable std::mutex mu_;
+  StatsSnapshot s_;
+};
+
+}  // namespace ftapp
