@@ -1,6 +1,7 @@
 #include "preload/completion.h"
 
 #include "preload/runtime.h"
+#include "preload/timeline.h"
 
 namespace fabtrace {
 
@@ -23,16 +24,20 @@ void complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t 
   } else {
     rec->ep->domain->nic.complete(now);
   }
-  if (Cell* c = cell_for(s, rec, peer, bytes)) {
+  Cell* c = cell_for(s, rec, peer, bytes);
+  if (c) {
     c->lat.record(dur);
     c->ok_bytes += bytes;
     if (recv && dur < runtime().imm_ticks) ++c->imm;
   }
+  if (runtime().timeline_on) timeline().append(s, c, rec, now, bytes, false);
 }
 
 void complete_err(Shard* s, OpRecord* rec, uint64_t now) {
   if (!op_is_recv(rec->kind)) rec->ep->domain->nic.complete(now);
-  if (Cell* c = cell_for(s, rec, rec->peer, rec->bytes)) ++c->errors;
+  Cell* c = cell_for(s, rec, rec->peer, rec->bytes);
+  if (c) ++c->errors;
+  if (runtime().timeline_on) timeline().append(s, c, rec, now, rec->bytes, true);
 }
 
 void complete_never(Shard* s, OpRecord* rec, uint64_t now) {

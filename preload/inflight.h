@@ -30,6 +30,7 @@ struct alignas(64) OpRecord {
   struct fi_context2 scratch;
   std::atomic<uint32_t> busy{0};
   OpKind kind = OpKind::kSend;
+  uint32_t tid = 0;  // issuing thread, when the per-op timeline is on
   void* user_ctx = nullptr;
   EpWrap* ep = nullptr;
   CqWrap* cq = nullptr;  // where the completion will arrive

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <rdma/fi_errno.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "preload/inflight.h"
@@ -12,6 +14,11 @@
 #include "preload/stats.h"
 
 namespace fabtrace {
+
+inline uint32_t my_tid() {
+  static thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
 
 // Why an op is forwarded with the application's own context.
 enum class Untimed { kNoCompletion, kRingFull };
@@ -39,6 +46,7 @@ inline ssize_t issue(EpWrap* w, const Direction& d, bool completes, OpKind kind,
   rec->cq = d.cq;
   rec->peer = peer;
   rec->bytes = bytes;
+  if (runtime().timeline_on) rec->tid = my_tid();
   const uint64_t t = now_ticks();
   rec->start = t;
   const bool nic = !op_is_recv(kind);

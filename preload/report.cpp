@@ -11,8 +11,10 @@
 #include "common/env.h"
 #include "common/report_writer.h"
 #include "preload/completion.h"
+#include "preload/names.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
+#include "preload/timeline.h"
 
 namespace fabtrace {
 
@@ -29,29 +31,6 @@ void merge_into(Cell& dst, const Cell& src) {
   dst.imm += src.imm;
   dst.ok_bytes += src.ok_bytes;
   dst.lat.merge(src.lat);
-}
-
-std::string local_label(const EpWrap* ep) {
-  for (const EpWrap* e = ep; e; e = e->parent) {
-    std::lock_guard<std::mutex> lk(const_cast<EpWrap*>(e)->names_mu);
-    if (!e->local_name.empty()) return e->local_name;
-  }
-  return ep->domain->name.empty() ? "?" : ep->domain->name;
-}
-
-std::string remote_label(const EpWrap* ep, fi_addr_t peer) {
-  // A connected endpoint has one peer whatever fi_addr_t the op carried.
-  if (ep->type == FI_EP_MSG) {
-    std::lock_guard<std::mutex> lk(const_cast<EpWrap*>(ep)->names_mu);
-    return ep->peer_name.empty() ? "(connected)" : ep->peer_name;
-  }
-  if (peer == FI_ADDR_UNSPEC || peer == FI_ADDR_NOTAVAIL) return "(any)";
-  for (const EpWrap* e = ep; e; e = e->parent)
-    if (e->av) {
-      std::string n = e->av->name_of(peer);
-      if (!n.empty()) return n;
-    }
-  return "fi_addr#" + std::to_string(static_cast<unsigned long long>(peer));
 }
 
 bool open_outputs(const Runtime& rt, const std::string& host, std::FILE** txt, std::FILE** json,
@@ -84,6 +63,7 @@ void write_report() {
   if (done.exchange(true)) return;
   Runtime& rt = runtime();
   if (!rt.pid || rt.pid != getpid()) return;
+  if (rt.timeline_on) timeline().finish();
 
   const Calibration cal = clock_calibration();
   const uint64_t now = now_ticks();

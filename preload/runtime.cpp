@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "preload/stats.h"
+#include "preload/timeline.h"
 
 namespace fabtrace {
 
@@ -43,11 +44,29 @@ void on_fork_child() {
   // The child shares nothing of the parent's fabric: start its books empty.
   Runtime& rt = runtime();
   rt.pid = getpid();
+  // The parent's writer thread did not come along; the child logs no per-op timeline.
+  rt.timeline_on = false;
+  timeline().disable();
   for (Shard* s = all_shards(); s; s = s->next) s->reset();
   for (OpRecord* r = rt.ring.begin(); r != rt.ring.end(); ++r) InflightRing::release(r);
 }
 
 void at_exit() { write_report(); }
+
+void start_timeline(Runtime& rt) {
+  const TimelineConfig tc = Timeline::config_from_env(rt.rank.value);
+  if (!tc.on) return;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '?';
+  const std::string dir = rt.cfg.to_stderr ? "." : rt.cfg.dir;
+  const std::string path = dir + "/fabtrace_ops." + host + ".r" + rt.rank.text + ".p" +
+                           std::to_string(static_cast<long>(getpid())) + ".oplog";
+  OplogMeta meta;
+  meta.host = host;
+  meta.rank = rt.rank.text;
+  meta.pid = getpid();
+  rt.timeline_on = timeline().start(tc, path, meta);
+}
 }  // namespace
 
 void runtime_activate() {
@@ -62,6 +81,7 @@ void runtime_activate() {
     rt.start_ticks = now_ticks();
     rt.pid = getpid();
     rt.ring.init(rt.cfg.inflight);
+    start_timeline(rt);
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(at_exit);
   });

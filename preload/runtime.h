@@ -34,6 +34,7 @@ struct Runtime {
   uint64_t imm_ticks = 0;      // late-receiver mark: 50 us
   uint64_t gap_edges[5] = {};  // 10us 100us 1ms 10ms 100ms
   uint64_t start_ticks = 0;    // first fabric activity
+  bool timeline_on = false;    // per-op timeline selected for this process (set once)
 
   // Registry of wrapped objects, for the report. Appended on the control path.
   std::mutex mu;

@@ -80,6 +80,8 @@ void Shard::reset() {
     slots[i]->key = k;
   }
   cells_full = 0;
+  timeline.chunk.store(nullptr, std::memory_order_relaxed);
+  timeline.dropped = timeline.filtered = 0;
   for (PollStats& p : cq) p = PollStats();
 }
 

@@ -14,6 +14,7 @@
 #include "common/histogram.h"
 #include "common/op_kinds.h"
 #include "preload/objects.h"
+#include "preload/timeline.h"
 
 namespace fabtrace {
 
@@ -29,10 +30,12 @@ struct CellKey {
 };
 
 struct Cell {
+  static constexpr uint32_t kLinkUnset = UINT32_MAX - 1;
   CellKey key;
-  uint64_t errors = 0;      // completed in error (incl. cancelled)
-  uint64_t eagain = 0;      // refused at issue with -FI_EAGAIN (not issued)
-  uint64_t refused = 0;     // refused at issue with another error
+  uint32_t link_id = kLinkUnset;  // per-op timeline link, assigned on first use
+  uint64_t errors = 0;            // completed in error (incl. cancelled)
+  uint64_t eagain = 0;            // refused at issue with -FI_EAGAIN (not issued)
+  uint64_t refused = 0;           // refused at issue with another error
   uint64_t untimed = 0;     // issued, not timed (no completion expected, ring full, context kept)
   uint64_t unfinished = 0;  // issued and timed, never completed (CQ closed, or exit)
   uint64_t imm = 0;         // receives completed within the late-receiver mark
@@ -58,6 +61,7 @@ struct Shard {
   Cell* mru = nullptr;
   uint64_t cells_full = 0;  // ops not aggregated: cell table at its limit
   PollStats cq[kMaxCqs];
+  TimelineLocal timeline;
   Shard* next = nullptr;
 };
 

@@ -1,9 +1,21 @@
 // Subcommands of the `fabtrace` command.
 #pragma once
 
+#include <cstdio>
+#include <string>
+
 namespace fabtrace {
 
 // fabtrace run [--dir DIR] [--stderr] -- CMD [ARGS...]
 int cmd_run(int argc, char** argv);
+
+// fabtrace export ops FILE [--csv] [-o OUT]
+int cmd_export(int argc, char** argv);
+
+// Writes the oplog file `in` as CSV to `out` (a comment line with the clock
+// anchors, a header row, one row per op in file order, times in
+// CLOCK_MONOTONIC ns). Messages go to stderr. Returns the exit code: 0, or 1
+// when `in` is missing, not an oplog, unreadable, or `out` fails.
+int export_ops_csv(const std::string& in, std::FILE* out);
 
 }  // namespace fabtrace

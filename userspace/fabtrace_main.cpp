@@ -13,6 +13,10 @@ void usage(std::FILE* out) {
                "      run CMD with libfabtrace.so preloaded (no root needed); every process\n"
                "      of CMD that does fabric I/O writes its report into DIR (default .),\n"
                "      and the reports of this run are printed when CMD ends.\n"
+               "  export ops FILE [--csv] [-o OUT]\n"
+               "      write the per-op timeline file FILE (an oplog written by the preload)\n"
+               "      as CSV to OUT (default stdout): one row per op in file order, times in\n"
+               "      CLOCK_MONOTONIC nanoseconds, with the wall-clock anchor in the first line.\n"
                "  help\n");
 }
 }  // namespace
@@ -24,6 +28,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "run")) return fabtrace::cmd_run(argc - 2, argv + 2);
+  if (!std::strcmp(argv[1], "export")) return fabtrace::cmd_export(argc - 2, argv + 2);
   std::fprintf(stderr, "fabtrace: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

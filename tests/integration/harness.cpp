@@ -66,6 +66,7 @@ int spawn(const std::vector<std::string>& argv, const Env& env, const std::strin
           bool preload) {
   const pid_t pid = fork();
   if (pid == 0) {
+    setpgid(0, 0);  // its own group, so a test can kill it with everything it forked
     const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -85,7 +86,7 @@ int wait_for(int pid, int timeout_s) {
     if (r == pid) return decode(status);
     if (r < 0) return -1;
     if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);  // the whole group: a two-rank program forks its peer
       waitpid(pid, &status, 0);
       return 128 + SIGKILL;
     }

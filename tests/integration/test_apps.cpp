@@ -15,6 +15,10 @@ struct AppCase {
   const char* cq_format;  // nullptr = the program's default
 };
 
+void PrintTo(const AppCase& c, std::ostream* os) {
+  *os << c.prov << " " << c.test << (c.cq_format ? std::string(" cq=") + c.cq_format : "");
+}
+
 std::string case_name(const ::testing::TestParamInfo<AppCase>& info) {
   std::string n = std::string(info.param.prov) + "_" + info.param.test;
   if (info.param.cq_format) n += std::string("_cq_") + info.param.cq_format;

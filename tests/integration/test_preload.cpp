@@ -33,6 +33,8 @@ struct PingpongCase {
   int iters;
 };
 
+void PrintTo(const PingpongCase& c, std::ostream* os) { *os << c.prov << " " << c.ep; }
+
 class Pingpong : public ::testing::TestWithParam<PingpongCase> {};
 
 // fi_pingpong -I N: every message one side sends, the other receives exactly

@@ -1,0 +1,188 @@
+// Cassini ("cxi") NIC hardware-counter sampler.
+//
+// A background thread reads a set of per-NIC counters on a fixed cadence into a
+// memory buffer reserved once, up front; at exit the series is written as a CSV
+// (format below) that can be lined up with the rest of fabtrace's output, since
+// every row carries CLOCK_MONOTONIC nanoseconds, the clock fabtrace uses everywhere.
+//
+// Counter sources, both read with one pread(2) at offset 0 of a descriptor kept
+// open for the whole run:
+//   <sysfs_root>/cxiN/device/telemetry/<name>  "<value>@<sec>.<nsec>"  (hardware
+//       telemetry; the suffix is the CLOCK_REALTIME time the NIC took the value)
+//       -> column "cxiN:<name>"
+//   <run_root>/cxiN/<name>                     "<value>\n"  (statistics of the
+//       cxi_rh retry-handler daemon, a FUSE file system) -> column "cxiN:rh:<name>"
+// plus, per device, <sysfs_root>/cxiN/device/properties/{nic_addr,nid}, read once.
+//
+// Settings (environment; a bad value gets one warning and the default):
+//   FABTRACE_NIC=0|1            sampler on (default 1)
+//   FABTRACE_NIC_MS=<ms>        interval, 1..60000, default 100
+//   FABTRACE_NIC_DEV=<list>     "cxi0,cxi2" or "all". Default: cxi<local rank> when the
+//                               launcher gives a local rank and that device exists,
+//                               else every cxi present. Listed names that do not exist
+//                               get one warning; when none exists, every cxi present.
+//   FABTRACE_NIC_COUNTERS=<sel> comma-separated tokens, default "default":
+//                                 default      the curated telemetry and rh sets below
+//                                 all          every telemetry counter and every rh stat
+//                                 rh: / rh:*   every rh stat
+//                                 rh:<p>*      rh stats whose name starts with <p>
+//                                 rh:<name>    one rh stat
+//                                 <p>*         telemetry counters whose name starts with <p>
+//                                 <name>       one telemetry counter
+//                               Names that are absent are skipped; explicit tokens that
+//                               match nothing on any device get one warning.
+//   FABTRACE_NIC_MAX_MB=<MiB>   memory for the series, default 256; samples beyond it
+//                               are dropped and counted, the buffer never grows
+//   FABTRACE_CXI_SYSFS_ROOT     default /sys/class/cxi  (tests point these at a fake tree)
+//   FABTRACE_CXI_RUN_ROOT       default /run/cxi
+//
+// On a machine without cxi devices start() returns false having printed nothing
+// and started nothing. Messages about unreadable roots or missing devices are only
+// printed when FABTRACE_NIC_DEV was set.
+//
+// CSV file ("fabtrace-counters v1"):
+//   # fabtrace-counters v1 host=<h> rank=<r> pid=<p>
+//   # interval_ms=<req> achieved_mean_ms=<x.xxx> devices=<cxi0,...> counters=<n> samples=<n>
+//     dropped=<n> read_errors=<n>                                    (one line)
+//   # clock t_mono_ns=CLOCK_MONOTONIC ns (...); wall_ns=CLOCK_REALTIME; ...  (one line)
+//   # dev <cxiN> nic_addr=<a> nid=<n>                        (one per device, "?" if unknown)
+//   t_mono_ns,wall_ns,cxi0:telemetry_wall_ns,cxi0:<counter>,...,cxi0:rh:<stat>,...,cxi1:...
+//   <one row of unsigned decimal integers per sample>
+// Columns: t_mono_ns is the absolute CLOCK_MONOTONIC time the sample started;
+// wall_ns the CLOCK_REALTIME time right after; per device, "cxiN:telemetry_wall_ns" is
+// the newest "@sec.nsec" stamp (ns since the epoch) among that device's telemetry
+// counters in the sample (0 when it has none), followed by that device's counters.
+// A counter that could not be read in a sample is 0 in that row (counted in
+// read_errors). achieved_mean_ms is the mean spacing of the stored samples: above
+// interval_ms means sampling could not keep up. Comment lines other than these may
+// be added in later versions; readers skip the ones they do not know.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fabtrace {
+
+// The default selection ("default" token): telemetry names and rh stat names.
+const std::vector<std::string>& cxi_curated_telemetry();
+const std::vector<std::string>& cxi_curated_rh();
+
+// Parses the text of a counter file: optional leading blanks, a decimal value,
+// then optionally "@<sec>[.<frac>]" (the fraction is read as a decimal fraction of
+// a second, so ".5" is 500000000 ns; digits past the ninth are ignored). Anything
+// after the value or stamp (a newline, stale bytes) is ignored. *stamp_ns is 0 when
+// there is no stamp. False when there is no value or it does not fit 64 bits.
+bool parse_cxi_counter(const char* text, size_t len, uint64_t* value, uint64_t* stamp_ns);
+
+class CounterSampler {
+ public:
+  struct Config {
+    bool enabled = true;
+    uint64_t interval_ms = 100;
+    std::string devices;   // "" = default choice, "all", or "cxi0,cxi2"
+    std::string counters;  // "" = "default"; see the selection syntax above
+    uint64_t max_bytes = uint64_t{256} << 20;
+    std::string sysfs_root = "/sys/class/cxi";
+    std::string run_root = "/run/cxi";
+    long local_rank = -1;             // picks cxi<local_rank> by default; -1 = unknown
+    uint64_t stop_timeout_ms = 2000;  // see stop()
+  };
+
+  // The settings from the FABTRACE_* variables above; local_rank from
+  // detect_local_rank(). When FABTRACE_NIC turns it off the rest is not read.
+  static Config config_from_env();
+
+  explicit CounterSampler(Config config);
+  ~CounterSampler();  // stop()
+  CounterSampler(const CounterSampler&) = delete;
+  CounterSampler& operator=(const CounterSampler&) = delete;
+
+  // Resolves devices and counters, opens the files and reserves the memory cap.
+  // Runs once (thread-safe); later calls return the first outcome. False when
+  // disabled, or no counter file could be opened, or after stop() came first.
+  bool open();
+
+  // open(), then starts the sampling thread once. True while the thread runs; false
+  // when open() fails, and after stop() (which is final: no restart). Thread-safe.
+  bool start();
+
+  // Ends the sampling thread and waits for it. Idempotent, safe when never started.
+  // A read stuck in a hung FUSE daemon (the rh files) must not hang the program's
+  // exit: after stop_timeout_ms the thread is left behind (it keeps the files and
+  // buffer alive on its own; nothing it could still do changes the stored rows) with
+  // one warning.
+  void stop();
+
+  // Takes one sample now, on the calling thread (tests, or a final sample at exit).
+  // False when not open or when the sample was dropped (memory cap).
+  bool sample_once();
+
+  // Writes the CSV described above. Safe while sampling runs (writes the samples
+  // stored so far). False (with one message) when the file cannot be written.
+  bool write_csv(const std::string& path, const std::string& host, const std::string& rank,
+                 long pid) const;
+
+  // ---- inspection (valid after open() succeeded; empty/0 otherwise) ----
+  const Config& config() const { return config_; }
+  const std::vector<std::string>& devices() const;
+  // Counter columns only ("cxi0:hni_sts_tx_ok_octets", "cxi0:rh:nacks"), in column order.
+  const std::vector<std::string>& labels() const;
+  // Every CSV column, starting with t_mono_ns and wall_ns.
+  const std::vector<std::string>& columns() const;
+  int column_index(const std::string& name) const;  // -1 when absent
+  uint64_t samples() const;                         // stored samples
+  uint64_t value(uint64_t sample, size_t column) const;
+  uint64_t dropped() const;      // samples not stored (memory cap)
+  uint64_t read_errors() const;  // counter reads that failed
+  uint64_t capacity_samples() const;
+  uint64_t reserved_bytes() const;  // size of the buffer reserved by open()
+  double achieved_mean_ms() const;  // mean spacing of stored samples, 0 with fewer than 2
+
+  struct State;  // defined in the .cpp; shared with the sampling thread
+
+ private:
+  enum Phase : int { kIdle, kRunning, kStopped };
+
+  const State* ready() const;  // the state once open() succeeded, else null
+
+  const Config config_;
+  std::mutex ctl_mtx_;  // serializes open/start/stop
+  std::atomic<int> phase_{kIdle};
+  bool open_tried_ = false;         // guarded by ctl_mtx_
+  std::atomic<bool> ready_{false};  // state_ is set up (published with release)
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+// A counters CSV read back.
+struct CounterSeries {
+  struct Device {
+    std::string name, nic_addr, nid;
+  };
+  std::string host, rank;
+  long pid = -1;
+  uint64_t interval_ms = 0;
+  double achieved_mean_ms = 0.0;
+  std::vector<std::string> devices;  // from the devices= field
+  uint64_t counters = 0, samples = 0, dropped = 0, read_errors = 0;
+  std::vector<Device> device_info;  // from the "# dev" lines
+  std::vector<std::string> columns;
+  std::vector<std::vector<uint64_t>> rows;
+  bool truncated = false;  // an unfinished last line was dropped
+
+  int column(const std::string& name) const;  // index into columns, -1 when absent
+};
+
+// Reads a file written by CounterSampler::write_csv. A last line without its
+// newline (the writer was cut short) is dropped and sets truncated. False with a
+// message in *error for a missing file, a wrong format line or version, a missing
+// header row, or a malformed complete row.
+bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* error);
+
+}  // namespace fabtrace

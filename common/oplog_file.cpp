@@ -1,0 +1,522 @@
+#include "common/oplog_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "common/env.h"
+#include "common/json_writer.h"
+#include "common/op_kinds.h"
+
+namespace fabtrace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the oplog file is little-endian and written as in memory");
+
+namespace {
+
+uint32_t crc32_of(const void* data, size_t len) {
+  uLong c = crc32(0L, Z_NULL, 0);
+  const Bytef* p = static_cast<const Bytef*>(data);
+  while (len > 0) {
+    const uInt n = len > (1u << 30) ? (1u << 30) : static_cast<uInt>(len);
+    c = crc32(c, p, n);
+    p += n;
+    len -= n;
+  }
+  return static_cast<uint32_t>(c);
+}
+
+// Runs `fill` on a compact JsonWriter and returns the text.
+template <typename F>
+bool json_text(std::string* out, F fill) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  if (!f) return false;
+  {
+    JsonWriter w(f, /*pretty=*/false);
+    fill(w);
+  }
+  const bool ok = std::fclose(f) == 0;
+  if (ok && buf) out->assign(buf, len);
+  std::free(buf);
+  return ok;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- writer
+
+OplogFileWriter::~OplogFileWriter() { close(); }
+
+bool OplogFileWriter::fail(const char* what, int err) {
+  if (!failed_) {
+    log_line("oplog %s: %s failed: %s", path_.c_str(), what, std::strerror(err));
+  }
+  failed_ = true;
+  return false;
+}
+
+bool OplogFileWriter::open(const std::string& path, const OplogMeta& meta) {
+  close();
+  path_ = path;
+  failed_ = false;
+  bytes_ = 0;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) return fail("open", errno);
+
+  std::string text;
+  const bool ok = json_text(&text, [&](JsonWriter& w) {
+    w.begin_object();
+    w.field("format", oplog::kFormatName);
+    w.field("version", static_cast<uint64_t>(oplog::kVersion));
+    w.field("host", meta.host);
+    w.field("rank", meta.rank);
+    w.field("pid", static_cast<int64_t>(meta.pid));
+    w.key("op_names").begin_array();
+    for (int k = 0; k < kOpKindCount; ++k) w.value(op_name(static_cast<OpKind>(k)));
+    w.end_array();
+    w.end_object();
+  });
+  if (!ok) return fail("formatting the metadata", ENOMEM);
+
+  oplog::FileHeader fh{};
+  std::memcpy(fh.magic, oplog::kMagic, sizeof(fh.magic));
+  fh.version = oplog::kVersion;
+  fh.header_bytes = sizeof(oplog::FileHeader);
+  return write_block(oplog::kMeta, 0, text.data(), text.size(), &fh, sizeof(fh));
+}
+
+bool OplogFileWriter::write_block(uint16_t type, uint32_t count, const void* payload, size_t len,
+                                  const void* prefix, size_t prefix_len) {
+  if (failed_) return false;
+  if (fd_ < 0) return fail("write", EBADF);
+  if (len > oplog::kMaxPayloadBytes) return fail("write", EFBIG);
+  oplog::BlockHeader h{};
+  h.magic = oplog::kBlockMagic;
+  h.type = type;
+  h.payload_bytes = static_cast<uint32_t>(len);
+  h.count = count;
+  h.crc32 = crc32_of(payload, len);
+
+  struct iovec iov[3];
+  int n = 0;
+  if (prefix_len > 0) iov[n++] = {const_cast<void*>(prefix), prefix_len};
+  iov[n++] = {&h, sizeof(h)};
+  if (len > 0) iov[n++] = {const_cast<void*>(payload), len};
+
+  // One writev for the whole block; a short write (disk full, a signal) is
+  // finished with further calls or reported.
+  struct iovec* v = iov;
+  while (n > 0) {
+    const ssize_t w = ::writev(fd_, v, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return fail("write", errno);
+    }
+    if (w == 0) return fail("write", ENOSPC);
+    bytes_ += static_cast<uint64_t>(w);
+    size_t left = static_cast<size_t>(w);
+    while (n > 0 && left >= v->iov_len) {
+      left -= v->iov_len;
+      ++v;
+      --n;
+    }
+    if (n > 0) {
+      v->iov_base = static_cast<char*>(v->iov_base) + left;
+      v->iov_len -= left;
+    }
+  }
+  return true;
+}
+
+bool OplogFileWriter::write_calib(const OplogCalib& c) {
+  if (failed_) return false;
+  std::string text;
+  const bool ok = json_text(&text, [&](JsonWriter& w) {
+    w.begin_object();
+    w.field("clock", c.tsc ? "tsc" : "clock_gettime");
+    w.field("ns_per_tick", c.ns_per_tick);
+    w.field("tick0", c.tick0);
+    w.field("mono0_ns", c.mono0_ns);
+    w.field("real0_ns", c.real0_ns);
+    w.field("residual_ns", c.residual_ns);
+    w.field("pairs", c.pairs);
+    w.end_object();
+  });
+  if (!ok) return fail("formatting the calibration", ENOMEM);
+  return write_block(oplog::kCalib, 0, text.data(), text.size());
+}
+
+bool OplogFileWriter::write_links(const std::vector<OplogLink>& links) {
+  if (failed_) return false;
+  std::string buf;
+  size_t i = 0;
+  while (i < links.size()) {
+    buf.clear();
+    const size_t end = std::min(links.size(), i + oplog::kMaxLinksPerBlock);
+    const uint32_t count = static_cast<uint32_t>(end - i);
+    for (; i < end; ++i) {
+      const OplogLink& l = links[i];
+      const uint16_t ll = static_cast<uint16_t>(std::min<size_t>(l.local.size(), 0xFFFF));
+      const uint16_t rl = static_cast<uint16_t>(std::min<size_t>(l.remote.size(), 0xFFFF));
+      char head[8];
+      std::memcpy(head, &l.id, 4);
+      std::memcpy(head + 4, &ll, 2);
+      std::memcpy(head + 6, &rl, 2);
+      buf.append(head, sizeof(head));
+      buf.append(l.local.data(), ll);
+      buf.append(l.remote.data(), rl);
+    }
+    if (!write_block(oplog::kLinks, count, buf.data(), buf.size())) return false;
+  }
+  return true;
+}
+
+bool OplogFileWriter::write_ops(const oplog::OpEntry* ops, size_t n) {
+  if (failed_) return false;
+  while (n > 0) {
+    const size_t k = std::min(n, oplog::kMaxOpsPerBlock);
+    if (!write_block(oplog::kOps, static_cast<uint32_t>(k), ops, k * sizeof(oplog::OpEntry)))
+      return false;
+    ops += k;
+    n -= k;
+  }
+  return true;
+}
+
+bool OplogFileWriter::write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered) {
+  if (failed_) return false;
+  std::string text;
+  const bool ok = json_text(&text, [&](JsonWriter& w) {
+    w.begin_object();
+    w.field("ops_written", ops_written);
+    w.field("dropped", dropped);
+    w.field("filtered", filtered);
+    w.end_object();
+  });
+  if (!ok) return fail("formatting the end record", ENOMEM);
+  return write_block(oplog::kEnd, 0, text.data(), text.size());
+}
+
+void OplogFileWriter::close() {
+  if (fd_ < 0) return;
+  if (::close(fd_) != 0 && errno != EINTR) fail("close", errno);
+  fd_ = -1;
+}
+
+// ---------------------------------------------------------------- reader
+
+namespace {
+
+using nlohmann::json;
+
+bool get_u64(const json& j, const char* k, uint64_t* out) {
+  const auto it = j.find(k);
+  if (it == j.end() || !it->is_number_unsigned()) return false;
+  *out = it->get<uint64_t>();
+  return true;
+}
+
+bool get_double(const json& j, const char* k, double* out) {
+  const auto it = j.find(k);
+  if (it == j.end() || !it->is_number()) return false;
+  *out = it->get<double>();
+  return true;
+}
+
+bool get_string(const json& j, const char* k, std::string* out) {
+  const auto it = j.find(k);
+  if (it == j.end() || !it->is_string()) return false;
+  *out = it->get<std::string>();
+  return true;
+}
+
+json parse_object(const void* p, size_t len) {
+  const char* c = static_cast<const char*>(p);
+  json j = json::parse(c, c + len, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return json();
+  return j;
+}
+
+bool parse_meta(const void* p, size_t len, OplogHeaderInfo* h) {
+  try {
+    const json j = parse_object(p, len);
+    if (j.is_null()) return false;
+    std::string format;
+    if (!get_string(j, "format", &format) || format != oplog::kFormatName) return false;
+    get_string(j, "host", &h->meta.host);
+    get_string(j, "rank", &h->meta.rank);
+    const auto pid = j.find("pid");
+    if (pid != j.end() && pid->is_number_integer()) h->meta.pid = pid->get<long>();
+    const auto names = j.find("op_names");
+    if (names != j.end() && names->is_array()) {
+      for (const json& n : *names) h->op_names.push_back(n.is_string() ? n.get<std::string>() : "");
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool parse_calib(const void* p, size_t len, OplogCalib* c) {
+  try {
+    const json j = parse_object(p, len);
+    if (j.is_null()) return false;
+    OplogCalib r;
+    std::string clock;
+    if (!get_string(j, "clock", &clock) || !get_double(j, "ns_per_tick", &r.ns_per_tick) ||
+        !get_u64(j, "tick0", &r.tick0) || !get_u64(j, "mono0_ns", &r.mono0_ns))
+      return false;
+    r.tsc = clock == "tsc";
+    get_u64(j, "real0_ns", &r.real0_ns);
+    get_double(j, "residual_ns", &r.residual_ns);
+    get_u64(j, "pairs", &r.pairs);
+    *c = r;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool parse_end(const void* p, size_t len, uint64_t* ops, uint64_t* dropped, uint64_t* filtered) {
+  try {
+    const json j = parse_object(p, len);
+    if (j.is_null()) return false;
+    *ops = *dropped = *filtered = 0;
+    get_u64(j, "ops_written", ops);
+    get_u64(j, "dropped", dropped);
+    get_u64(j, "filtered", filtered);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool parse_links(const char* p, size_t len, uint32_t count, std::map<uint32_t, OplogLink>* out) {
+  std::vector<OplogLink> got;
+  size_t off = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (len - off < 8) return false;
+    uint32_t id;
+    uint16_t ll, rl;
+    std::memcpy(&id, p + off, 4);
+    std::memcpy(&ll, p + off + 4, 2);
+    std::memcpy(&rl, p + off + 6, 2);
+    off += 8;
+    if (len - off < static_cast<size_t>(ll) + rl) return false;
+    OplogLink l;
+    l.id = id;
+    l.local.assign(p + off, ll);
+    l.remote.assign(p + off + ll, rl);
+    got.push_back(std::move(l));
+    off += static_cast<size_t>(ll) + rl;
+  }
+  if (off != len) return false;
+  for (OplogLink& l : got) (*out)[l.id] = std::move(l);
+  return true;
+}
+
+}  // namespace
+
+OplogReader::~OplogReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+OplogReader::ReadResult OplogReader::read_at(uint64_t off, void* buf, size_t len,
+                                             std::string* error) {
+  size_t got = 0;
+  while (got < len) {
+    const ssize_t r =
+        ::pread(fd_, static_cast<char*>(buf) + got, len - got, static_cast<off_t>(off + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (error) *error = "cannot read " + path_ + ": " + std::strerror(errno);
+      return ReadResult::kError;
+    }
+    if (r == 0) return got == 0 ? ReadResult::kEof : ReadResult::kShort;
+    got += static_cast<size_t>(r);
+  }
+  return ReadResult::kOk;
+}
+
+bool OplogReader::open(const std::string& path, std::string* error) {
+  std::string dummy;
+  if (!error) error = &dummy;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  path_ = path;
+  header_ = OplogHeaderInfo();
+  reset_tracking();
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  const auto close_fail = [&](const std::string& msg) {
+    *error = msg;
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  };
+  oplog::FileHeader fh;
+  switch (read_at(0, &fh, sizeof(fh), error)) {
+    case ReadResult::kOk:
+      break;
+    case ReadResult::kError:
+      return close_fail(*error);
+    default:
+      return close_fail(path + " is not a fabtrace oplog file (too short)");
+  }
+  if (std::memcmp(fh.magic, oplog::kMagic, sizeof(fh.magic)) != 0)
+    return close_fail(path + " is not a fabtrace oplog file");
+  if (fh.version != oplog::kVersion)
+    return close_fail(path + " is oplog format version " + std::to_string(fh.version) +
+                      "; this fabtrace reads version " + std::to_string(oplog::kVersion));
+  if (fh.header_bytes < sizeof(fh) || fh.header_bytes > 65536)
+    return close_fail(path + ": corrupt oplog file header");
+
+  oplog::BlockHeader bh;
+  const uint64_t off = fh.header_bytes;
+  switch (read_at(off, &bh, sizeof(bh), error)) {
+    case ReadResult::kOk:
+      break;
+    case ReadResult::kError:
+      return close_fail(*error);
+    default:
+      return close_fail(path + ": oplog file cut short before its metadata block");
+  }
+  if (bh.magic != oplog::kBlockMagic || bh.type != oplog::kMeta ||
+      bh.payload_bytes > oplog::kMaxPayloadBytes)
+    return close_fail(path + ": corrupt oplog metadata block");
+  std::string text(bh.payload_bytes, '\0');
+  switch (read_at(off + sizeof(bh), &text[0], text.size(), error)) {
+    case ReadResult::kOk:
+      break;
+    case ReadResult::kError:
+      return close_fail(*error);
+    default:
+      return close_fail(path + ": oplog file cut short in its metadata block");
+  }
+  if (crc32_of(text.data(), text.size()) != bh.crc32 ||
+      !parse_meta(text.data(), text.size(), &header_))
+    return close_fail(path + ": corrupt oplog metadata block");
+  data_start_ = off + sizeof(bh) + bh.payload_bytes;
+  return true;
+}
+
+void OplogReader::reset_tracking() {
+  calib_ = OplogCalib();
+  has_calib_ = false;
+  links_.clear();
+  truncated_ = false;
+  ops_read_ = 0;
+  has_end_ = false;
+  end_ops_ = end_dropped_ = end_filtered_ = 0;
+}
+
+bool OplogReader::read_all(const std::function<void(const oplog::OpEntry*, size_t)>& on_ops,
+                           std::string* error) {
+  return walk(&on_ops, false, error);
+}
+
+bool OplogReader::scan(std::string* error) { return walk(nullptr, true, error); }
+
+bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>* on_ops,
+                       bool skip_ops, std::string* error) {
+  std::string dummy;
+  if (!error) error = &dummy;
+  if (fd_ < 0) {
+    *error = "oplog reader: no file open";
+    return false;
+  }
+  reset_tracking();
+  uint64_t off = data_start_;
+  for (;;) {
+    oplog::BlockHeader h;
+    const ReadResult hr = read_at(off, &h, sizeof(h), error);
+    if (hr == ReadResult::kEof) break;
+    if (hr == ReadResult::kError) return false;
+    if (hr == ReadResult::kShort || h.magic != oplog::kBlockMagic ||
+        h.payload_bytes > oplog::kMaxPayloadBytes ||
+        (h.type == oplog::kOps &&
+         static_cast<uint64_t>(h.count) * sizeof(oplog::OpEntry) != h.payload_bytes)) {
+      truncated_ = true;
+      break;
+    }
+    const uint64_t payload_off = off + sizeof(h);
+    const uint64_t next = payload_off + h.payload_bytes;
+    if (h.type == oplog::kOps && skip_ops) {
+      struct stat st;
+      if (::fstat(fd_, &st) != 0) {
+        *error = "cannot stat " + path_ + ": " + std::strerror(errno);
+        return false;
+      }
+      if (static_cast<uint64_t>(st.st_size) < next) {
+        truncated_ = true;
+        break;
+      }
+      ops_read_ += h.count;
+      off = next;
+      continue;
+    }
+    buf_.resize((h.payload_bytes + 7) / 8);
+    char* p = reinterpret_cast<char*>(buf_.data());
+    if (h.payload_bytes > 0) {
+      const ReadResult pr = read_at(payload_off, p, h.payload_bytes, error);
+      if (pr == ReadResult::kError) return false;
+      if (pr != ReadResult::kOk) {
+        truncated_ = true;
+        break;
+      }
+    }
+    if (crc32_of(p, h.payload_bytes) != h.crc32) {
+      truncated_ = true;
+      break;
+    }
+    bool ok = true;
+    switch (h.type) {
+      case oplog::kOps:
+        if (on_ops && *on_ops && h.count > 0)
+          (*on_ops)(reinterpret_cast<const oplog::OpEntry*>(p), h.count);
+        ops_read_ += h.count;
+        break;
+      case oplog::kCalib: {
+        OplogCalib c;
+        ok = parse_calib(p, h.payload_bytes, &c);
+        if (ok) {
+          calib_ = c;
+          has_calib_ = true;
+        }
+        break;
+      }
+      case oplog::kLinks:
+        ok = parse_links(p, h.payload_bytes, h.count, &links_);
+        break;
+      case oplog::kEnd:
+        ok = parse_end(p, h.payload_bytes, &end_ops_, &end_dropped_, &end_filtered_);
+        if (ok) has_end_ = true;
+        break;
+      default:  // a second kMeta, or a block type from a newer writer: skipped
+        break;
+    }
+    if (!ok) {  // checksum right but content malformed: treat like a corrupt block
+      truncated_ = true;
+      break;
+    }
+    off = next;
+  }
+  return true;
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,157 @@
+// Writing and reading the per-op timeline file ("oplog"); the layout is in
+// oplog_format.h.
+//
+// JSON blocks (compact, one object each):
+//   kMeta   {"format":"fabtrace-oplog","version":1,"host":"...","rank":"...","pid":123,
+//            "op_names":["fi_send",...]}                  (op_names[kind] names OpEntry::kind)
+//   kCalib  CalibrationJson:
+//           {"clock":"tsc"|"clock_gettime","ns_per_tick":0.4,"tick0":...,"mono0_ns":...,
+//            "real0_ns":...,"residual_ns":3.5,"pairs":1000}
+//           mono_ns = mono0_ns + (ticks - tick0) * ns_per_tick; real0_ns is CLOCK_REALTIME
+//           at mono0_ns (the wall anchor); residual_ns and pairs describe the fit.
+//   kEnd    {"ops_written":...,"dropped":...,"filtered":...}
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/oplog_format.h"
+
+namespace fabtrace {
+
+namespace oplog {
+constexpr const char* kFormatName = "fabtrace-oplog";  // kMeta "format"
+// The writer splits write_ops() into blocks of at most this many entries.
+constexpr size_t kMaxOpsPerBlock = 65536;
+// The writer splits write_links() into blocks of at most this many entries.
+constexpr size_t kMaxLinksPerBlock = 4096;
+// The reader treats a block announcing a larger payload as corrupt.
+constexpr uint32_t kMaxPayloadBytes = 256u << 20;
+}  // namespace oplog
+
+struct OplogMeta {
+  std::string host, rank;
+  long pid = 0;
+};
+
+struct OplogCalib {
+  bool tsc = false;          // ticks are TSC cycles (else CLOCK_MONOTONIC ns)
+  double ns_per_tick = 1.0;  // slope
+  uint64_t tick0 = 0;        // a tick value ...
+  uint64_t mono0_ns = 0;     // ... its CLOCK_MONOTONIC time ...
+  uint64_t real0_ns = 0;     // ... and its CLOCK_REALTIME time
+  double residual_ns = 0;    // fit quality
+  uint64_t pairs = 0;        // (tick, mono) pairs behind the fit
+};
+
+struct OplogLink {
+  uint32_t id = 0;
+  std::string local, remote;  // at most 65535 bytes each are stored
+};
+
+// Appends blocks to a new oplog file. Each block (header + payload) goes out in
+// one writev(2) call, straight to the file (no user-space buffering), so a
+// crash leaves at most the last block incomplete. Not thread-safe: one writer
+// thread. Errors return false and log one line; after the first error every
+// call returns false without logging again.
+class OplogFileWriter {
+ public:
+  OplogFileWriter() = default;
+  ~OplogFileWriter();
+  OplogFileWriter(const OplogFileWriter&) = delete;
+  OplogFileWriter& operator=(const OplogFileWriter&) = delete;
+
+  // Creates (truncates) `path`, writes the file header and the kMeta block.
+  bool open(const std::string& path, const OplogMeta& meta);
+  bool write_calib(const OplogCalib& c);
+  bool write_links(const std::vector<OplogLink>& links);  // n == 0: writes nothing
+  // Blocks of at most kMaxOpsPerBlock entries; n == 0 writes nothing.
+  bool write_ops(const oplog::OpEntry* ops, size_t n);
+  bool write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered);
+  void close();
+  bool is_open() const { return fd_ >= 0; }
+  uint64_t bytes_written() const { return bytes_; }
+
+ private:
+  bool write_block(uint16_t type, uint32_t count, const void* payload, size_t len,
+                   const void* prefix = nullptr, size_t prefix_len = 0);
+  bool fail(const char* what, int err);
+  int fd_ = -1;
+  bool failed_ = false;
+  uint64_t bytes_ = 0;
+  std::string path_;
+};
+
+struct OplogHeaderInfo {
+  OplogMeta meta;
+  std::vector<std::string> op_names;  // index = OpEntry::kind
+};
+
+// Streams an oplog file. Memory is bounded by the largest block (plus the link
+// dictionary), not by the number of ops.
+class OplogReader {
+ public:
+  OplogReader() = default;
+  ~OplogReader();
+  OplogReader(const OplogReader&) = delete;
+  OplogReader& operator=(const OplogReader&) = delete;
+
+  // Opens `path`, checks magic and version and reads the kMeta block. On
+  // failure returns false and sets *error to one line naming the file.
+  bool open(const std::string& path, std::string* error);
+
+  // Walks every block from the first after kMeta. Calls on_ops for each kOps
+  // block (the entries are valid during the call only); tracks kCalib (the
+  // last one wins), kLinks (accumulated; a later entry replaces an earlier one
+  // with the same id) and kEnd. Stops at EOF or at the first incomplete or
+  // corrupt block (then truncated() is true). Returns false only on a hard
+  // error (a failing read(2)), with *error set. May be called again: each call
+  // starts over from the first block and resets what it tracks.
+  bool read_all(const std::function<void(const oplog::OpEntry*, size_t)>& on_ops,
+                std::string* error);
+
+  // A cheaper first pass: like read_all without on_ops, but kOps payloads are
+  // skipped unread (their checksums are not verified; only their size is
+  // checked against the file's), so it only costs reading the small blocks.
+  // Used to find the last calibration and every link before streaming ops.
+  bool scan(std::string* error);
+
+  const OplogHeaderInfo& header() const { return header_; }
+  const OplogCalib& calib() const { return calib_; }
+  bool has_calib() const { return has_calib_; }
+  const std::map<uint32_t, OplogLink>& links() const { return links_; }
+  bool truncated() const { return truncated_; }
+  // Ops in the whole kOps blocks read by the last read_all/scan.
+  uint64_t ops_read() const { return ops_read_; }
+  bool has_end() const { return has_end_; }
+  uint64_t end_ops() const { return end_ops_; }
+  uint64_t end_dropped() const { return end_dropped_; }
+  uint64_t end_filtered() const { return end_filtered_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  enum class ReadResult { kOk, kEof, kShort, kError };
+  ReadResult read_at(uint64_t off, void* buf, size_t len, std::string* error);
+  bool walk(const std::function<void(const oplog::OpEntry*, size_t)>* on_ops, bool skip_ops,
+            std::string* error);
+  void reset_tracking();
+
+  int fd_ = -1;
+  std::string path_;
+  uint64_t data_start_ = 0;  // offset of the first block after kMeta
+  OplogHeaderInfo header_;
+  OplogCalib calib_;
+  bool has_calib_ = false;
+  std::map<uint32_t, OplogLink> links_;
+  bool truncated_ = false;
+  uint64_t ops_read_ = 0;
+  bool has_end_ = false;
+  uint64_t end_ops_ = 0, end_dropped_ = 0, end_filtered_ = 0;
+  std::vector<uint64_t> buf_;  // payload buffer, 8-byte aligned for OpEntry
+};
+
+}  // namespace fabtrace

@@ -1,0 +1,120 @@
+// The per-op timeline: every selected completed op, streamed to a per-rank
+// oplog file by a background writer.
+//
+// The data path only appends to its thread's current chunk (a store and a
+// release of the commit count: no lock, no syscall). The writer thread
+// periodically writes what each thread committed, so a crash loses at most one
+// period. Full chunks go to the writer, which recycles them; when no chunk is
+// free the op is dropped and counted, never waited for. Memory is bounded by
+// FABTRACE_OPS_MB.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/op_kinds.h"
+#include "common/oplog_file.h"
+#include "common/oplog_format.h"
+#include "preload/objects.h"
+
+namespace fabtrace {
+
+struct Shard;
+struct Cell;
+struct OpRecord;
+
+struct OpChunk {
+  static constexpr uint32_t kEntries = 1636;  // about 64 KiB
+  std::atomic<uint32_t> committed{0};         // entries the owner has written
+  uint32_t flushed = 0;                       // entries the writer has written (writer only)
+  std::atomic<uint32_t> free_next{0};         // free stack link: index + 1, 0 = none
+  OpChunk* full_next = nullptr;               // full list link
+  oplog::OpEntry e[kEntries];
+};
+
+// Per-thread timeline state, inside the thread's Shard.
+struct TimelineLocal {
+  std::atomic<OpChunk*> chunk{nullptr};  // written by the owner, read by the writer
+  uint64_t dropped = 0;                  // no free chunk
+  uint64_t filtered = 0;                 // below the byte floor or not on the selected NIC
+};
+
+struct TimelineConfig {
+  bool on = false;
+  std::string nic;             // FABTRACE_OPS_NIC: substring of the NIC address to keep
+  uint64_t min_bytes = 65536;  // FABTRACE_OPS_MIN_BYTES; errors always pass
+  uint64_t mb = 64;            // FABTRACE_OPS_MB
+  uint64_t flush_ms = 200;     // FABTRACE_OPS_FLUSH_MS
+};
+
+class Timeline {
+ public:
+  static constexpr uint32_t kNoLink = UINT32_MAX;
+  static constexpr uint32_t kMaxLinks = 1u << 16;
+
+  // Reads FABTRACE_OPS_* (and whether this rank is selected) into cfg.
+  static TimelineConfig config_from_env(long rank);
+
+  // Opens the file and starts the writer. Returns false (timeline off) on error.
+  bool start(const TimelineConfig& cfg, const std::string& path, const OplogMeta& meta);
+  // Final flush, calibration, end block; joins the writer. Idempotent.
+  void finish();
+  bool on() const { return on_.load(std::memory_order_relaxed); }
+  void disable() { on_.store(false, std::memory_order_relaxed); }  // after fork()
+
+  // The data path: one completed op (called by the thread that polled it).
+  void append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes, bool error);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct LinkSlot {
+    std::atomic<uint32_t> state{0};  // 0 empty, 1 being filled, 2 ready
+    const EpWrap* ep = nullptr;
+    fi_addr_t peer = 0;
+    std::atomic<int8_t> match{-1};  // NIC filter: -1 not decided yet, else kMatch* bits
+    bool named = false;             // writer: dictionary entry written
+  };
+
+  static constexpr int8_t kMatchInitiator = 1;  // the remote side is the NIC
+  static constexpr int8_t kMatchRecv = 2;       // the local side is the NIC
+  static bool keeps(const LinkSlot& s, OpKind kind);
+  uint32_t link_id(const EpWrap* ep, fi_addr_t peer);
+  OpChunk* pop_free();
+  void push_free(OpChunk* c);
+  void run();
+  void pass();
+  void write_range(OpChunk* c, uint32_t upto);
+  void name_new_links();
+  void write_calib();
+
+  TimelineConfig cfg_;
+  std::atomic<bool> on_{false};
+  std::string path_;
+  OplogFileWriter file_;
+
+  OpChunk* pool_ = nullptr;
+  uint32_t pool_n_ = 0;
+  std::atomic<uint32_t> pool_used_{0};  // chunks handed out at least once
+  std::atomic<uint64_t> free_head_{0};  // (tag << 32) | (index + 1)
+  std::atomic<OpChunk*> full_head_{nullptr};
+
+  LinkSlot* links_ = nullptr;
+
+  std::thread writer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> finished_{false};
+  uint64_t written_ = 0, writer_filtered_ = 0;
+  std::vector<oplog::OpEntry> staging_;
+};
+
+Timeline& timeline();
+
+}  // namespace fabtrace
