@@ -32,6 +32,12 @@ bool Timeline::keeps(const LinkSlot& s, OpKind kind) {
   return (m & (op_is_recv(kind) ? kMatchRecv : kMatchInitiator)) != 0;
 }
 
+Timeline::~Timeline() {
+  finish();
+  std::free(pool_);
+  delete[] links_;
+}
+
 Timeline& timeline() {
   static Timeline* t = new Timeline();  // never destroyed: shims may run during exit
   return *t;
@@ -287,6 +293,10 @@ void Timeline::finish() {
   }
   file_.write_end(written_, dropped, filtered);
   file_.close();
+  // Threads' chunks belong to this timeline: a later one (tests, benchmarks)
+  // must start them afresh.
+  for (Shard* s = all_shards(); s; s = s->next)
+    s->timeline.chunk.store(nullptr, std::memory_order_relaxed);
   on_.store(false, std::memory_order_release);
   log_line("per-op timeline -> %s (%llu ops)", path_.c_str(),
            static_cast<unsigned long long>(written_));

@@ -60,6 +60,13 @@ class Timeline {
   // Reads FABTRACE_OPS_* (and whether this rank is selected) into cfg.
   static TimelineConfig config_from_env(long rank);
 
+  Timeline() = default;
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+  // The preload's timeline is never destroyed (shims may run during exit);
+  // benchmarks and tests make their own.
+  ~Timeline();
+
   // Opens the file and starts the writer. Returns false (timeline off) on error.
   bool start(const TimelineConfig& cfg, const std::string& path, const OplogMeta& meta);
   // Final flush, calibration, end block; joins the writer. Idempotent.
