@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <unordered_set>
 #include <utility>
 
@@ -652,7 +653,26 @@ bool CounterSampler::open() {
 
 // ---- thread control -----------------------------------------------------------
 
+namespace {
+
+void* sampler_main(void* arg) {
+  // The thread owns one reference to the state, so a thread left behind by stop()
+  // keeps its files and buffer alive.
+  std::unique_ptr<std::shared_ptr<CounterSampler::State>> ref(
+      static_cast<std::shared_ptr<CounterSampler::State>*>(arg));
+  (*ref)->run();
+  return nullptr;
+}
+
+}  // namespace
+
+bool CounterSampler::inherited() const {
+  const pid_t owner = thread_pid_.load(std::memory_order_acquire);
+  return owner != 0 && owner != ::getpid();
+}
+
 bool CounterSampler::start() {
+  if (inherited()) return false;
   if (phase_.load(std::memory_order_acquire) == kRunning) return true;
   if (!open()) return false;
   std::lock_guard<std::mutex> g(ctl_mtx_);
@@ -665,25 +685,26 @@ bool CounterSampler::start() {
   sigset_t all, old;
   sigfillset(&all);
   const bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
-  bool ok = true;
-  try {
-    std::shared_ptr<State> st = state_;
-    thread_ = std::thread([st] { st->run(); });
-  } catch (const std::exception& e) {
-    ok = false;
-    log_line("warning: cannot start the NIC counter thread (%s); NIC counters off", e.what());
-  }
+  auto* ref = new (std::nothrow) std::shared_ptr<State>(state_);
+  const int rc = ref ? pthread_create(&thread_, nullptr, sampler_main, ref) : ENOMEM;
   if (masked) pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (!ok) return false;
+  if (rc != 0) {
+    delete ref;
+    log_line("warning: cannot start the NIC counter thread (%s); NIC counters off",
+             std::strerror(rc));
+    return false;
+  }
+  thread_pid_.store(::getpid(), std::memory_order_release);
   phase_.store(kRunning, std::memory_order_release);
   return true;
 }
 
 void CounterSampler::stop() {
+  if (inherited()) return;  // no thread here; its locks may be held by the parent's
   std::lock_guard<std::mutex> g(ctl_mtx_);
   const int phase = phase_.load(std::memory_order_relaxed);
   if (phase == kStopped) return;
-  if (phase == kRunning && thread_.joinable()) {
+  if (phase == kRunning) {
     State& st = *state_;
     std::unique_lock<std::mutex> lk(st.run_mtx);
     st.stop_requested = true;
@@ -692,11 +713,11 @@ void CounterSampler::stop() {
                                          [&st] { return st.exited; });
     lk.unlock();
     if (done) {
-      thread_.join();
+      pthread_join(thread_, nullptr);
     } else {
       // Still inside a read (a hung retry-handler daemon, most likely). The thread
-      // owns a reference to the state, so leaving it behind is safe.
-      thread_.detach();
+      // holds its own reference to the state, so leaving it behind is safe.
+      pthread_detach(thread_);
       log_line("warning: NIC counter thread still blocked in a read after %" PRIu64
                " ms; leaving it behind",
                config_.stop_timeout_ms);

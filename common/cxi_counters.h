@@ -58,13 +58,15 @@
 // be added in later versions; readers skip the ones they do not know.
 #pragma once
 
+#include <pthread.h>
+#include <sys/types.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace fabtrace {
@@ -112,6 +114,11 @@ class CounterSampler {
   // when open() fails, and after stop() (which is final: no restart). Thread-safe.
   bool start();
 
+  // After fork(), the child's copy of a started sampler is inert (the thread did not
+  // follow, and its locks may be held): start() and sample_once() return false,
+  // stop() returns at once, the inspection calls and write_csv() show the samples
+  // copied at the fork. A sampler never started before the fork works normally.
+
   // Ends the sampling thread and waits for it. Idempotent, safe when never started.
   // A read stuck in a hung FUSE daemon (the rh files) must not hang the program's
   // exit: after stop_timeout_ms the thread is left behind (it keeps the files and
@@ -150,14 +157,16 @@ class CounterSampler {
   enum Phase : int { kIdle, kRunning, kStopped };
 
   const State* ready() const;  // the state once open() succeeded, else null
+  bool inherited() const;      // this is a fork()ed copy of a started sampler
 
   const Config config_;
   std::mutex ctl_mtx_;  // serializes open/start/stop
   std::atomic<int> phase_{kIdle};
-  bool open_tried_ = false;         // guarded by ctl_mtx_
-  std::atomic<bool> ready_{false};  // state_ is set up (published with release)
+  bool open_tried_ = false;           // guarded by ctl_mtx_
+  std::atomic<bool> ready_{false};    // state_ is set up (published with release)
+  std::atomic<pid_t> thread_pid_{0};  // the process that started the thread
   std::shared_ptr<State> state_;
-  std::thread thread_;
+  pthread_t thread_{};
 };
 
 // A counters CSV read back.

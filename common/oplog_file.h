@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/oplog_format.h"
 
 namespace fabtrace {
@@ -38,15 +39,8 @@ struct OplogMeta {
   long pid = 0;
 };
 
-struct OplogCalib {
-  bool tsc = false;          // ticks are TSC cycles (else CLOCK_MONOTONIC ns)
-  double ns_per_tick = 1.0;  // slope
-  uint64_t tick0 = 0;        // a tick value ...
-  uint64_t mono0_ns = 0;     // ... its CLOCK_MONOTONIC time ...
-  uint64_t real0_ns = 0;     // ... and its CLOCK_REALTIME time
-  double residual_ns = 0;    // fit quality
-  uint64_t pairs = 0;        // (tick, mono) pairs behind the fit
-};
+// The clock calibration as stored in the file: the one of common/clock.h.
+using OplogCalib = Calibration;
 
 struct OplogLink {
   uint32_t id = 0;

@@ -246,16 +246,7 @@ void Timeline::pass() {
 }
 
 void Timeline::write_calib() {
-  const Calibration cal = clock_calibration();
-  OplogCalib oc;
-  oc.tsc = cal.tsc;
-  oc.ns_per_tick = cal.ns_per_tick;
-  oc.tick0 = cal.tick0;
-  oc.mono0_ns = cal.mono0_ns;
-  oc.real0_ns = cal.real0_ns;
-  oc.residual_ns = cal.residual_ns;
-  oc.pairs = cal.pairs;
-  file_.write_calib(oc);
+  file_.write_calib(clock_calibration());
 }
 
 void Timeline::run() {

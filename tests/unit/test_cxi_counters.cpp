@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -771,6 +772,42 @@ TEST_F(CxiCounterStdTest, StopWithoutStartAndDestructorWhileRunning) {
     ASSERT_TRUE(s.start());
   }  // the destructor stops and joins
   EXPECT_EQ(sampler_threads(), 0);
+}
+
+TEST_F(CxiCounterStdTest, ForkedChildCopyIsInert) {
+  Config c = config();
+  c.interval_ms = 1;
+  CounterSampler s(c);
+  ASSERT_TRUE(s.start());
+  const auto t0 = std::chrono::steady_clock::now();
+  while (s.samples() < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::string csv = tree_.root() + "/child.csv";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // No gtest assertions here: report through the exit status.
+    int bad = 0;
+    const auto c0 = std::chrono::steady_clock::now();
+    s.stop();  // must not wait for a thread that did not follow the fork
+    if (std::chrono::steady_clock::now() - c0 > std::chrono::milliseconds(500)) bad |= 1;
+    if (s.start()) bad |= 2;
+    if (s.sample_once()) bad |= 4;
+    if (s.samples() < 2) bad |= 8;
+    if (!s.write_csv(csv, "h", "0", static_cast<long>(getpid()))) bad |= 16;
+    _exit(bad);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(s.start());  // the parent's sampler is untouched
+  s.stop();
+  EXPECT_EQ(sampler_threads(), 0);
+  CounterSeries cs;
+  std::string err;
+  EXPECT_TRUE(read_counter_csv(csv, &cs, &err)) << err;
+  EXPECT_EQ(cs.pid, static_cast<long>(pid));
 }
 
 TEST_F(CxiCounterStdTest, MemoryCapDropsAndNeverGrows) {
