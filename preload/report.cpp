@@ -56,6 +56,24 @@ bool open_outputs(const Runtime& rt, const std::string& host, std::FILE** txt, s
   return true;
 }
 
+// The Cassini counter series beside the report: same clock, same anchors.
+void write_counters(const Runtime& rt, const ProcessReport& rep) {
+  if (!rt.nic_sampler) return;
+  rt.nic_sampler->stop();
+  if (!rt.nic_sampler->samples()) return;
+  const std::string dir = rt.cfg.to_stderr ? "." : rt.cfg.dir;
+  const std::string path =
+      dir + "/fabtrace_nic." + rep.host + ".r" + rep.rank + ".p" + std::to_string(rep.pid) + ".csv";
+  if (rt.nic_sampler->write_csv(path, rep.host, rep.rank, rep.pid))
+    log_line("%s rank %s NIC counters -> %s (%llu samples x %zu counters)", rep.host.c_str(),
+             rep.rank.c_str(), path.c_str(),
+             static_cast<unsigned long long>(rt.nic_sampler->samples()),
+             rt.nic_sampler->labels().size());
+  if (rt.nic_sampler->dropped())
+    log_line("WARNING: %llu NIC counter samples dropped (memory cap); raise FABTRACE_NIC_MAX_MB",
+             static_cast<unsigned long long>(rt.nic_sampler->dropped()));
+}
+
 }  // namespace
 
 void write_report() {
@@ -208,6 +226,7 @@ void write_report() {
   std::string txt_path;
   open_outputs(rt, rep.host, &txt, &json, &txt_path);
   write_report_text(txt, rep);
+  write_counters(rt, rep);
   if (txt != stderr) {
     std::fclose(txt);
     log_line("%s rank %s -> %s", rep.host.c_str(), rep.rank.c_str(), txt_path.c_str());

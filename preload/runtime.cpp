@@ -47,6 +47,7 @@ void on_fork_child() {
   // The parent's writer thread did not come along; the child logs no per-op timeline.
   rt.timeline_on = false;
   timeline().disable();
+  rt.nic_sampler = nullptr;  // the parent's; its thread did not come along
   for (Shard* s = all_shards(); s; s = s->next) s->reset();
   for (OpRecord* r = rt.ring.begin(); r != rt.ring.end(); ++r) InflightRing::release(r);
 }
@@ -82,6 +83,12 @@ void runtime_activate() {
     rt.pid = getpid();
     rt.ring.init(rt.cfg.inflight);
     start_timeline(rt);
+    // Started here, on the first fabric activity, and not at load: every
+    // process the job forks inherits the preload, and only those that use the
+    // fabric should sample (and write a counter file). Silent and free on a
+    // node without cxi devices.
+    rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
+    rt.nic_sampler->start();
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(at_exit);
   });

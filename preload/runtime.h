@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cxi_counters.h"
 #include "common/rank.h"
 #include "preload/inflight.h"
 #include "preload/objects.h"
@@ -31,10 +32,11 @@ struct Runtime {
   int pid = 0;
 
   // Thresholds in ticks, from the first calibration.
-  uint64_t imm_ticks = 0;      // late-receiver mark: 50 us
-  uint64_t gap_edges[5] = {};  // 10us 100us 1ms 10ms 100ms
-  uint64_t start_ticks = 0;    // first fabric activity
-  bool timeline_on = false;    // per-op timeline selected for this process (set once)
+  uint64_t imm_ticks = 0;                 // late-receiver mark: 50 us
+  uint64_t gap_edges[5] = {};             // 10us 100us 1ms 10ms 100ms
+  uint64_t start_ticks = 0;               // first fabric activity
+  bool timeline_on = false;               // per-op timeline selected for this process (set once)
+  CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any
 
   // Registry of wrapped objects, for the report. Appended on the control path.
   std::mutex mu;
