@@ -140,7 +140,7 @@ void clock_add_pair() {
 
 Calibration clock_calibration() {
   clock_add_pair();
-  return g_fit->fit(clock_detail::g_use_tsc);
+  return g_fit->fit(clock_uses_tsc());
 }
 
 }  // namespace fabtrace

@@ -39,6 +39,9 @@ inline uint64_t real_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// Whether ticks are TSC cycles (decided by clock_init()).
+inline bool clock_uses_tsc() { return clock_detail::g_use_tsc; }
+
 // The hot-path timestamp, in ticks.
 inline uint64_t now_ticks() {
 #if FABTRACE_HAVE_TSC

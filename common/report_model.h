@@ -62,6 +62,8 @@ struct ProcessReport {
   double duration_s = 0;       // first fabric activity -> report
   bool tsc = false;
   double ns_per_tick = 1.0;
+  double clock_residual_ns = 0;  // largest |fit - CLOCK_MONOTONIC| over the fitted pairs
+  uint64_t clock_pairs = 0;
   uint64_t ring_slots = 0;
   uint64_t ring_full = 0;   // ops not timed because every probed record was busy
   uint64_t cells_full = 0;  // ops not aggregated: row table at its limit

@@ -37,9 +37,11 @@ void text_row(std::FILE* out, const OpRow& o) {
 
 void write_report_text(std::FILE* out, const ProcessReport& r) {
   std::fprintf(out,
-               "%s host=%s rank=%s pid=%ld providers=%s duration=%.3f s clock=%s (%.6f ns/tick)\n",
+               "%s host=%s rank=%s pid=%ld providers=%s duration=%.3f s clock=%s (%.6f ns/tick, "
+               "fit residual %.0f ns over %llu pairs)\n",
                kP, r.host.c_str(), r.rank.c_str(), r.pid, r.providers.c_str(), r.duration_s,
-               r.tsc ? "tsc" : "clock_gettime", r.ns_per_tick);
+               r.tsc ? "tsc" : "clock_gettime", r.ns_per_tick, r.clock_residual_ns,
+               static_cast<unsigned long long>(r.clock_pairs));
   for (const NicReport& n : r.nics)
     std::fprintf(
         out, "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s\n",
@@ -76,6 +78,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
   j.field("duration_s", r.duration_s);
   j.key("clock").begin_object();
   j.field("source", r.tsc ? "tsc" : "clock_gettime").field("ns_per_tick", r.ns_per_tick);
+  j.field("residual_ns", r.clock_residual_ns).field("pairs", r.clock_pairs);
   j.end_object();
   j.field("ring_slots", r.ring_slots).field("ring_full", r.ring_full);
   j.field("cells_full", r.cells_full);

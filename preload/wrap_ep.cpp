@@ -3,6 +3,7 @@
 // and the readable local/peer addresses.
 #include <rdma/fi_errno.h>
 
+#include "common/clock.h"
 #include "preload/addr_format.h"
 #include "preload/inflight.h"
 #include "preload/runtime.h"
@@ -208,6 +209,7 @@ void EpWrap::install() {
 
 EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent,
                 bool rx_only) {
+  clock_add_pair();  // another point for the clock fit, off the data path
   auto* w = new EpWrap();
   w->ep = ep;
   w->domain = domain;
