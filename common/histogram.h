@@ -17,15 +17,15 @@ namespace fabtrace {
 
 class LogHistogram {
  public:
-  static constexpr int kSubBits = 3;                // 8 sub-buckets per power of two
-  static constexpr int kMaxPow2 = 48;               // values >= 2^48 are clamped
+  static constexpr int kSubBits = 3;   // 8 sub-buckets per power of two
+  static constexpr int kMaxPow2 = 48;  // values >= 2^48 are clamped
   static constexpr int kBuckets = (kMaxPow2 - kSubBits + 1) << kSubBits;
 
   void record(uint64_t v);
   void merge(const LogHistogram& o);
 
   uint64_t count() const { return count_; }
-  uint64_t sum() const { return sum_; }   // wraps only after 2^64 total
+  uint64_t sum() const { return sum_; }  // wraps only after 2^64 total
   uint64_t min() const { return count_ ? min_ : 0; }
   uint64_t max() const { return max_; }
   double mean() const { return count_ ? static_cast<double>(sum_) / count_ : 0.0; }

@@ -37,8 +37,8 @@ static_assert(sizeof(FileHeader) == 16, "layout");
 enum BlockType : uint16_t { kMeta = 1, kCalib = 2, kLinks = 3, kOps = 4, kEnd = 5 };
 
 struct BlockHeader {
-  uint32_t magic;          // kBlockMagic
-  uint16_t type;           // BlockType
+  uint32_t magic;  // kBlockMagic
+  uint16_t type;   // BlockType
   uint16_t reserved;
   uint32_t payload_bytes;  // bytes after this header
   uint32_t count;          // entries in the payload (ops, links), 0 for JSON blocks

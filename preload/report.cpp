@@ -130,6 +130,8 @@ void write_report() {
   rep.pid = getpid();
   rep.tsc = cal.tsc;
   rep.ns_per_tick = cal.ns_per_tick;
+  rep.clock_residual_ns = cal.residual_ns;
+  rep.clock_pairs = cal.pairs;
   rep.start_mono_ns = cal.to_mono_ns(rt.start_ticks);
   rep.start_wall_ns = cal.real0_ns + (rep.start_mono_ns - cal.mono0_ns);
   rep.duration_s = cal.ticks_to_ns(now - rt.start_ticks) / 1e9;
