@@ -283,7 +283,7 @@ bool parse_token(const std::string& t, Token* out) {
   std::string rest = rh ? t.substr(3) : t;
   const bool glob = !rest.empty() && rest.back() == '*';
   if (glob) rest.pop_back();
-  if (rh && (rest.empty())) {  // "rh:" or "rh:*"
+  if (rh && rest.empty()) {  // "rh:" or "rh:*"
     out->kind = Token::kRhAll;
     return true;
   }
@@ -381,7 +381,6 @@ bool CounterSampler::State::sample() {
 }
 
 void CounterSampler::State::run() {
-  pthread_setname_np(pthread_self(), "fabtrace-nic");
   using Clock = std::chrono::steady_clock;
   const Clock::duration period = std::chrono::milliseconds(interval_ms);
   Clock::time_point next = Clock::now();
@@ -694,6 +693,7 @@ bool CounterSampler::start() {
              std::strerror(rc));
     return false;
   }
+  pthread_setname_np(thread_, "fabtrace-nic");  // named before start() returns
   thread_pid_.store(::getpid(), std::memory_order_release);
   phase_.store(kRunning, std::memory_order_release);
   return true;
@@ -726,7 +726,9 @@ void CounterSampler::stop() {
   phase_.store(kStopped, std::memory_order_release);
 }
 
-bool CounterSampler::sample_once() { return ready() != nullptr && state_->sample(); }
+bool CounterSampler::sample_once() {
+  return !inherited() && ready() != nullptr && state_->sample();
+}
 
 // ---- inspection ---------------------------------------------------------------
 
@@ -890,7 +892,7 @@ bool parse_u64(const std::string& s, uint64_t* out) {
   return r.ec == std::errc() && r.ptr == e;
 }
 
-// "k=v k=v" words after the first `skip` words of a comment line.
+// The "key=value" words of a comment line.
 std::vector<std::pair<std::string, std::string>> key_values(const std::string& line) {
   std::vector<std::pair<std::string, std::string>> out;
   size_t i = 0;
