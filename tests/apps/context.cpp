@@ -36,9 +36,39 @@ OpCtx* CtxTracker::make(const char* op, int kind, uint32_t seq, size_t slot,
   return raw;
 }
 
+OpCtx* CtxTracker::make_multi(const char* op, int kind, uint32_t seq) {
+  OpCtx* ctx = make(op, kind, seq);
+  std::lock_guard<std::mutex> g(mu_);
+  ctx->state = kMulti;
+  multi_[ctx];
+  return ctx;
+}
+
+void CtxTracker::finish(OpCtx* ctx) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (ctx->state == kMulti) {
+    ctx->state = kCompleted;
+    --outstanding_;
+  }
+}
+
+std::vector<Completion> CtxTracker::completions(const OpCtx* ctx) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = multi_.find(ctx);
+  return it == multi_.end() ? std::vector<Completion>() : it->second;
+}
+
+void CtxTracker::rearm(OpCtx* ctx, const char* op) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (ctx->state != kPending && ctx->state != kMulti) ++outstanding_;
+  ctx->state = kPending;
+  ctx->op = op;
+  ctx->comp = Completion();
+}
+
 void CtxTracker::unposted(OpCtx* ctx) {
   std::lock_guard<std::mutex> g(mu_);
-  if (ctx->state == kPending) --outstanding_;
+  if (ctx->state == kPending || ctx->state == kMulti) --outstanding_;
   ctx->state = kUnposted;
 }
 
@@ -59,6 +89,10 @@ OpCtx* CtxTracker::complete(const Completion& c, Stats& stats) {
       ctx->state = kCompleted;
       ctx->comp = c;
       --outstanding_;
+      return ctx;
+    case kMulti:
+      ctx->comp = c;
+      multi_[ctx].push_back(c);
       return ctx;
     case kCompleted:
       stats.context_error("duplicate " + what + " for " + ctx->op + " #" + std::to_string(ctx->id));
@@ -87,7 +121,7 @@ std::string CtxTracker::outstanding_summary() const {
   std::lock_guard<std::mutex> g(mu_);
   std::map<std::string, size_t> m;
   for (const auto& c : owned_) {
-    if (c->state == kPending) ++m[c->op];
+    if (c->state == kPending || c->state == kMulti) ++m[c->op];
   }
   std::string o;
   for (const auto& kv : m) {

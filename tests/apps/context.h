@@ -33,6 +33,7 @@ struct Completion {
   bool has_data = false;   // FI_CQ_FORMAT_DATA and richer (and error entries)
   bool has_tag = false;    // FI_CQ_FORMAT_TAGGED (and error entries)
   bool has_src = false;    // read with fi_cq_readfrom
+  fid_cq* cq = nullptr;    // the CQ it was read from
 };
 
 constexpr uint64_t kCtxMagic = 0x4654415050435458ULL;  // "FTAPPCTX"
@@ -49,7 +50,11 @@ struct OpCtx {
   uint32_t seq;
   uint32_t tid;
   size_t slot;
-  Completion comp;
+  // Handed to the provider as is (FI_PEEK, FI_CLAIM, FI_MULTI_RECV, FI_TRIGGER):
+  // the tracer passes such ops through untimed.
+  bool kept;
+  bool err_optional;  // expect_err or success are both fine (a peek that may miss)
+  Completion comp;    // the latest completion
 };
 static_assert(std::is_standard_layout<OpCtx>::value, "OpCtx must be standard layout");
 static_assert(offsetof(OpCtx, prov) == 0, "provider scratch must come first");
@@ -57,11 +62,18 @@ static_assert(sizeof(struct fi_context2) >= 64, "fi_context2 is 64 bytes");
 
 class CtxTracker {
  public:
-  enum State { kPending = 0, kNoCompletion, kCompleted, kUnposted };
+  enum State { kPending = 0, kNoCompletion, kCompleted, kUnposted, kMulti };
 
   // A fresh context, expected to complete once (or never, if !expect_completion).
   OpCtx* make(const char* op, int kind = 0, uint32_t seq = 0, size_t slot = 0,
               bool expect_completion = true);
+  // A context that may complete any number of times (an FI_MULTI_RECV buffer)
+  // until finish(); completions(ctx) lists them.
+  OpCtx* make_multi(const char* op, int kind = 0, uint32_t seq = 0);
+  void finish(OpCtx* ctx);
+  std::vector<Completion> completions(const OpCtx* ctx) const;
+  // A completed context handed to another call (FI_PEEK|FI_CLAIM, then FI_CLAIM).
+  void rearm(OpCtx* ctx, const char* op);
   // The call that was given `ctx` was refused for good: no completion may follow.
   void unposted(OpCtx* ctx);
   // Validates one completion. Returns the context, or nullptr after counting a
@@ -76,6 +88,7 @@ class CtxTracker {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<OpCtx>> owned_;
   std::unordered_map<const void*, OpCtx*> by_ptr_;
+  std::unordered_map<const OpCtx*, std::vector<Completion>> multi_;
   uint64_t next_id_ = 1;
   size_t outstanding_ = 0;
 };

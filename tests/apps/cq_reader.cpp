@@ -68,6 +68,7 @@ size_t read_error(fid_cq* cq, std::vector<Completion>* out) {
   c.prov_errno = e.prov_errno;
   c.is_error = true;
   c.has_flags = c.has_data = c.has_tag = true;
+  c.cq = cq;
   out->push_back(c);
   return 1;
 }
@@ -113,6 +114,7 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
       c.src = src[i];
       c.has_src = true;
     }
+    c.cq = cq;
     out->push_back(c);
   }
   return static_cast<size_t>(r);

@@ -35,13 +35,14 @@ void Env::handle(const Completion& c) {
   }
   OpCtx* ctx = ctxs.complete(c, stats);
   if (ctx == nullptr) return;
+  if (c.is_error && ctx->kept) stats.kept_context_error();
   if (c.is_error) {
     if (ctx->expect_err == 0 || c.err != ctx->expect_err) {
       stats.failure(std::string("error completion for ") + ctx->op + " #" +
                     std::to_string(ctx->seq) + ": " + fi_strerror(c.err) + " (prov_errno " +
                     std::to_string(c.prov_errno) + ")");
     }
-  } else if (ctx->expect_err != 0) {
+  } else if (ctx->expect_err != 0 && !ctx->err_optional) {
     stats.failure(std::string(ctx->op) + " #" + std::to_string(ctx->seq) +
                   " completed successfully but was expected to fail with " +
                   fi_strerror(ctx->expect_err));
@@ -50,7 +51,9 @@ void Env::handle(const Completion& c) {
 
 void Env::progress(bool may_block) {
   std::vector<Completion> entries;
-  fid_cq* cqs[2] = {fab.txcq, fab.rxcq == fab.txcq ? nullptr : fab.rxcq};
+  std::vector<fid_cq*> cqs = {fab.txcq, fab.rxcq == fab.txcq ? nullptr : fab.rxcq};
+  cqs.insert(cqs.end(), fab.tx_ctx_cq.begin(), fab.tx_ctx_cq.end());
+  cqs.insert(cqs.end(), fab.rx_ctx_cq.begin(), fab.rx_ctx_cq.end());
   CqMethod m = method == CqMethod::kSRead && !may_block ? CqMethod::kRead : method;
   for (fid_cq* cq : cqs) {
     if (cq == nullptr) continue;
@@ -79,6 +82,24 @@ void Env::wait(const std::function<bool()>& done, const std::string& what) {
   }
 }
 
+bool Env::wait_up_to(const std::function<bool()>& done, int ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() > until) return false;
+    progress();
+    oob.check_abort();
+  }
+}
+
+void Env::settle(int ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 void Env::send(const std::string& step, const std::string& payload) { oob.send(step, payload); }
 
 std::string Env::recv(const std::string& step) {
@@ -88,6 +109,17 @@ std::string Env::recv(const std::string& step) {
 void Env::sync(const std::string& step) {
   send(step);
   recv(step);
+}
+
+void Env::agree_supported(const std::string& step, const std::string* why_not) {
+  std::string why;
+  if (why_not != nullptr) {
+    why = *why_not;
+    send(step, why);
+  } else {
+    why = recv(step);
+  }
+  if (!why.empty()) throw FamilyUnsupported(why);
 }
 
 void Env::skip(const std::string& fn, const std::string& reason) {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "context.h"
@@ -43,12 +44,19 @@ class Env {
   void progress(bool may_block = false);
   // Progresses until done() is true; fatal error after the timeout.
   void wait(const std::function<bool()>& done, const std::string& what);
+  // As wait(), but gives up after `ms` milliseconds and returns whether done().
+  bool wait_up_to(const std::function<bool()>& done, int ms);
+  // Progresses for `ms` milliseconds, letting late (or premature) completions show.
+  void settle(int ms);
   void wait_done(const OpCtx* ctx) {
     wait([&] { return ctxs.done(ctx); }, std::string("completion of ") + ctx->op);
   }
   // Posts with `call`, retrying -FI_EAGAIN after progressing. Counts issued/eagain.
   template <class F>
   void post(const char* fn, OpCtx* ctx, F&& call);
+  // As post(), but returns a refusal other than -FI_EAGAIN instead of failing.
+  template <class F>
+  ssize_t try_post(const char* fn, OpCtx* ctx, F&& call);
 
   [[noreturn]] void fatal(const std::string& msg);
 
@@ -56,6 +64,11 @@ class Env {
   void send(const std::string& step, const std::string& payload = std::string());
   std::string recv(const std::string& step);
   void sync(const std::string& step);
+
+  // Both ranks learn whether a feature the prober tried at run time works: the
+  // prober passes why it does not ("" if it does), the peer passes nullptr. If it
+  // does not, both throw FamilyUnsupported and the family is reported as skipped.
+  void agree_supported(const std::string& step, const std::string* why_not);
 
   // A function this family cannot exercise on this provider.
   void skip(const std::string& fn, const std::string& reason);
@@ -78,17 +91,18 @@ class Env {
 };
 
 template <class F>
-void Env::post(const char* fn, OpCtx* ctx, F&& call) {
+ssize_t Env::try_post(const char* fn, OpCtx* ctx, F&& call) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms());
   for (;;) {
     ssize_t r = call();
     if (r == 0) {
       stats.issued(fn);
-      return;
+      if (ctx != nullptr && ctx->kept) stats.kept_context(fn);
+      return 0;
     }
     if (r != -FI_EAGAIN) {
       if (ctx != nullptr) ctxs.unposted(ctx);
-      fatal(std::string(fn) + " failed: " + fi_strerror(static_cast<int>(-r)));
+      return r;
     }
     stats.eagain(fn);
     progress();
@@ -98,6 +112,12 @@ void Env::post(const char* fn, OpCtx* ctx, F&& call) {
             " s");
     }
   }
+}
+
+template <class F>
+void Env::post(const char* fn, OpCtx* ctx, F&& call) {
+  ssize_t r = try_post(fn, ctx, std::forward<F>(call));
+  if (r != 0) fatal(std::string(fn) + " failed: " + fi_strerror(static_cast<int>(-r)));
 }
 
 // A fixed set of buffer slots, each with at most one operation in flight.

@@ -36,7 +36,8 @@ RemoteMem decode_remote(const std::string& s) {
   return m;
 }
 
-fi_info* query_info(const Options& opt, uint64_t caps, bool thread_safe, std::string* why) {
+fi_info* query_info(const Options& opt, uint64_t caps, const FabricSpec& spec, std::string* why) {
+  const bool thread_safe = spec.thread_safe;
   fi_info* hints = fi_allocinfo();
   if (hints == nullptr) {
     *why = "fi_allocinfo failed";
@@ -50,6 +51,8 @@ fi_info* query_info(const Options& opt, uint64_t caps, bool thread_safe, std::st
       FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   if (thread_safe) hints->domain_attr->threading = FI_THREAD_SAFE;
   if (opt.av_type != FI_AV_UNSPEC) hints->domain_attr->av_type = opt.av_type;
+  if (spec.contexts > 0) hints->ep_attr->tx_ctx_cnt = hints->ep_attr->rx_ctx_cnt = spec.contexts;
+  if (spec.shared_rx) hints->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   fi_info* info = nullptr;
   int ret =
       fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &info);
@@ -59,7 +62,9 @@ fi_info* query_info(const Options& opt, uint64_t caps, bool thread_safe, std::st
     while (!capstr.empty() && (capstr.back() == ' ' || capstr.back() == '\n')) capstr.pop_back();
     *why = "fi_getinfo found no " + opt.prov +
            (opt.ep_type == FI_EP_MSG ? " FI_EP_MSG" : " FI_EP_RDM") + " endpoint with caps [" +
-           capstr + "]" + (thread_safe ? " and FI_THREAD_SAFE" : "") + ": " +
+           capstr + "]" + (thread_safe ? " and FI_THREAD_SAFE" : "") +
+           (spec.contexts > 0 ? " and " + std::to_string(spec.contexts) + " tx/rx contexts" : "") +
+           (spec.shared_rx ? " and a shared receive context" : "") + ": " +
            fi_strerror(ret < 0 ? -ret : ret);
     return nullptr;
   }
@@ -100,6 +105,8 @@ void Fabric::open(const Options& opt, int rank, fi_info* fi, const FabricSpec& s
     if (av_attr.type == FI_AV_UNSPEC) av_attr.type = info->domain_attr->av_type;
     if (av_attr.type == FI_AV_UNSPEC) av_attr.type = FI_AV_TABLE;
     av_attr.count = 4;
+    while ((size_t{1} << rx_ctx_bits) < spec.contexts) ++rx_ctx_bits;
+    av_attr.rx_ctx_bits = rx_ctx_bits;
     check(fi_av_open(domain, &av_attr, &av, nullptr), "fi_av_open");
     open_ep(info, spec, selective_);
     connect_rdm(*this, oob, timeout_ms);
@@ -110,6 +117,7 @@ void Fabric::open_cqs(const Options& opt, const FabricSpec& spec) {
   fi_cq_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.format = opt.cq_format;
+  cq_format_ = opt.cq_format;
   attr.size = 0;
   attr.wait_obj = spec.cq_wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
   int ret = fi_cq_open(domain, &attr, &txcq, nullptr);
@@ -128,7 +136,15 @@ void Fabric::open_cqs(const Options& opt, const FabricSpec& spec) {
 
 void Fabric::open_ep(fi_info* ep_info, const FabricSpec& spec, bool selective) {
   if (selective) ep_info->tx_attr->op_flags &= ~FI_COMPLETION;
+  ep_info->rx_attr->op_flags |= spec.rx_op_flags;
+  if (spec.contexts > 0) {
+    open_scalable(ep_info, spec);
+    return;
+  }
+  if (spec.shared_rx) open_srx(ep_info);
   check(fi_endpoint(domain, ep_info, &ep, nullptr), "fi_endpoint");
+  rx_ep = srx != nullptr ? srx : ep;
+  if (srx != nullptr) check(fi_ep_bind(ep, &srx->fid, 0), "fi_ep_bind(srx)");
   if (msg_ep) {
     check(fi_ep_bind(ep, &eq->fid, 0), "fi_ep_bind(eq)");
   } else {
@@ -192,14 +208,21 @@ std::vector<std::string> Fabric::close() {
       b->mr = nullptr;
     }
   }
+  close_contexts(&errs);
   close_fid(ep ? &ep->fid : nullptr, "ep", &errs);
-  ep = nullptr;
+  ep = rx_ep = nullptr;
+  close_fid(srx ? &srx->fid : nullptr, "srx", &errs);
+  srx = nullptr;
   close_fid(pep ? &pep->fid : nullptr, "pep", &errs);
   pep = nullptr;
   if (rxcq != txcq) close_fid(rxcq ? &rxcq->fid : nullptr, "rxcq", &errs);
   rxcq = nullptr;
   close_fid(txcq ? &txcq->fid : nullptr, "txcq", &errs);
   txcq = nullptr;
+  for (fid_cq* cq : tx_ctx_cq) close_fid(&cq->fid, "context cq", &errs);
+  for (fid_cq* cq : rx_ctx_cq) close_fid(&cq->fid, "context cq", &errs);
+  tx_ctx_cq.clear();
+  rx_ctx_cq.clear();
   for (auto& b : bufs_) {
     close_fid(b->mr ? &b->mr->fid : nullptr, "mr", &errs);
     b->mr = nullptr;

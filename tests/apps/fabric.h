@@ -25,6 +25,9 @@ struct FabricSpec {
   bool single_cq = false;     // one CQ bound for FI_TRANSMIT | FI_RECV
   bool cq_wait = false;       // CQ with a wait object (for fi_cq_sread)
   bool tx_selective = false;  // TX CQ bound with FI_SELECTIVE_COMPLETION
+  size_t contexts = 0;        // >0: scalable endpoint with this many tx and rx contexts
+  bool shared_rx = false;     // receives go to a shared receive context (fi_srx_context)
+  uint64_t rx_op_flags = 0;   // added to the endpoint's default receive flags
 };
 
 // A registered buffer. `remote_addr` is what a peer puts in RMA/atomic addresses.
@@ -47,8 +50,9 @@ struct RemoteMem {
 std::string encode_remote(const Buffer& b);
 RemoteMem decode_remote(const std::string& s);
 
-// fi_getinfo with the program's hints; nullptr (and *why) if nothing matches.
-fi_info* query_info(const Options& opt, uint64_t caps, bool thread_safe, std::string* why);
+// fi_getinfo with the program's hints (and the spec's threading and endpoint
+// context counts); nullptr (and *why) if nothing matches.
+fi_info* query_info(const Options& opt, uint64_t caps, const FabricSpec& spec, std::string* why);
 
 class Fabric {
  public:
@@ -70,8 +74,13 @@ class Fabric {
   fid_eq* eq = nullptr;
   fid_av* av = nullptr;
   fid_cq* txcq = nullptr;
-  fid_cq* rxcq = nullptr;  // == txcq with single_cq
-  fid_ep* ep = nullptr;
+  fid_cq* rxcq = nullptr;                     // == txcq with single_cq
+  fid_ep* ep = nullptr;                       // the scalable endpoint with FabricSpec::contexts
+  fid_ep* rx_ep = nullptr;                    // where receives are posted: ep, or srx
+  fid_ep* srx = nullptr;                      // shared receive context (FabricSpec::shared_rx)
+  std::vector<fid_ep*> tx_ctx, rx_ctx;        // scalable endpoint contexts
+  std::vector<fid_cq*> tx_ctx_cq, rx_ctx_cq;  // each context's own CQ
+  int rx_ctx_bits = 0;                        // for fi_rx_addr
   fid_pep* pep = nullptr;
   fi_addr_t peer = FI_ADDR_UNSPEC;
   bool msg_ep = false;
@@ -88,10 +97,15 @@ class Fabric {
   friend void connect_msg(Fabric& f, Oob& oob, int rank, int timeout_ms);
   void open_cqs(const Options& opt, const FabricSpec& spec);
   void open_ep(fi_info* ep_info, const FabricSpec& spec, bool selective);
+  // fabric_ctx.cpp: scalable endpoints and shared receive contexts.
+  void open_scalable(fi_info* ep_info, const FabricSpec& spec);
+  void open_srx(fi_info* ep_info);
+  void close_contexts(std::vector<std::string>* errs);
 
   std::vector<std::unique_ptr<Buffer>> bufs_;
   fi_info* conn_info_ = nullptr;  // FI_CONNREQ info of the accepted endpoint
   uint64_t next_key_ = 1;
+  fi_cq_format cq_format_ = FI_CQ_FORMAT_CONTEXT;
   bool selective_ = false;
   FabricSpec spec_;
 };

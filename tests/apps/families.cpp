@@ -14,6 +14,24 @@ FabricSpec spec(bool thread_safe, bool single_cq, bool cq_wait, bool tx_selectiv
   return s;
 }
 
+FabricSpec multi_recv_spec() {
+  FabricSpec s;
+  s.rx_op_flags = FI_MULTI_RECV;  // plain fi_recv posts multi-receive buffers too
+  return s;
+}
+
+FabricSpec scalable_spec() {
+  FabricSpec s;
+  s.contexts = 2;
+  return s;
+}
+
+FabricSpec shared_rx_spec() {
+  FabricSpec s;
+  s.shared_rx = true;
+  return s;
+}
+
 }  // namespace
 
 const std::vector<FamilyDef>& families() {
@@ -86,6 +104,47 @@ const std::vector<FamilyDef>& families() {
        CqMethod::kSRead,
        {},
        run_pingpong},
+      {"multirecv",
+       FI_MSG | FI_MULTI_RECV,
+       {},
+       0,
+       multi_recv_spec(),
+       CqMethod::kRead,
+       {"FI_MULTI_RECV:fi_recvmsg", "FI_MULTI_RECV:fi_recv"},
+       run_multirecv},
+      {"peek",
+       FI_TAGGED,
+       {},
+       0,
+       FabricSpec(),
+       CqMethod::kRead,
+       {"FI_PEEK:fi_trecvmsg", "FI_CLAIM:fi_trecvmsg"},
+       run_peek},
+      {"sep",
+       FI_MSG,
+       {},
+       0,
+       scalable_spec(),
+       CqMethod::kRead,
+       {"fi_scalable_ep:fi_send", "fi_scalable_ep:fi_sendmsg", "fi_scalable_ep:fi_recv",
+        "fi_scalable_ep:fi_recvmsg"},
+       run_sep},
+      {"srx",
+       FI_MSG,
+       {FI_TAGGED},
+       0,
+       shared_rx_spec(),
+       CqMethod::kRead,
+       {"fi_srx_context:fi_recv", "fi_srx_context:fi_trecv"},
+       run_srx},
+      {"trigger",
+       FI_MSG | FI_TRIGGER,
+       {},
+       0,
+       FabricSpec(),
+       CqMethod::kRead,
+       {"FI_TRIGGER:fi_sendmsg", "FI_TRIGGER:fi_recvmsg"},
+       run_trigger},
   };
   return defs;
 }

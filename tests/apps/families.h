@@ -34,5 +34,10 @@ void run_inject(Env& env);
 void run_cancel(Env& env);
 void run_threads(Env& env);
 void run_pingpong(Env& env);
+void run_multirecv(Env& env);
+void run_peek(Env& env);
+void run_sep(Env& env);
+void run_srx(Env& env);
+void run_trigger(Env& env);
 
 }  // namespace ftapp

@@ -18,6 +18,12 @@ class FamilyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Both ranks found at run time that the provider lacks what the family needs.
+class FamilyUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The peer rank reported a fatal error in the current family.
 class PeerAbort : public std::runtime_error {
  public:

@@ -29,7 +29,8 @@ void print_usage(FILE* f) {
                "              [--result FILE] [--cq-format context|msg|data|tagged]\n"
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
                "              [--timeout SEC]\n"
-               "  NAME: msg tagged rma atomic inject cancel threads pingpong all\n"
+               "  NAME: msg tagged rma atomic inject cancel threads pingpong multirecv peek\n"
+               "        sep srx trigger all\n"
                "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n");
 }
 

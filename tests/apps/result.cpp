@@ -86,8 +86,10 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"eagain\":" + counts(s.eagain);
   o += ",\"no_completion\":" + counts(s.no_completion);
   o += ",\"other_calls\":" + counts(s.other_calls);
+  o += ",\"kept_context\":" + counts(s.kept_context);
   o += ",\"completions\":" + std::to_string(s.completions);
   o += ",\"error_completions\":" + std::to_string(s.error_completions);
+  o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);
   o += ",\"context_errors\":" + std::to_string(s.context_errors);
   o += ",\"data_errors\":" + std::to_string(s.data_errors);
   o += ",\"failures\":" + std::to_string(s.failures);

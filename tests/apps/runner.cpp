@@ -34,13 +34,13 @@ void on_watchdog(int) {
 fi_info* probe(const Options& opt, const FamilyDef& def, uint64_t* caps, std::string* why) {
   uint64_t all = def.required;
   for (uint64_t o : def.optional) all |= o;
-  fi_info* info = query_info(opt, all, def.spec.thread_safe, why);
+  fi_info* info = query_info(opt, all, def.spec, why);
   uint64_t chosen = all;
   if (info == nullptr && !def.optional.empty()) {
     std::vector<uint64_t> kept;
     for (uint64_t o : def.optional) {
       std::string ignored;
-      fi_info* t = query_info(opt, def.required | o, def.spec.thread_safe, &ignored);
+      fi_info* t = query_info(opt, def.required | o, def.spec, &ignored);
       if (t != nullptr) {
         kept.push_back(o);
         fi_freeinfo(t);
@@ -50,7 +50,7 @@ fi_info* probe(const Options& opt, const FamilyDef& def, uint64_t* caps, std::st
       chosen = def.required;
       for (uint64_t o : kept) chosen |= o;
       if (kept.empty() && def.any_of != 0) break;
-      info = query_info(opt, chosen, def.spec.thread_safe, why);
+      info = query_info(opt, chosen, def.spec, why);
       if (kept.empty()) break;
       if (info == nullptr) kept.pop_back();
     }
@@ -84,6 +84,13 @@ void merge_skips(const std::string& s, Stats& stats) {
 
 enum class Outcome { kRan, kUnsupported };
 
+void family_unsupported(const FamilyDef& def, const std::string& reason, Stats& stats) {
+  stats.family_skipped(def.name, reason);
+  for (const char* fn : def.functions) {
+    stats.skip_function(fn, std::string("family ") + def.name + " unsupported: " + reason);
+  }
+}
+
 Outcome run_family(const FamilyDef& def, const Options& opt, int rank, Oob& oob, Stats& stats,
                    std::string* reason, bool* peer_lost) {
   const int timeout_ms = opt.timeout_s * 1000;
@@ -108,10 +115,7 @@ Outcome run_family(const FamilyDef& def, const Options& opt, int rank, Oob& oob,
   if (info == nullptr || theirs.compare(0, 2, "1:") != 0) {
     if (info) fi_freeinfo(info);
     *reason = info == nullptr ? why : theirs.substr(2) + " (on peer)";
-    stats.family_skipped(def.name, *reason);
-    for (const char* fn : def.functions) {
-      stats.skip_function(fn, std::string("family ") + def.name + " unsupported: " + *reason);
-    }
+    family_unsupported(def, *reason, stats);
     std::string ignored;
     if (!oob.end_family("", timeout_ms, &ignored)) {
       stats.failure(std::string(def.name) + ": peer did not finish the family");
@@ -122,7 +126,7 @@ Outcome run_family(const FamilyDef& def, const Options& opt, int rank, Oob& oob,
   }
   std::string capstr = fi_tostr(&caps, FI_TYPE_CAPS);
   while (!capstr.empty() && (capstr.back() == ' ' || capstr.back() == '\n')) capstr.pop_back();
-  stats.family_ran(def.name, capstr);
+  bool unsupported = false;
 
   std::map<std::string, std::string> skips;
   {
@@ -141,6 +145,9 @@ Outcome run_family(const FamilyDef& def, const Options& opt, int rank, Oob& oob,
         stats.note(std::string(def.name) + ": CQ wait objects unsupported, used fi_cq_read");
       }
       def.run(env);
+    } catch (const FamilyUnsupported& e) {
+      unsupported = true;
+      *reason = e.what();
     } catch (const PeerAbort& e) {
       stats.failure(std::string(def.name) + ": peer rank failed: " + e.what());
     } catch (const std::exception& e) {
@@ -152,6 +159,11 @@ Outcome run_family(const FamilyDef& def, const Options& opt, int rank, Oob& oob,
     for (const std::string& e : env.fab.close()) stats.failure(std::string(def.name) + ": " + e);
     skips = env.skips();
   }
+  if (unsupported) {
+    family_unsupported(def, *reason, stats);
+  } else {
+    stats.family_ran(def.name, capstr);
+  }
   for (const auto& kv : skips) stats.skip_function(kv.first, kv.second);
   std::string peer_skips;
   if (!oob.end_family(encode_skips(skips), timeout_ms, &peer_skips)) {
@@ -161,7 +173,7 @@ Outcome run_family(const FamilyDef& def, const Options& opt, int rank, Oob& oob,
     merge_skips(peer_skips, stats);
   }
   alarm(0);
-  return Outcome::kRan;
+  return unsupported ? Outcome::kUnsupported : Outcome::kRan;
 }
 
 }  // namespace

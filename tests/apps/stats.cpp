@@ -27,6 +27,16 @@ void Stats::other_call(const char* fn) {
   ++s_.other_calls[fn];
 }
 
+void Stats::kept_context(const char* fn) {
+  std::lock_guard<std::mutex> g(mu_);
+  ++s_.kept_context[fn];
+}
+
+void Stats::kept_context_error() {
+  std::lock_guard<std::mutex> g(mu_);
+  ++s_.kept_context_errors;
+}
+
 void Stats::completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.completions;

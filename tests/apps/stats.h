@@ -14,8 +14,12 @@ struct StatsSnapshot {
   std::map<std::string, uint64_t> eagain;         // -FI_EAGAIN refusals
   std::map<std::string, uint64_t> no_completion;  // accepted calls that generate no completion
   std::map<std::string, uint64_t> other_calls;    // e.g. fi_cancel
+  // Accepted calls whose context reaches the provider unchanged (FI_PEEK, FI_CLAIM,
+  // FI_MULTI_RECV, FI_TRIGGER): the tracer counts them untimed.
+  std::map<std::string, uint64_t> kept_context;
   uint64_t completions = 0;
   uint64_t error_completions = 0;
+  uint64_t kept_context_errors = 0;  // error completions of those calls
   uint64_t context_errors = 0;
   uint64_t data_errors = 0;
   uint64_t failures = 0;
@@ -35,8 +39,10 @@ class Stats {
   void eagain(const char* fn);
   void no_completion(const char* fn);
   void other_call(const char* fn);
+  void kept_context(const char* fn);
   void completion();
   void error_completion();
+  void kept_context_error();
   void context_error(const std::string& why);
   void data_error(const std::string& why);
   void failure(const std::string& why);

@@ -235,25 +235,27 @@ void receiver(Env& env, bool tagged, size_t size) {
     uint64_t tag = tag_of(kind, 0, seq);
     if (!tagged) {
       if (var == kPlain) {
-        env.post(fn, ctx, [&] { return fi_recv(f.ep, s, size, buf->desc, FI_ADDR_UNSPEC, ctx); });
+        env.post(fn, ctx,
+                 [&] { return fi_recv(f.rx_ep, s, size, buf->desc, FI_ADDR_UNSPEC, ctx); });
       } else if (var == kVector) {
         env.post(fn, ctx,
-                 [&] { return fi_recvv(f.ep, iov, descs, pieces.size(), FI_ADDR_UNSPEC, ctx); });
+                 [&] { return fi_recvv(f.rx_ep, iov, descs, pieces.size(), FI_ADDR_UNSPEC, ctx); });
       } else {
         fi_msg msg{iov, descs, pieces.size(), f.peer, ctx, 0};
-        env.post(fn, ctx, [&] { return fi_recvmsg(f.ep, &msg, FI_COMPLETION); });
+        env.post(fn, ctx, [&] { return fi_recvmsg(f.rx_ep, &msg, FI_COMPLETION); });
       }
     } else {
       if (var == kPlain) {
-        env.post(fn, ctx,
-                 [&] { return fi_trecv(f.ep, s, size, buf->desc, FI_ADDR_UNSPEC, tag, 0, ctx); });
+        env.post(fn, ctx, [&] {
+          return fi_trecv(f.rx_ep, s, size, buf->desc, FI_ADDR_UNSPEC, tag, 0, ctx);
+        });
       } else if (var == kVector) {
         env.post(fn, ctx, [&] {
-          return fi_trecvv(f.ep, iov, descs, pieces.size(), FI_ADDR_UNSPEC, tag, 0, ctx);
+          return fi_trecvv(f.rx_ep, iov, descs, pieces.size(), FI_ADDR_UNSPEC, tag, 0, ctx);
         });
       } else {
         fi_msg_tagged msg{iov, descs, pieces.size(), f.peer, tag, 0, ctx, 0};
-        env.post(fn, ctx, [&] { return fi_trecvmsg(f.ep, &msg, FI_COMPLETION); });
+        env.post(fn, ctx, [&] { return fi_trecvmsg(f.rx_ep, &msg, FI_COMPLETION); });
       }
     }
     win.set(slot, ctx);

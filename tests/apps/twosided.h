@@ -1,5 +1,6 @@
-// Shared engine of the "msg" and "tagged" families: rank 0 sends with every send
-// variant, rank 1 receives with every receive variant and verifies each payload.
+// Shared engine of the "msg", "tagged" and "srx" families: rank 0 sends with every
+// send variant, rank 1 receives with every receive variant (on Fabric::rx_ep) and
+// verifies each payload.
 #pragma once
 
 namespace ftapp {
