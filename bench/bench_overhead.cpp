@@ -718,7 +718,7 @@ void bm_step_complete(benchmark::State& state) {
   r->bytes = kLen;
   r->start = fabtrace::now_ticks();
   uint64_t now = r->start;
-  for (auto _ : state) fabtrace::complete_ok(sh, r, now += 100, 0, FI_ADDR_NOTAVAIL);
+  for (auto _ : state) fabtrace::complete_ok(sh, r, now += 100, 0, FI_ADDR_NOTAVAIL, nullptr);
   fabtrace::InflightRing::release(r);
 }
 

@@ -11,7 +11,9 @@ inline Cell* cell_for(Shard* s, const OpRecord* rec, fi_addr_t peer, uint64_t by
 }
 }  // namespace
 
-void complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t src) {
+bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t src,
+                 const DomainWrap* batch_nic) {
+  bool batched = false;
   const bool recv = op_is_recv(rec->kind);
   fi_addr_t peer = rec->peer;
   uint64_t bytes = rec->bytes;
@@ -21,6 +23,8 @@ void complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t 
     // us, the peer that sent them.
     if (len) bytes = len;
     if (peer == FI_ADDR_UNSPEC && src != FI_ADDR_NOTAVAIL) peer = src;
+  } else if (rec->ep->domain == batch_nic) {
+    batched = true;
   } else {
     rec->ep->domain->nic.complete(now);
   }
@@ -31,6 +35,7 @@ void complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t 
     if (recv && dur < runtime().imm_ticks) ++c->imm;
   }
   if (runtime().timeline_on) timeline().append(s, c, rec, now, bytes, false);
+  return batched;
 }
 
 void complete_err(Shard* s, OpRecord* rec, uint64_t now) {

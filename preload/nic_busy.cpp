@@ -18,15 +18,15 @@ void NicBusy::issue(uint64_t now) {
   } while (!word.compare_exchange_weak(old, nw, std::memory_order_relaxed));
 }
 
-void NicBusy::complete(uint64_t now) {
+void NicBusy::complete(uint64_t now, uint64_t k) {
   uint64_t old = word.load(std::memory_order_relaxed);
   uint64_t nw;
   do {
     const uint64_t n = old & kCountMask;
     if (n == 0) return;
-    nw = n == 1 ? 0 : old - 1;
+    nw = n <= k ? 0 : old - k;
   } while (!word.compare_exchange_weak(old, nw, std::memory_order_relaxed));
-  if ((old & kCountMask) == 1) {
+  if ((old & kCountMask) <= k) {
     // The period [start, now] closed; modular arithmetic keeps it right across
     // the wrap of the 44-bit unit counter.
     const uint64_t start = old >> kInflightBits;

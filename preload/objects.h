@@ -41,7 +41,7 @@ struct NicBusy {
   std::atomic<uint64_t> busy_units{0};  // closed busy periods, in 16-tick units
 
   void issue(uint64_t now_ticks);
-  void complete(uint64_t now_ticks);
+  void complete(uint64_t now_ticks, uint64_t n = 1);  // n ops completed at now_ticks
   void unissue();  // the provider refused the op: no period is closed
   // Busy time including a period still open at `now`.
   uint64_t busy_ticks(uint64_t now_ticks) const;

@@ -14,10 +14,12 @@ namespace fabtrace {
 
 thread_local int t_nested = 0;
 
-Runtime& runtime() {
-  // Never destroyed: shims may run during exit, after static destructors.
-  static Runtime* r = new Runtime();
-  return *r;
+std::atomic<Runtime*> g_runtime{nullptr};
+
+Runtime* create_runtime() {
+  static Runtime* r = new Runtime();  // thread-safe, once
+  g_runtime.store(r, std::memory_order_release);
+  return r;
 }
 
 bool runtime_configure() {

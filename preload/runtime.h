@@ -50,7 +50,16 @@ struct Runtime {
   std::atomic<uint64_t> cq_unknown_format{0};
 };
 
-Runtime& runtime();
+// The process's Runtime. Inline because every shim asks for it; created on
+// first use (another library's constructor may reach a shim before ours ran),
+// never destroyed (shims may run during exit, after static destructors).
+extern std::atomic<Runtime*> g_runtime;
+Runtime* create_runtime();
+inline Runtime& runtime() {
+  Runtime* r = g_runtime.load(std::memory_order_acquire);
+  if (__builtin_expect(r == nullptr, 0)) r = create_runtime();
+  return *r;
+}
 
 // Reads the configuration (once). Returns cfg.enabled.
 bool runtime_configure();

@@ -245,9 +245,7 @@ void Timeline::pass() {
   }
 }
 
-void Timeline::write_calib() {
-  file_.write_calib(clock_calibration());
-}
+void Timeline::write_calib() { file_.write_calib(clock_calibration()); }
 
 void Timeline::run() {
   auto next_calib = std::chrono::steady_clock::now() + std::chrono::seconds(1);

@@ -41,6 +41,7 @@ inline void poll_mark(CqWrap* w, Shard* s, uint64_t now) {
 
 inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, const fi_addr_t* src) {
   Runtime& rt = runtime();
+  uint64_t nic_done = 0;  // this CQ's NIC: one busy-time update for the whole poll
   char* e = static_cast<char*>(buf);
   for (ssize_t i = 0; i < n; ++i, e += w->entry_size) {
     // op_context is the first field of every CQ entry format.
@@ -48,15 +49,17 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
     OpRecord* rec = rt.ring.owned(*ctx);
     if (!rec) continue;
     const uint64_t len = w->has_len ? reinterpret_cast<struct fi_cq_msg_entry*>(e)->len : 0;
-    complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL);
+    nic_done += complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain);
     *ctx = rec->user_ctx;
     InflightRing::release(rec);
   }
+  if (nic_done) w->domain->nic.complete(now, nic_done);
 }
 
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
   const ssize_t n = w->real_ops->read(cq, buf, count);
+  if (n <= 0 && !runtime().cfg.cqgap) return n;  // nothing to time, nothing to stamp
   const uint64_t now = now_ticks();
   Shard* s = my_shard();
   if (runtime().cfg.cqgap) poll_mark(w, s, now);

@@ -44,3 +44,30 @@ TEST(NicBusy, SurvivesTheWrapOfItsTimeUnits) {
 
 }  // namespace
 }  // namespace fabtrace
+
+namespace fabtrace {
+namespace {
+
+// A poll that completes several ops at once closes them with one update.
+TEST(NicBusy, BatchedCompletionEqualsOneByOne) {
+  NicBusy a, b;
+  for (uint64_t t : {1600u, 3200u, 4800u}) {
+    a.issue(t);
+    b.issue(t);
+  }
+  a.complete(8000, 2);
+  b.complete(8000);
+  b.complete(8000);
+  EXPECT_EQ(a.busy_ticks(8000), b.busy_ticks(8000));
+  a.complete(9600, 1);
+  b.complete(9600);
+  EXPECT_EQ(a.busy_ticks(20000), b.busy_ticks(20000));
+  EXPECT_EQ(a.busy_ticks(20000), 8000u);
+  // More than are in flight: the period closes, nothing underflows.
+  a.issue(30000);
+  a.complete(31600, 5);
+  EXPECT_EQ(a.busy_ticks(40000), 8000u + 1600u);
+}
+
+}  // namespace
+}  // namespace fabtrace
