@@ -12,6 +12,9 @@ int cmd_run(int argc, char** argv);
 // fabtrace export ops FILE [--csv] [-o OUT]
 int cmd_export(int argc, char** argv);
 
+// fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]
+int cmd_report(int argc, char** argv);
+
 // Writes the oplog file `in` as CSV to `out` (a comment line with the clock
 // anchors, a header row, one row per op in file order, times in
 // CLOCK_MONOTONIC ns). Messages go to stderr. Returns the exit code: 0, or 1

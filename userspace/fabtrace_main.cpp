@@ -17,6 +17,11 @@ void usage(std::FILE* out) {
                "      write the per-op timeline file FILE (an oplog written by the preload)\n"
                "      as CSV to OUT (default stdout): one row per op in file order, times in\n"
                "      CLOCK_MONOTONIC nanoseconds, with the wall-clock anchor in the first line.\n"
+               "  report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
+               "      the whole job from every rank's outputs under DIR: a summary on stdout\n"
+               "      (slowest and outlier links, NIC bandwidth, CQ poll gaps, late receivers,\n"
+               "      errors), and in OUTDIR (default DIR/fabtrace-report) report.html,\n"
+               "      links.csv/json, nics.csv/json and a Perfetto trace.\n"
                "  help\n");
 }
 }  // namespace
@@ -29,6 +34,7 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "run")) return fabtrace::cmd_run(argc - 2, argv + 2);
   if (!std::strcmp(argv[1], "export")) return fabtrace::cmd_export(argc - 2, argv + 2);
+  if (!std::strcmp(argv[1], "report")) return fabtrace::cmd_report(argc - 2, argv + 2);
   std::fprintf(stderr, "fabtrace: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

@@ -4,9 +4,12 @@
 //
 // Per-op records and counter samples are NOT held here: they are streamed from
 // their files (oplog_file.h, cxi_counters.h readers) by the writers that need
-// them, so memory does not grow with the number of ops.
+// them, so memory does not grow with the number of ops. What a Rank keeps of
+// its files is bounded: the oplog's totals, and a few counter series reduced
+// to at most kCounterPlotPoints points each (CounterTrack) for the HTML plots.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,10 +18,25 @@
 
 namespace fabtrace::report {
 
+// A NIC counter of one rank reduced for plotting (read from the rank's counter
+// CSV by load_job; at most kCounterTracksPerDevice per device, each at most
+// kCounterPlotPoints points).
+struct CounterTrack {
+  std::string device;      // "cxi0"
+  std::string name;        // the column without "<device>:": "hni_sts_tx_ok_octets", "rh:nacks"
+  bool cumulative = true;  // plotted as a rate (per second); else as sampled
+  uint64_t changes = 0;    // sample intervals in which the value changed (activity)
+  uint64_t increase = 0;   // cumulative: the increase over the run (resets skipped)
+  std::vector<uint64_t> wall_ns;  // point times on the wall clock (rank-aligned)
+  std::vector<double> values;     // per point: rate per second since the previous point, or value
+};
+constexpr size_t kCounterTracksPerDevice = 4;
+constexpr size_t kCounterPlotPoints = 400;
+
 // One process (rank) of the job.
 struct Rank {
   std::string host;
-  std::string rank;          // as the launcher set it ("NA" when unknown)
+  std::string rank;  // as the launcher set it ("NA" when unknown)
   long pid = 0;
   std::string providers;
   uint64_t start_mono_ns = 0;  // first fabric activity, the rank's CLOCK_MONOTONIC
@@ -33,33 +51,49 @@ struct Rank {
   std::string oplog_path;     // fabtrace_ops.<...>.oplog, empty when none
   std::string counters_path;  // fabtrace_nic.<...>.csv, empty when none
   ProcessReport report;       // the rank's own report, as read back
+  // From the oplog's end record and a scan of its blocks (0/false without one).
+  uint64_t oplog_ops = 0;      // ops in the file's whole blocks
+  uint64_t oplog_dropped = 0;  // ops the tracer dropped (its writer fell behind)
+  bool oplog_truncated = false, oplog_ended = false;
+  // From the counter CSV (empty without one).
+  std::vector<std::string> counter_devices;
+  uint64_t counter_samples = 0;
+  std::vector<CounterTrack> counter_tracks;
 };
 
 // One row of the job-wide link table: a link (local NIC -> remote NIC) x (op, size).
 struct LinkRow {
-  std::string host;   // host of the local side
-  std::string rank;   // rank that owns the local endpoint
+  std::string host;  // host of the local side
+  std::string rank;  // rank that owns the local endpoint
+  long pid = 0;
   std::string local, remote;
-  OpRow row;          // counts and latency of that rank's row
+  OpRow row;                 // counts and latency of that rank's row
   double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
 };
 
 struct NicRow {
   std::string host, rank;
+  long pid = 0;
   NicReport nic;
 };
 
 // A poll gap worth naming: a CQ's largest gap, with when it ended on the wall clock.
 struct Stall {
   std::string host, rank;
+  long pid = 0;
   CqReport cq;
   uint64_t end_wall_ns = 0;
+  double end_job_s = 0;  // seconds since the job's first activity (first_wall_ns)
 };
 
 // Receives that found their message already waiting (posted late).
 struct LateReceiver {
   std::string host, rank, local, remote, op;
+  long pid = 0;
   uint64_t bytes = 0, count = 0, imm = 0;
+  double share() const {
+    return count ? static_cast<double>(imm) / static_cast<double>(count) : 0.0;
+  }
 };
 
 struct Skipped {
@@ -68,15 +102,19 @@ struct Skipped {
 };
 
 struct Job {
-  std::vector<Rank> ranks;          // sorted by (host, numeric rank, pid)
-  std::vector<LinkRow> links;       // every link row of every rank
+  std::vector<Rank> ranks;     // sorted by (host, numeric rank, pid)
+  std::vector<LinkRow> links;  // every link row of every rank
   std::vector<NicRow> nics;
-  std::vector<Stall> stalls;        // one per CQ with polls, worst first
-  std::vector<LateReceiver> late;   // receive rows with imm > 0, worst share first
-  std::vector<Skipped> skipped;     // files under DIR that could not be used
-  // Totals.
+  std::vector<Stall> stalls;       // one per CQ with polls, worst first
+  std::vector<LateReceiver> late;  // receive rows with imm > 0, worst share first
+  std::vector<Skipped> skipped;    // files under DIR that could not be used
+  std::vector<Skipped> partial;    // files used, but with a caveat (cut short, no end record)
+  // Totals. ops: every op accepted (OpRow::issued()); bytes: completed non-receive
+  // ops (count x size), so a transfer traced on both sides counts once.
   uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, untimed = 0, unfinished = 0;
+  uint64_t refused = 0, completed = 0;  // refused: other immediate refusals; completed: timed ok
   uint64_t ring_full = 0, ops_dropped = 0;
+  uint64_t cells_full = 0;                       // ops not aggregated (a rank's row table was full)
   uint64_t first_wall_ns = 0, last_wall_ns = 0;  // the job's span on the wall clock
   std::vector<std::string> hosts() const;
   std::vector<std::string> nic_names() const;  // distinct local NIC addresses
@@ -86,6 +124,27 @@ struct Job {
 // listed in job.skipped with a reason, never fatal. Returns false only when
 // dir itself cannot be read.
 bool load_job(const std::string& dir, Job* job, std::string* error);
+
+struct LoadOptions {
+  // Directories under dir not to walk (the report's own output directory).
+  std::vector<std::string> exclude_dirs;
+  bool read_counters = true;  // reduce the counter CSVs into Rank::counter_tracks
+};
+bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error);
+
+// A Rank for a report read back (host, rank, pid, providers, anchors and
+// duration taken from it; no files attached).
+Rank make_rank(ProcessReport report, std::string report_path = "");
+
+// Fills links, nics, stalls, late, the totals and the span from job->ranks
+// (sorting the ranks first). load_job calls it; tests that build ranks in
+// memory call it too.
+void build_job_tables(Job* job);
+
+// Sets outlier_ratio on every row (see kOutlierRatio): the median is taken over
+// the rows of the same (op, bytes) with count > 0, the lower middle one for an
+// even number of rows; 0 when the row is alone or has no completions.
+void mark_outliers(std::vector<LinkRow>* links);
 
 // The outlier threshold: a link row is an outlier when its p99 is at least this
 // many times the median p99 of the rows with the same (op, size).

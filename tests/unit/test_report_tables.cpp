@@ -1,0 +1,210 @@
+// links.csv/json and nics.csv/json: written, parsed back (CSV by hand, JSON
+// with nlohmann) and compared with the job, value for value.
+#include "userspace/report/tables.h"
+
+#include <gtest/gtest.h>
+
+#include <charconv>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/report_fixtures/synthetic_job.h"
+#include "userspace/report/job.h"
+
+namespace fabtrace::report {
+namespace {
+
+// RFC 4180 records (quoted fields may hold commas, quotes and line breaks).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      row.push_back(field);
+      field.clear();
+      any = true;
+    } else if (c == '\n') {
+      row.push_back(field);
+      rows.push_back(row);
+      row.clear();
+      field.clear();
+      any = false;
+    } else {
+      field += c;
+      any = true;
+    }
+  }
+  if (any) {
+    row.push_back(field);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t u64(const std::string& s) {
+  uint64_t v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  EXPECT_TRUE(r.ec == std::errc() && r.ptr == s.data() + s.size()) << s;
+  return v;
+}
+
+double dbl(const std::string& s) {
+  double v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  EXPECT_TRUE(r.ec == std::errc() && r.ptr == s.data() + s.size()) << s;
+  return v;
+}
+
+Job synthetic_job_with_awkward_names() {
+  const test::SyntheticJob sj = test::make_synthetic_job();
+  Job job;
+  for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
+  // Names a CSV must quote.
+  job.ranks[0].host = job.ranks[0].report.host = "node,\"01\"";
+  job.ranks[0].report.links[0].remote = "fi_sockaddr_in6://[fe80::1],x\ny";
+  build_job_tables(&job);
+  return job;
+}
+
+TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
+  const Job job = synthetic_job_with_awkward_names();
+  const std::string dir = test::make_fixture_dir("tables");
+  std::vector<std::string> files;
+  std::string err;
+  ASSERT_TRUE(write_tables(job, dir, &files, &err)) << err;
+  EXPECT_EQ(files, (std::vector<std::string>{dir + "/links.csv", dir + "/links.json",
+                                             dir + "/nics.csv", dir + "/nics.json"}));
+
+  // links.csv
+  const auto csv = parse_csv(slurp(dir + "/links.csv"));
+  ASSERT_EQ(csv.size(), job.links.size() + 1);
+  EXPECT_EQ(csv[0], link_columns());
+  // links.json
+  const nlohmann::json js = nlohmann::json::parse(slurp(dir + "/links.json"));
+  ASSERT_TRUE(js.is_array());
+  ASSERT_EQ(js.size(), job.links.size());
+  for (size_t i = 0; i < job.links.size(); ++i) {
+    SCOPED_TRACE(i);
+    const LinkRow& l = job.links[i];
+    const std::vector<std::string>& c = csv[i + 1];
+    ASSERT_EQ(c.size(), link_columns().size());
+    const nlohmann::json& j = js[i];
+    ASSERT_EQ(j.size(), link_columns().size());
+    for (const std::string& k : link_columns()) EXPECT_TRUE(j.contains(k)) << k;
+    EXPECT_EQ(c[0], l.host);
+    EXPECT_EQ(c[1], l.rank);
+    EXPECT_EQ(c[2], std::to_string(l.pid));
+    EXPECT_EQ(c[3], l.local);
+    EXPECT_EQ(c[4], l.remote);
+    EXPECT_EQ(c[5], l.row.op);
+    const uint64_t ints[] = {l.row.bytes,      l.row.count,  l.row.errors,  l.row.untimed,
+                             l.row.unfinished, l.row.eagain, l.row.refused, l.row.imm};
+    for (size_t k = 0; k < 8; ++k) {
+      EXPECT_EQ(u64(c[6 + k]), ints[k]) << link_columns()[6 + k];
+      EXPECT_EQ(j.at(link_columns()[6 + k]).get<uint64_t>(), ints[k]) << link_columns()[6 + k];
+    }
+    const double dbls[] = {l.row.avg_ns, l.row.min_ns, l.row.max_ns,   l.row.p50_ns,
+                           l.row.p99_ns, l.row.gbps,   l.outlier_ratio};
+    for (size_t k = 0; k < 7; ++k) {
+      EXPECT_EQ(dbl(c[14 + k]), dbls[k])
+          << link_columns()[14 + k];  // exact: shortest round-trip text
+      EXPECT_EQ(j.at(link_columns()[14 + k]).get<double>(), dbls[k]) << link_columns()[14 + k];
+    }
+    EXPECT_EQ(j.at("host").get<std::string>(), l.host);
+    EXPECT_EQ(j.at("rank").get<std::string>(), l.rank);
+    EXPECT_EQ(j.at("pid").get<long>(), l.pid);
+    EXPECT_EQ(j.at("local").get<std::string>(), l.local);
+    EXPECT_EQ(j.at("remote").get<std::string>(), l.remote);
+    EXPECT_EQ(j.at("op").get<std::string>(), l.row.op);
+  }
+  // The planted outlier is visible to pandas too.
+  size_t outliers = 0;
+  for (const auto& row : js)
+    if (row.at("outlier_ratio").get<double>() >= kOutlierRatio && row.at("op") == "fi_tsend")
+      ++outliers;
+  EXPECT_EQ(outliers, 1u);
+
+  // nics
+  const auto ncsv = parse_csv(slurp(dir + "/nics.csv"));
+  const nlohmann::json nj = nlohmann::json::parse(slurp(dir + "/nics.json"));
+  ASSERT_EQ(ncsv.size(), job.nics.size() + 1);
+  EXPECT_EQ(ncsv[0], nic_columns());
+  ASSERT_EQ(nj.size(), job.nics.size());
+  for (size_t i = 0; i < job.nics.size(); ++i) {
+    const NicRow& n = job.nics[i];
+    const auto& c = ncsv[i + 1];
+    ASSERT_EQ(c.size(), nic_columns().size());
+    EXPECT_EQ(c[0], n.host);
+    EXPECT_EQ(c[1], n.rank);
+    EXPECT_EQ(c[3], n.nic.domain);
+    EXPECT_EQ(c[4], n.nic.local);
+    EXPECT_EQ(u64(c[5]), n.nic.ops);
+    EXPECT_EQ(u64(c[6]), n.nic.bytes);
+    EXPECT_EQ(dbl(c[7]), n.nic.busy_ns);
+    EXPECT_EQ(dbl(c[8]), n.nic.gbps);
+    EXPECT_EQ(nj[i].at("host").get<std::string>(), n.host);
+    EXPECT_EQ(nj[i].at("domain").get<std::string>(), n.nic.domain);
+    EXPECT_EQ(nj[i].at("bytes").get<uint64_t>(), n.nic.bytes);
+    EXPECT_EQ(nj[i].at("busy_ns").get<double>(), n.nic.busy_ns);
+    EXPECT_EQ(nj[i].at("gbps").get<double>(), n.nic.gbps);
+  }
+  test::remove_tree(dir);
+}
+
+TEST(ReportTables, EmptyJobGivesHeadersAndEmptyArrays) {
+  const Job job;
+  const std::string dir = test::make_fixture_dir("tables-empty");
+  std::string err;
+  ASSERT_TRUE(write_tables(job, dir, nullptr, &err)) << err;
+  EXPECT_EQ(parse_csv(slurp(dir + "/links.csv")).size(), 1u);
+  EXPECT_TRUE(nlohmann::json::parse(slurp(dir + "/links.json")).empty());
+  EXPECT_TRUE(nlohmann::json::parse(slurp(dir + "/nics.json")).empty());
+  test::remove_tree(dir);
+}
+
+TEST(ReportTables, UnwritableDirectoryIsNamed) {
+  std::string err;
+  EXPECT_FALSE(write_tables(Job(), "/nonexistent/out", nullptr, &err));
+  EXPECT_NE(err.find("/nonexistent/out/links.csv"), std::string::npos) << err;
+}
+
+TEST(ReportTables, QuotingAndNumbers) {
+  EXPECT_EQ(csv_quote("plain"), "plain");
+  EXPECT_EQ(csv_quote("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(number_text(0.1), "0.1");
+  EXPECT_EQ(number_text(12000), "12000");
+  EXPECT_EQ(number_text(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(number_text(std::numeric_limits<double>::quiet_NaN()), "0");
+}
+
+}  // namespace
+}  // namespace fabtrace::report

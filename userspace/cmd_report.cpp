@@ -1,0 +1,194 @@
+// fabtrace report DIR [-o OUTDIR]: the job-wide view of every rank's outputs
+// under DIR: a summary on stdout, and in OUTDIR the HTML report, the link and
+// NIC tables and the Perfetto trace.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "userspace/commands.h"
+#include "userspace/report/html_report.h"
+#include "userspace/report/job.h"
+#include "userspace/report/summary.h"
+#include "userspace/report/tables.h"
+
+// The Perfetto trace is written by perfetto_trace.h's write_perfetto when that
+// part is in the tree; without it the report simply has no trace.
+#if __has_include("userspace/report/perfetto_trace.h")
+#include "userspace/report/perfetto_trace.h"
+#define FABTRACE_REPORT_HAS_PERFETTO 1
+#else
+#define FABTRACE_REPORT_HAS_PERFETTO 0
+#endif
+
+namespace fabtrace {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
+               "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
+               "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
+               "           trace go (default DIR/fabtrace-report)\n"
+               "  --top N  rows per list of the summary (default 5)\n");
+}
+
+// The seam to the Perfetto writer. Returns false (with *error) when it failed;
+// *built is false when this build has no Perfetto writer.
+bool write_trace(const report::Job& job, const std::string& out_dir,
+                 std::vector<std::string>* files, bool* built, std::string* error) {
+#if FABTRACE_REPORT_HAS_PERFETTO
+  *built = true;
+  const report::PerfettoOptions opt;
+  return report::write_perfetto(job, out_dir, opt, files, error);
+#else
+  (void)job;
+  (void)out_dir;
+  (void)files;
+  (void)error;
+  *built = false;
+  return true;
+#endif
+}
+
+bool parse_size(const char* s, size_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || !end || *end || end == s || v == 0 || v > 100000) return false;
+  *out = static_cast<size_t>(v);
+  return true;
+}
+
+}  // namespace
+
+int cmd_report(int argc, char** argv) {
+  std::string dir, out_dir;
+  bool have_dir = false, html = true, trace = true;
+  size_t top = 5;
+  for (int i = 0; i < argc; ++i) {
+    const char* a = argv[i];
+    if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!std::strcmp(a, "-o") || !std::strcmp(a, "--output") || !std::strcmp(a, "--top")) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "fabtrace report: %s needs a value\n", a);
+        return 2;
+      }
+      if (!std::strcmp(a, "--top")) {
+        if (!parse_size(argv[++i], &top)) {
+          std::fprintf(stderr, "fabtrace report: --top takes a number from 1 to 100000, not '%s'\n",
+                       argv[i]);
+          return 2;
+        }
+      } else {
+        out_dir = argv[++i];
+      }
+      continue;
+    }
+    if (!std::strncmp(a, "--output=", 9)) {
+      out_dir = a + 9;
+      continue;
+    }
+    if (!std::strcmp(a, "--no-html")) {
+      html = false;
+      continue;
+    }
+    if (!std::strcmp(a, "--no-trace")) {
+      trace = false;
+      continue;
+    }
+    if (a[0] == '-' && a[1] != '\0') {
+      std::fprintf(stderr, "fabtrace report: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+    if (have_dir) {
+      std::fprintf(stderr, "fabtrace report: one directory only ('%s' and '%s')\n", dir.c_str(), a);
+      return 2;
+    }
+    dir = a;
+    have_dir = true;
+  }
+  if (!have_dir) {
+    usage(stderr);
+    return 2;
+  }
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (out_dir.empty()) out_dir = dir + "/fabtrace-report";
+
+  report::LoadOptions lopt;
+  lopt.exclude_dirs.push_back(out_dir);
+  report::Job job;
+  std::string err;
+  if (!report::load_job(dir, lopt, &job, &err)) {
+    std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+    return 1;
+  }
+  for (const report::Skipped& s : job.skipped)
+    std::fprintf(stderr, "fabtrace report: skipped %s: %s\n", s.path.c_str(), s.why.c_str());
+  if (job.ranks.empty()) {
+    std::fprintf(stderr,
+                 "fabtrace report: no usable fabtrace report (fabtrace.<host>.r<rank>.p<pid>.json) "
+                 "under %s%s\n",
+                 dir.c_str(), job.skipped.empty() ? "" : " (every candidate was skipped)");
+    return 1;
+  }
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    std::fprintf(stderr, "fabtrace report: cannot create the output directory %s: %s\n",
+                 out_dir.c_str(), ec ? ec.message().c_str() : "not a directory");
+    return 1;
+  }
+
+  int rc = 0;
+  std::vector<std::string> outputs;
+  if (!report::write_tables(job, out_dir, &outputs, &err)) {
+    std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+    rc = 1;
+  }
+  std::vector<std::string> trace_files;
+  if (trace) {
+    bool built = false;
+    if (!write_trace(job, out_dir, &trace_files, &built, &err)) {
+      std::fprintf(stderr, "fabtrace report: the Perfetto trace: %s\n", err.c_str());
+      rc = 1;
+    }
+  }
+  if (html) {
+    report::HtmlOptions hopt;
+    hopt.dir = dir;
+    hopt.outputs = outputs;
+    hopt.outputs.insert(hopt.outputs.end(), trace_files.begin(), trace_files.end());
+    const std::string path = out_dir + "/report.html";
+    if (report::write_html_report(job, path, hopt, &err)) {
+      outputs.insert(outputs.begin(), path);
+    } else {
+      std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+      rc = 1;
+    }
+  }
+  outputs.insert(outputs.end(), trace_files.begin(), trace_files.end());
+
+  report::SummaryOptions sopt;
+  sopt.dir = dir;
+  sopt.top = top;
+  sopt.outputs = outputs;
+  sopt.skipped_on_stderr = job.skipped.size();
+  std::fflush(stderr);
+  report::write_summary(stdout, job, sopt);
+  return rc;
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,70 @@
+// The self-contained HTML report of `fabtrace report` (OUTDIR/report.html):
+// inline CSS and SVG, a few lines of inline script (the heatmap selector; the
+// page reads fine without it), nothing loaded from anywhere.
+//
+// Sections: the job's shape; NIC x NIC latency heatmaps (rows: local NIC,
+// columns: remote NIC; one pair of maps, p50 and p99, per (op, size class),
+// chosen with a selector); per-NIC achieved bandwidth bars; NIC counter rates
+// over time; the CQ poll-gap (stall) table; slowest and outlier links; late
+// receivers; problems; skipped files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "userspace/report/job.h"
+
+namespace fabtrace::report {
+
+// ---- the heatmap model (also used by tests) ----
+
+// Message size classes of the heatmaps.
+int size_class(uint64_t bytes);        // 0 .. kSizeClasses-1
+const char* size_class_name(int cls);  // "≤ 64 B", ..., "> 4 MiB"
+constexpr int kSizeClasses = 6;
+
+struct HeatCell {
+  uint64_t count = 0;    // completions of the rows merged into the cell; 0: no data
+  uint64_t rows = 0;     // link rows merged
+  double p50_ns = 0;     // count-weighted mean of the rows' p50
+  double p99_ns = 0;     // the largest of the rows' p99
+  bool outlier = false;  // one of the rows is an outlier link (not for receives)
+};
+
+struct Heatmap {
+  std::string op;
+  int size_class = 0;
+  uint64_t count = 0;           // completions over the whole map
+  std::vector<HeatCell> cells;  // row-major, rows x cols of the set's axes
+};
+
+struct HeatmapSet {
+  bool by_host = false;                             // too many NICs: rows and columns are hosts
+  std::vector<std::string> row_keys, col_keys;      // addresses (or hosts)
+  std::vector<std::string> row_labels, col_labels;  // short names for the axes
+  std::vector<Heatmap> maps;                        // sorted by op, then size class
+  size_t default_map = 0;                           // the busiest non-receive map
+};
+
+// Builds the maps. Rows are the local NICs of the job's link rows, columns
+// their remote NICs (the ones that are also local NICs first, in row order).
+// With more than max_axis rows or columns both axes become hosts.
+HeatmapSet build_heatmaps(const Job& job, size_t max_axis = 48);
+
+struct HtmlOptions {
+  std::string dir;                   // the job directory (shown in the title)
+  size_t top = 10;                   // rows of the slowest/outlier tables
+  double late_share = 0.5;           // as SummaryOptions::late_share
+  size_t max_table_rows = 200;       // longer tables are cut (the CSV has everything)
+  size_t max_counter_ranks = 16;     // ranks whose counters are plotted
+  std::vector<std::string> outputs;  // other files written (linked by name)
+};
+
+std::string html_report(const Job& job, const HtmlOptions& opt);
+// Writes html_report() to path. False with *error naming the file.
+bool write_html_report(const Job& job, const std::string& path, const HtmlOptions& opt,
+                       std::string* error);
+
+}  // namespace fabtrace::report

@@ -1,0 +1,392 @@
+// load_job: finds a job's per-rank outputs under a directory and merges them.
+//
+// Files are recognised by the names the preload gives them:
+//   fabtrace.<host>.r<rank>.p<pid>.json       the rank's report (the one required file)
+//   fabtrace.<host>.r<rank>.p<pid>.txt        its text twin (ignored when the JSON is there)
+//   fabtrace_ops.<host>.r<rank>.p<pid>.oplog  per-op timeline (scanned, not held)
+//   fabtrace_nic.<host>.r<rank>.p<pid>.csv    NIC counter series (reduced for plotting)
+// Files with other names are not looked at. A timeline or counter file goes
+// with the report of the same (host, rank, pid), taken from its own header.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include "common/cxi_counters.h"
+#include "common/oplog_file.h"
+#include "userspace/report/job.h"
+#include "userspace/report/report_reader.h"
+
+namespace fabtrace::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+bool ends_with(const std::string& s, const char* suf) {
+  const size_t n = std::strlen(suf);
+  return s.size() >= n && s.compare(s.size() - n, n, suf) == 0;
+}
+
+// A reader's message without the file's path in it (Skipped names the file).
+std::string without_path(std::string msg, const std::string& path) {
+  if (starts_with(msg, path.c_str())) {
+    msg.erase(0, path.size());
+    // "path:12: what" -> "line 12: what"
+    size_t digits = 1;
+    while (digits < msg.size() && std::isdigit(static_cast<unsigned char>(msg[digits]))) ++digits;
+    if (msg.size() > 2 && msg[0] == ':' && digits > 1 && digits < msg.size() && msg[digits] == ':')
+      return "line " + msg.substr(1, digits - 1) + msg.substr(digits);
+    while (!msg.empty() && (msg[0] == ':' || msg[0] == ' ')) msg.erase(0, 1);
+    if (starts_with(msg, "is ")) msg.erase(0, 3);
+    return msg;
+  }
+  const size_t at = msg.find(path);
+  if (at != std::string::npos) msg.replace(at, path.size(), "the file");
+  return msg;
+}
+
+// Ranks sort numerically when they are numbers ("2" before "10"), "NA" and
+// other names after the numbers.
+bool rank_less(const std::string& a, const std::string& b) {
+  const auto numeric = [](const std::string& s) {
+    return !s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit);
+  };
+  const bool na = numeric(a), nb = numeric(b);
+  if (na != nb) return na;
+  if (na) return std::stoll(a) < std::stoll(b);
+  return a < b;
+}
+
+using Key = std::tuple<std::string, std::string, long>;  // host, rank, pid
+
+struct Found {
+  std::vector<std::string> reports, texts, oplogs, counters;
+};
+
+void walk(const std::string& dir, const LoadOptions& opt, Found* found,
+          std::vector<Skipped>* skipped) {
+  std::set<std::string> excluded;
+  for (const std::string& d : opt.exclude_dirs) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(d, ec);
+    if (!ec) excluded.insert(c.string());
+  }
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  if (ec) {
+    skipped->push_back({dir, std::string("cannot read the directory: ") + ec.message()});
+    return;
+  }
+  while (it != end) {
+    const fs::directory_entry& e = *it;
+    std::error_code tec;
+    const bool is_dir = e.is_directory(tec);
+    if (is_dir) {
+      std::error_code cec;
+      const fs::path c = fs::weakly_canonical(e.path(), cec);
+      if (!cec && excluded.count(c.string())) it.disable_recursion_pending();
+    } else if (e.is_regular_file(tec)) {
+      const std::string name = e.path().filename().string();
+      const std::string path = e.path().string();
+      if (starts_with(name, "fabtrace.") && ends_with(name, ".json"))
+        found->reports.push_back(path);
+      else if (starts_with(name, "fabtrace.") && ends_with(name, ".txt"))
+        found->texts.push_back(path);
+      else if (starts_with(name, "fabtrace_ops.") && ends_with(name, ".oplog"))
+        found->oplogs.push_back(path);
+      else if (starts_with(name, "fabtrace_nic.") && ends_with(name, ".csv"))
+        found->counters.push_back(path);
+    }
+    it.increment(ec);
+    if (ec) {
+      // An entry that vanished or a subdirectory that cannot be listed: note it
+      // and go on with the rest.
+      skipped->push_back(
+          {it == end ? dir : it->path().string(), std::string("cannot read: ") + ec.message()});
+      ec.clear();
+    }
+  }
+  for (auto* v : {&found->reports, &found->texts, &found->oplogs, &found->counters})
+    std::sort(v->begin(), v->end());
+}
+
+void attach_oplog(const std::string& path, std::map<Key, size_t>& by_key, Job* job) {
+  OplogReader r;
+  std::string err;
+  if (!r.open(path, &err)) {
+    job->skipped.push_back({path, without_path(err, path)});
+    return;
+  }
+  const OplogMeta& m = r.header().meta;
+  const auto it = by_key.find(Key{m.host, m.rank, m.pid});
+  if (it == by_key.end()) {
+    job->skipped.push_back(
+        {path, "per-op timeline of host " + m.host + " rank " + m.rank + " pid " +
+                   std::to_string(m.pid) +
+                   " has no report beside it (the process did not exit cleanly?)"});
+    return;
+  }
+  Rank& rank = job->ranks[it->second];
+  if (!rank.oplog_path.empty()) {
+    job->skipped.push_back(
+        {path, "a second per-op timeline of the same process (" + rank.oplog_path + " is used)"});
+    return;
+  }
+  if (!r.scan(&err)) {
+    job->skipped.push_back({path, without_path(err, path)});
+    return;
+  }
+  rank.oplog_path = path;
+  rank.oplog_ops = r.ops_read();
+  rank.oplog_truncated = r.truncated();
+  rank.oplog_ended = r.has_end();
+  rank.oplog_dropped = r.has_end() ? r.end_dropped() : 0;
+  if (r.truncated())
+    job->partial.push_back({path, "cut short after " + std::to_string(r.ops_read()) +
+                                      " ops (the rest of the file is unreadable)"});
+  else if (!r.has_end())
+    job->partial.push_back({path, "no end record: the process did not exit cleanly"});
+}
+
+void attach_counters(const std::string& path, const LoadOptions& opt, std::map<Key, size_t>& by_key,
+                     Job* job) {
+  CounterSeries cs;
+  std::string err;
+  if (!read_counter_csv(path, &cs, &err)) {
+    job->skipped.push_back({path, without_path(err, path)});
+    return;
+  }
+  const auto it = by_key.find(Key{cs.host, cs.rank, cs.pid});
+  if (it == by_key.end()) {
+    job->skipped.push_back({path, "NIC counters of host " + cs.host + " rank " + cs.rank + " pid " +
+                                      std::to_string(cs.pid) + " have no report beside them"});
+    return;
+  }
+  Rank& rank = job->ranks[it->second];
+  if (!rank.counters_path.empty()) {
+    job->skipped.push_back(
+        {path, "a second counter file of the same process (" + rank.counters_path + " is used)"});
+    return;
+  }
+  rank.counters_path = path;
+  rank.counter_devices = cs.devices;
+  rank.counter_samples = cs.rows.size();
+  if (cs.truncated) job->partial.push_back({path, "its last line was cut short (dropped)"});
+  if (opt.read_counters)
+    reduce_counter_series(cs, rank.wall_offset_ns(), kCounterTracksPerDevice, kCounterPlotPoints,
+                          &rank.counter_tracks);
+}
+
+}  // namespace
+
+std::vector<std::string> Job::hosts() const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const Rank& r : ranks)
+    if (seen.insert(r.host).second) out.push_back(r.host);
+  return out;
+}
+
+std::vector<std::string> Job::nic_names() const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const Rank& r : ranks) {
+    for (const NicReport& n : r.report.nics)
+      if (!n.local.empty() && seen.insert(n.local).second) out.push_back(n.local);
+    for (const LinkReport& l : r.report.links)
+      if (!l.local.empty() && seen.insert(l.local).second) out.push_back(l.local);
+  }
+  return out;
+}
+
+Rank make_rank(ProcessReport report, std::string report_path) {
+  Rank r;
+  r.host = report.host;
+  r.rank = report.rank;
+  r.pid = report.pid;
+  r.providers = report.providers;
+  r.start_mono_ns = report.start_mono_ns;
+  r.start_wall_ns = report.start_wall_ns;
+  r.duration_s = report.duration_s;
+  r.report_path = std::move(report_path);
+  r.report = std::move(report);
+  return r;
+}
+
+void mark_outliers(std::vector<LinkRow>* links) {
+  std::map<std::pair<std::string, uint64_t>, std::vector<double>> groups;
+  for (const LinkRow& l : *links)
+    if (l.row.count > 0) groups[{l.row.op, l.row.bytes}].push_back(l.row.p99_ns);
+  std::map<std::pair<std::string, uint64_t>, double> median;
+  for (auto& g : groups) {
+    if (g.second.size() < 2) continue;
+    std::sort(g.second.begin(), g.second.end());
+    median[g.first] = g.second[(g.second.size() - 1) / 2];
+  }
+  for (LinkRow& l : *links) {
+    l.outlier_ratio = 0;
+    if (l.row.count == 0) continue;
+    const auto m = median.find({l.row.op, l.row.bytes});
+    if (m == median.end()) continue;
+    if (m->second > 0)
+      l.outlier_ratio = l.row.p99_ns / m->second;
+    else if (l.row.p99_ns > 0)
+      l.outlier_ratio = kOutlierRatio * 1000;  // everything else took no measurable time
+  }
+}
+
+void build_job_tables(Job* job) {
+  std::stable_sort(job->ranks.begin(), job->ranks.end(), [](const Rank& a, const Rank& b) {
+    if (a.host != b.host) return a.host < b.host;
+    if (a.rank != b.rank) return rank_less(a.rank, b.rank);
+    return a.pid < b.pid;
+  });
+  job->links.clear();
+  job->nics.clear();
+  job->stalls.clear();
+  job->late.clear();
+  job->ops = job->bytes = job->errors = job->eagain = job->untimed = job->unfinished = 0;
+  job->refused = job->completed = job->ring_full = job->ops_dropped = job->cells_full = 0;
+  job->first_wall_ns = job->last_wall_ns = 0;
+
+  for (const Rank& r : job->ranks) {
+    if (r.start_wall_ns) {
+      const uint64_t end =
+          r.start_wall_ns + static_cast<uint64_t>(std::llround(std::max(0.0, r.duration_s) * 1e9));
+      if (!job->first_wall_ns || r.start_wall_ns < job->first_wall_ns)
+        job->first_wall_ns = r.start_wall_ns;
+      job->last_wall_ns = std::max(job->last_wall_ns, end);
+    }
+    job->ring_full += r.report.ring_full;
+    job->cells_full += r.report.cells_full;
+    job->ops_dropped += r.oplog_dropped;
+    for (const LinkReport& l : r.report.links) {
+      for (const OpRow& o : l.rows) {
+        LinkRow row;
+        row.host = r.host;
+        row.rank = r.rank;
+        row.pid = r.pid;
+        row.local = l.local;
+        row.remote = l.remote;
+        row.row = o;
+        job->links.push_back(std::move(row));
+        job->ops += o.issued();
+        job->completed += o.count;
+        if (!o.recv) job->bytes += o.bytes * o.count;
+        job->errors += o.errors;
+        job->eagain += o.eagain;
+        job->untimed += o.untimed;
+        job->unfinished += o.unfinished;
+        job->refused += o.refused;
+        if (o.recv && o.imm > 0) {
+          LateReceiver lr;
+          lr.host = r.host;
+          lr.rank = r.rank;
+          lr.pid = r.pid;
+          lr.local = l.local;
+          lr.remote = l.remote;
+          lr.op = o.op;
+          lr.bytes = o.bytes;
+          lr.count = o.count;
+          lr.imm = o.imm;
+          job->late.push_back(std::move(lr));
+        }
+      }
+    }
+    for (const NicReport& n : r.report.nics) job->nics.push_back(NicRow{r.host, r.rank, r.pid, n});
+  }
+  for (const Rank& r : job->ranks) {
+    for (const CqReport& c : r.report.cqs) {
+      if (c.polls == 0) continue;
+      Stall s;
+      s.host = r.host;
+      s.rank = r.rank;
+      s.pid = r.pid;
+      s.cq = c;
+      // The gap's end on this rank's monotonic clock, moved onto the wall clock
+      // by the rank's own (monotonic, wall) anchor pair.
+      const int64_t end_mono = static_cast<int64_t>(r.start_mono_ns) +
+                               static_cast<int64_t>(std::llround(c.max_gap_end_s * 1e9));
+      s.end_wall_ns = r.start_wall_ns ? static_cast<uint64_t>(end_mono + r.wall_offset_ns()) : 0;
+      s.end_job_s =
+          s.end_wall_ns && job->first_wall_ns
+              ? static_cast<double>(static_cast<int64_t>(s.end_wall_ns - job->first_wall_ns)) / 1e9
+              : c.max_gap_end_s;
+      job->stalls.push_back(std::move(s));
+    }
+  }
+  std::stable_sort(job->stalls.begin(), job->stalls.end(), [](const Stall& a, const Stall& b) {
+    return a.cq.max_gap_ns > b.cq.max_gap_ns;
+  });
+  std::stable_sort(job->late.begin(), job->late.end(),
+                   [](const LateReceiver& a, const LateReceiver& b) {
+                     if (a.share() != b.share()) return a.share() > b.share();
+                     return a.imm > b.imm;
+                   });
+  mark_outliers(&job->links);
+}
+
+bool load_job(const std::string& dir, Job* job, std::string* error) {
+  return load_job(dir, LoadOptions(), job, error);
+}
+
+bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error) {
+  *job = Job();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (error)
+      *error = dir + ": " +
+               (ec                ? ec.message()
+                : fs::exists(dir) ? "not a directory"
+                                  : "no such directory");
+    return false;
+  }
+  {
+    const fs::directory_iterator probe(dir, ec);  // can it be listed at all?
+    if (ec) {
+      if (error) *error = dir + ": " + ec.message();
+      return false;
+    }
+  }
+  Found found;
+  walk(dir, opt, &found, &job->skipped);
+
+  std::map<Key, size_t> by_key;
+  std::set<std::string> json_stems;
+  for (const std::string& path : found.reports) {
+    json_stems.insert(path.substr(0, path.size() - 5));
+    ProcessReport rep;
+    std::string why;
+    if (!read_process_report(path, &rep, &why)) {
+      job->skipped.push_back({path, why});
+      continue;
+    }
+    const Key key{rep.host, rep.rank, rep.pid};
+    if (const auto it = by_key.find(key); it != by_key.end()) {
+      job->skipped.push_back({path, "a second report of the same process (" +
+                                        job->ranks[it->second].report_path + " is used)"});
+      continue;
+    }
+    by_key[key] = job->ranks.size();
+    job->ranks.push_back(make_rank(std::move(rep), path));
+  }
+  for (const std::string& path : found.texts)
+    if (!json_stems.count(path.substr(0, path.size() - 4)))
+      job->skipped.push_back({path,
+                              "text report without its JSON twin (the run had FABTRACE_JSON=0?); "
+                              "only the JSON is read"});
+  for (const std::string& path : found.oplogs) attach_oplog(path, by_key, job);
+  for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
+  build_job_tables(job);
+  return true;
+}
+
+}  // namespace fabtrace::report

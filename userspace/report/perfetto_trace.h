@@ -1,0 +1,80 @@
+// The Perfetto trace of `fabtrace report` (native protobuf format, .pftrace;
+// open it in ui.perfetto.dev or trace_processor).
+//
+// Content, all ranks on one wall-clock timeline (each rank's CLOCK_MONOTONIC
+// times shifted by Rank::wall_offset_ns()):
+//   - a process track per rank, "rank R (host)", with its pid;
+//   - under it a track per link "local -> remote" with one slice per op of the
+//     rank's per-op timeline (name = the op, args bytes and error). Ops of a
+//     link that overlap in time go on child tracks "lane 2", "lane 3", ...
+//     (greedy: the first lane whose last op ended at or before the op's start),
+//     at most kPerfettoMaxLanes per link; an op finding no free lane then is
+//     not drawn and is counted (PerfettoStats::overlap_dropped, and an instant
+//     on the rank's track);
+//   - instants: ops completed in error (on the op's lane, at its end), and the
+//     long CQ poll gaps of the Job's stalls (max gap >= long_gap_ms, at the
+//     gap's end) on a "CQ poll gaps" track;
+//   - counter tracks "cxiN:counter" from the rank's counter CSV: per-second
+//     rates for cumulative counters (every column except those whose name
+//     contains "in_use", "max_" or "status", which are plotted as sampled).
+// Nothing is held per op: oplogs are streamed through a bounded reorder window.
+//
+// Files: <out_dir>/trace.pftrace; when that would pass max_file_bytes it is
+// renamed trace.0.pftrace and the trace continues in trace.1.pftrace, ...;
+// with split_per_rank, trace.r<rank>.pftrace per rank (trace.r<rank>.<N>.pftrace
+// when one rank's part is too large). Every file stands alone (its own clock
+// snapshot, track descriptors and interned names).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "userspace/report/job.h"
+
+namespace fabtrace::report {
+
+struct PerfettoOptions {
+  uint64_t max_file_bytes = 512ull << 20;
+  double long_gap_ms = 10;
+  bool split_per_rank = false;
+};
+
+// Writes the trace of `job` under out_dir (created when missing). Unreadable
+// oplog or counter files of a rank are skipped (that rank gets no slices /
+// counters), not fatal. False, with *error set, when a file cannot be created
+// or written; files_written then lists what was finished.
+bool write_perfetto(const report::Job& job, const std::string& out_dir, const PerfettoOptions& opt,
+                    std::vector<std::string>* files_written, std::string* error);
+
+// ---- extras: what the trace holds and what it had to leave out.
+
+// Most lanes (tracks) per link; ops overlapping more than this are counted, not drawn.
+constexpr uint32_t kPerfettoMaxLanes = 64;
+// Ops per rank held to reorder a rank's oplog (written in completion order) by
+// start time before lanes are assigned.
+constexpr size_t kPerfettoReorderWindow = 16384;
+
+struct PerfettoStats {
+  uint64_t ranks = 0;            // process tracks
+  uint64_t link_tracks = 0;      // distinct (rank, link)
+  uint64_t lane_tracks = 0;      // lanes beyond the first, over all links
+  uint64_t slices = 0;           // ops drawn (one BEGIN + one END each)
+  uint64_t error_instants = 0;   // ops completed in error
+  uint64_t overlap_dropped = 0;  // ops not drawn: kPerfettoMaxLanes lanes of their link busy
+  uint64_t late_ops = 0;         // ops starting before an op already laid out (outside the window);
+                                 // drawn anyway when a lane was free
+  uint64_t bad_times = 0;        // ops whose end preceded their start (drawn with zero length)
+  uint64_t stall_instants = 0;   // long CQ poll gaps
+  uint64_t counter_tracks = 0;
+  uint64_t counter_values = 0;
+  uint32_t max_lanes = 0;             // most lanes any link needed
+  std::vector<std::string> warnings;  // files skipped, one line each
+};
+
+// write_perfetto, also filling *stats (may be null).
+bool write_perfetto_stats(const report::Job& job, const std::string& out_dir,
+                          const PerfettoOptions& opt, std::vector<std::string>* files_written,
+                          PerfettoStats* stats, std::string* error);
+
+}  // namespace fabtrace::report

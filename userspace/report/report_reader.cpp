@@ -1,0 +1,395 @@
+#include "userspace/report/report_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/op_kinds.h"
+
+namespace fabtrace::report {
+
+const char* file_problem_name(FileProblem p) {
+  switch (p) {
+    case FileProblem::kNone:
+      return "ok";
+    case FileProblem::kUnreadable:
+      return "unreadable";
+    case FileProblem::kEmpty:
+      return "empty";
+    case FileProblem::kTruncated:
+      return "truncated";
+    case FileProblem::kCorrupt:
+      return "corrupt";
+    case FileProblem::kForeign:
+      return "foreign";
+    case FileProblem::kVersion:
+      return "unsupported version";
+  }
+  return "?";
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Thrown by the field readers below; caught in parse_process_report.
+struct BadField {
+  std::string what;
+};
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+// A JSON number as uint64; null (NaN or inf in the writer) reads as 0.
+uint64_t get_u64(const json& obj, const char* key, const std::string& where,
+                 bool required = false) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) throw BadField{where + key + " is missing"};
+    return 0;
+  }
+  if (it->is_null()) return 0;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    if (v < 0) throw BadField{where + key + " is negative"};
+    return static_cast<uint64_t>(v);
+  }
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (d < 0 || d != d) throw BadField{where + key + " is not a count"};
+    return static_cast<uint64_t>(d);
+  }
+  throw BadField{where + key + " is " + type_name(*it) + ", not a number"};
+}
+
+double get_double(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return 0.0;
+  if (!it->is_number()) throw BadField{where + key + " is " + type_name(*it) + ", not a number"};
+  return it->get<double>();
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& where,
+                       bool required = false) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) throw BadField{where + key + " is missing"};
+    return "";
+  }
+  if (it->is_string()) return it->get<std::string>();
+  // A launcher-given rank written as a number by another tool: accept it.
+  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
+  throw BadField{where + key + " is " + type_name(*it) + ", not a string"};
+}
+
+const json* get_array(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  if (!it->is_array()) throw BadField{where + key + " is " + type_name(*it) + ", not an array"};
+  return &*it;
+}
+
+const json& as_object(const json& v, const std::string& where) {
+  if (!v.is_object()) throw BadField{where + " is " + type_name(v) + ", not an object"};
+  return v;
+}
+
+void parse_fields(const json& j, ProcessReport* r) {
+  r->host = get_string(j, "host", "", true);
+  r->rank = get_string(j, "rank", "", true);
+  {
+    const auto it = j.find("pid");
+    if (it == j.end()) throw BadField{"pid is missing"};
+    if (!it->is_number_integer()) throw BadField{"pid is " + type_name(*it) + ", not an integer"};
+    r->pid = static_cast<long>(it->get<int64_t>());
+  }
+  r->providers = get_string(j, "providers", "");
+  r->start_mono_ns = get_u64(j, "start_mono_ns", "");
+  r->start_wall_ns = get_u64(j, "start_wall_ns", "");
+  r->duration_s = get_double(j, "duration_s", "");
+  if (const auto c = j.find("clock"); c != j.end() && !c->is_null()) {
+    const json& clk = as_object(*c, "clock");
+    r->tsc = get_string(clk, "source", "clock.") == "tsc";
+    r->ns_per_tick = clk.contains("ns_per_tick") ? get_double(clk, "ns_per_tick", "clock.") : 1.0;
+    r->clock_residual_ns = get_double(clk, "residual_ns", "clock.");
+    r->clock_pairs = get_u64(clk, "pairs", "clock.");
+  }
+  r->ring_slots = get_u64(j, "ring_slots", "");
+  r->ring_full = get_u64(j, "ring_full", "");
+  r->cells_full = get_u64(j, "cells_full", "");
+
+  if (const json* nics = get_array(j, "nics", "")) {
+    for (size_t i = 0; i < nics->size(); ++i) {
+      const std::string w = "nics[" + std::to_string(i) + "].";
+      const json& n = as_object((*nics)[i], "nics[" + std::to_string(i) + "]");
+      NicReport x;
+      x.domain = get_string(n, "domain", w);
+      x.local = get_string(n, "local", w);
+      x.ops = get_u64(n, "ops", w);
+      x.bytes = get_u64(n, "bytes", w);
+      x.busy_ns = get_double(n, "busy_ns", w);
+      x.gbps = get_double(n, "achieved_gbps", w);
+      r->nics.push_back(std::move(x));
+    }
+  }
+  if (const json* cqs = get_array(j, "cqs", "")) {
+    for (size_t i = 0; i < cqs->size(); ++i) {
+      const std::string w = "cqs[" + std::to_string(i) + "].";
+      const json& c = as_object((*cqs)[i], "cqs[" + std::to_string(i) + "]");
+      CqReport x;
+      x.id = static_cast<uint32_t>(get_u64(c, "id", w));
+      x.polls = get_u64(c, "polls", w);
+      if (const auto g = c.find("gaps"); g != c.end() && !g->is_null()) {
+        const json& gaps = as_object(*g, w + "gaps");
+        for (int k = 0; k < 6; ++k) x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
+      }
+      x.max_gap_ns = get_double(c, "max_gap_ns", w);
+      x.max_gap_end_s = get_double(c, "max_gap_end_s", w);
+      r->cqs.push_back(x);
+    }
+  }
+  if (const json* links = get_array(j, "links", "")) {
+    for (size_t i = 0; i < links->size(); ++i) {
+      const std::string w = "links[" + std::to_string(i) + "].";
+      const json& l = as_object((*links)[i], "links[" + std::to_string(i) + "]");
+      LinkReport x;
+      x.local = get_string(l, "local", w);
+      x.remote = get_string(l, "remote", w);
+      if (const json* ops = get_array(l, "ops", w)) {
+        for (size_t k = 0; k < ops->size(); ++k) {
+          const std::string wo = w + "ops[" + std::to_string(k) + "].";
+          const json& o = as_object((*ops)[k], w + "ops[" + std::to_string(k) + "]");
+          OpRow row;
+          row.op = get_string(o, "op", wo, true);
+          row.bytes = get_u64(o, "bytes", wo);
+          row.count = get_u64(o, "count", wo);
+          row.errors = get_u64(o, "errors", wo);
+          row.untimed = get_u64(o, "untimed", wo);
+          row.unfinished = get_u64(o, "unfinished", wo);
+          row.eagain = get_u64(o, "eagain", wo);
+          row.refused = get_u64(o, "refused", wo);
+          row.recv = o.contains("imm") || op_is_recv(op_from_name(row.op.c_str()));
+          row.imm = get_u64(o, "imm", wo);
+          row.avg_ns = get_double(o, "avg_ns", wo);
+          row.min_ns = get_double(o, "min_ns", wo);
+          row.max_ns = get_double(o, "max_ns", wo);
+          row.p50_ns = get_double(o, "p50_ns", wo);
+          row.p99_ns = get_double(o, "p99_ns", wo);
+          row.gbps = get_double(o, "gbps", wo);
+          x.rows.push_back(std::move(row));
+        }
+      }
+      r->links.push_back(std::move(x));
+    }
+  }
+}
+
+bool fail(std::string* why, FileProblem* problem, FileProblem p, const std::string& msg) {
+  if (why) *why = msg;
+  if (problem) *problem = p;
+  return false;
+}
+
+}  // namespace
+
+bool parse_process_report(const std::string& text, ProcessReport* out, std::string* why,
+                          FileProblem* problem) {
+  *out = ProcessReport();
+  if (problem) *problem = FileProblem::kNone;
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    return fail(why, problem, FileProblem::kEmpty, "empty file");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann reports the byte where it gave up; at (or past) the end of the
+    // text means the document is a valid prefix that stops early.
+    if (e.byte >= text.size() || std::strstr(e.what(), "unexpected end of input"))
+      return fail(why, problem, FileProblem::kTruncated,
+                  "truncated JSON: cut short after " + std::to_string(text.size()) +
+                      " bytes (was the process killed while writing it?)");
+    const bool texty = text.find('\0') == std::string::npos;
+    return fail(why, problem, FileProblem::kCorrupt,
+                std::string(texty ? "corrupt" : "binary") +
+                    ": not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
+  } catch (const std::exception& e) {
+    return fail(why, problem, FileProblem::kCorrupt, std::string("corrupt: ") + e.what());
+  }
+  if (!j.is_object())
+    return fail(why, problem, FileProblem::kForeign,
+                std::string("foreign: JSON ") + j.type_name() + ", not a fabtrace report");
+  const auto f = j.find("format");
+  if (f == j.end())
+    return fail(why, problem, FileProblem::kForeign,
+                "foreign: JSON without a \"format\" field, not a fabtrace report");
+  if (!f->is_string() || f->get<std::string>() != kReportFormat) {
+    std::string got = f->is_string() ? "\"" + f->get<std::string>() + "\"" : f->dump();
+    if (got.size() > 60) got = got.substr(0, 57) + "...";
+    return fail(why, problem, FileProblem::kForeign,
+                "foreign: format is " + got + ", not \"" + kReportFormat + "\"");
+  }
+  const auto v = j.find("version");
+  if (v == j.end() || !v->is_number_integer())
+    return fail(why, problem, FileProblem::kCorrupt, "corrupt: no integer \"version\"");
+  if (v->get<int64_t>() > kReportVersion || v->get<int64_t>() < 1)
+    return fail(why, problem, FileProblem::kVersion,
+                "report format version " + std::to_string(v->get<int64_t>()) +
+                    "; this fabtrace reads version " + std::to_string(kReportVersion) +
+                    " (use a newer fabtrace)");
+  try {
+    parse_fields(j, out);
+  } catch (const BadField& b) {
+    *out = ProcessReport();
+    return fail(why, problem, FileProblem::kCorrupt, "corrupt: " + b.what);
+  } catch (const std::exception& e) {
+    *out = ProcessReport();
+    return fail(why, problem, FileProblem::kCorrupt, std::string("corrupt: ") + e.what());
+  }
+  return true;
+}
+
+bool read_process_report(const std::string& path, ProcessReport* out, std::string* why,
+                         FileProblem* problem) {
+  *out = ProcessReport();
+  std::FILE* f = std::fopen(path.c_str(), "re");
+  if (!f)
+    return fail(why, problem, FileProblem::kUnreadable,
+                std::string("cannot open: ") + std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, got);
+  const bool bad = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (bad)
+    return fail(why, problem, FileProblem::kUnreadable,
+                std::string("read error: ") + std::strerror(err));
+  return parse_process_report(text, out, why, problem);
+}
+
+// ---- counters ------------------------------------------------------------------
+
+namespace {
+
+bool gauge_by_name(const std::string& name) {
+  return name.find("in_use") != std::string::npos || name.find("max_") != std::string::npos ||
+         name.find("status") != std::string::npos;
+}
+
+struct ColumnStats {
+  size_t col = 0;
+  std::string device, name;
+  bool cumulative = true;
+  uint64_t changes = 0, increase = 0;
+};
+
+// The samples of a column that count: for cumulative counters a 0 after a
+// non-zero value is a failed read and is skipped.
+std::vector<size_t> valid_rows(const CounterSeries& cs, size_t col, bool cumulative) {
+  std::vector<size_t> idx;
+  idx.reserve(cs.rows.size());
+  bool seen_nonzero = false;
+  for (size_t i = 0; i < cs.rows.size(); ++i) {
+    const uint64_t v = cs.rows[i][col];
+    if (cumulative && v == 0 && seen_nonzero) continue;
+    if (v) seen_nonzero = true;
+    idx.push_back(i);
+  }
+  return idx;
+}
+
+uint64_t delta(uint64_t prev, uint64_t cur) { return cur >= prev ? cur - prev : cur; }
+
+}  // namespace
+
+void reduce_counter_series(const CounterSeries& cs, int64_t wall_offset_ns, size_t per_device,
+                           size_t max_points, std::vector<CounterTrack>* out) {
+  out->clear();
+  const int tcol = cs.column("t_mono_ns");
+  if (tcol < 0 || cs.rows.size() < 2 || max_points == 0) return;
+  const size_t tc = static_cast<size_t>(tcol);
+  std::map<std::string, std::vector<ColumnStats>> by_device;
+  std::vector<std::string> device_order;
+  for (size_t c = 0; c < cs.columns.size(); ++c) {
+    const std::string& label = cs.columns[c];
+    const size_t colon = label.find(':');
+    if (colon == std::string::npos) continue;  // t_mono_ns, wall_ns
+    ColumnStats s;
+    s.col = c;
+    s.device = label.substr(0, colon);
+    s.name = label.substr(colon + 1);
+    if (s.name == "telemetry_wall_ns") continue;
+    s.cumulative = !gauge_by_name(s.name);
+    if (s.cumulative) {
+      const std::vector<size_t> idx = valid_rows(cs, c, true);
+      uint64_t decreases = 0;
+      for (size_t k = 1; k < idx.size(); ++k)
+        if (cs.rows[idx[k]][c] < cs.rows[idx[k - 1]][c]) ++decreases;
+      // A reset now and then is a cumulative counter; going down often is a level.
+      if (decreases > std::max<uint64_t>(1, idx.size() / 100)) s.cumulative = false;
+    }
+    const std::vector<size_t> idx = valid_rows(cs, c, s.cumulative);
+    for (size_t k = 1; k < idx.size(); ++k) {
+      const uint64_t a = cs.rows[idx[k - 1]][c], b = cs.rows[idx[k]][c];
+      if (a != b) ++s.changes;
+      if (s.cumulative) s.increase += delta(a, b);
+    }
+    if (s.changes == 0) continue;
+    if (!by_device.count(s.device)) device_order.push_back(s.device);
+    by_device[s.device].push_back(std::move(s));
+  }
+  for (const std::string& dev : device_order) {
+    std::vector<ColumnStats>& cols = by_device[dev];
+    std::stable_sort(cols.begin(), cols.end(), [](const ColumnStats& a, const ColumnStats& b) {
+      if (a.changes != b.changes) return a.changes > b.changes;
+      return a.increase > b.increase;
+    });
+    if (cols.size() > per_device) cols.resize(per_device);
+    for (const ColumnStats& s : cols) {
+      CounterTrack t;
+      t.device = s.device;
+      t.name = s.name;
+      t.cumulative = s.cumulative;
+      t.changes = s.changes;
+      t.increase = s.increase;
+      const std::vector<size_t> idx = valid_rows(cs, s.col, s.cumulative);
+      if (idx.size() < 2) continue;
+      const size_t intervals = idx.size() - 1;
+      const size_t step = (intervals + max_points - 1) / max_points;
+      const auto wall = [&](size_t row) {
+        return static_cast<uint64_t>(static_cast<int64_t>(cs.rows[row][tc]) + wall_offset_ns);
+      };
+      if (!s.cumulative) {
+        // Sampled values: the largest of each bucket, so spikes stay visible.
+        for (size_t k = 0; k < idx.size(); k += step) {
+          const size_t end = std::min(idx.size(), k + step);
+          uint64_t mx = 0;
+          for (size_t m = k; m < end; ++m) mx = std::max(mx, cs.rows[idx[m]][s.col]);
+          t.wall_ns.push_back(wall(idx[end - 1]));
+          t.values.push_back(static_cast<double>(mx));
+        }
+      } else {
+        // Rates: the increase over each bucket divided by its length.
+        size_t prev = 0;
+        while (prev < intervals) {
+          const size_t next = std::min(intervals, prev + step);
+          uint64_t inc = 0;
+          for (size_t m = prev + 1; m <= next; ++m)
+            inc += delta(cs.rows[idx[m - 1]][s.col], cs.rows[idx[m]][s.col]);
+          const uint64_t t0 = cs.rows[idx[prev]][tc], t1 = cs.rows[idx[next]][tc];
+          const double dt_s = t1 > t0 ? static_cast<double>(t1 - t0) / 1e9 : 0.0;
+          t.wall_ns.push_back(wall(idx[next]));
+          t.values.push_back(dt_s > 0 ? static_cast<double>(inc) / dt_s : 0.0);
+          prev = next;
+        }
+      }
+      out->push_back(std::move(t));
+    }
+  }
+}
+
+}  // namespace fabtrace::report

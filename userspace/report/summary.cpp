@@ -1,0 +1,380 @@
+#include "userspace/report/summary.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <ctime>
+#include <map>
+#include <set>
+
+namespace fabtrace::report {
+
+namespace {
+
+std::string printf_str(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_str(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < 0) return "";
+  if (static_cast<size_t>(n) < sizeof(buf)) return std::string(buf, static_cast<size_t>(n));
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(&big[0], big.size(), fmt, ap);
+  va_end(ap);
+  big.resize(static_cast<size_t>(n));
+  return big;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return fmt_count(n) + " " + (n == 1 ? one : many);
+}
+
+// "node1 r0 10.0.0.1:5 -> 10.0.0.2:7 fi_tsend 4 KiB"
+std::string row_name(const LinkRow& l) {
+  return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + " -> " + short_addr(l.remote) +
+         "  " + l.row.op + " " + fmt_size(l.row.bytes);
+}
+
+// Appends words to lines no wider than `width`, each continuation indented.
+class Wrapper {
+ public:
+  Wrapper(std::string* out, std::string first, size_t width, const char* sep = "  ")
+      : out_(out), line_(std::move(first)), indent_(line_.size()), width_(width), sep_(sep) {}
+  void add(const std::string& word) {
+    if (line_.size() > indent_ && line_.size() + sep_.size() + word.size() > width_) {
+      *out_ += line_ + "\n";
+      line_.assign(indent_, ' ');
+    }
+    if (line_.size() > indent_) line_ += sep_;
+    line_ += word;
+  }
+  void done() { *out_ += line_ + "\n"; }
+
+ private:
+  std::string* out_;
+  std::string line_;
+  size_t indent_, width_;
+  std::string sep_;
+};
+
+// The rows with the largest value of a field, as "name xN" words.
+template <typename Field>
+void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
+  std::vector<const LinkRow*> rows;
+  for (const LinkRow& l : job.links)
+    if (field(l.row) > 0) rows.push_back(&l);
+  std::stable_sort(rows.begin(), rows.end(), [&](const LinkRow* a, const LinkRow* b) {
+    return field(a->row) > field(b->row);
+  });
+  for (size_t i = 0; i < rows.size() && i < n; ++i)
+    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + rows[i]->row.op + " " +
+           fmt_size(rows[i]->row.bytes) + " x" + fmt_count(field(rows[i]->row)));
+  if (rows.size() > n) w->add("(+" + std::to_string(rows.size() - n) + " more rows)");
+}
+
+}  // namespace
+
+// ---- formats ----------------------------------------------------------------------
+
+std::string fmt_ns(double ns) {
+  if (!(ns == ns)) return "?";
+  const double a = std::fabs(ns);
+  if (a < 1e3) return printf_str("%.0f ns", ns);
+  if (a < 1e6) return printf_str("%.*f us", a < 1e4 ? 2 : 1, ns / 1e3);
+  if (a < 1e9) return printf_str("%.*f ms", a < 1e7 ? 2 : 1, ns / 1e6);
+  return printf_str("%.3f s", ns / 1e9);
+}
+
+std::string fmt_size(uint64_t b) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  uint64_t v = b;
+  while (u < 4 && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  if (u > 0 || b < 10240) return std::to_string(v) + " " + units[u];
+  // Not a multiple of 1 KiB and large: one decimal in the largest unit.
+  double d = static_cast<double>(b);
+  u = 0;
+  while (u < 4 && d >= 1024) {
+    d /= 1024;
+    ++u;
+  }
+  return printf_str("%.1f %s", d, units[u]);
+}
+
+std::string fmt_bytes(uint64_t b) {
+  static const char* const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  double d = static_cast<double>(b);
+  int u = 0;
+  while (u < 5 && d >= 1000) {
+    d /= 1000;
+    ++u;
+  }
+  if (u == 0) return std::to_string(b) + " B";
+  return printf_str("%.1f %s", d, units[u]);
+}
+
+std::string fmt_count(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+std::string fmt_gbps(double gbps) { return printf_str("%.3f GB/s", gbps); }
+
+std::string fmt_wall(uint64_t wall_ns, bool with_date) {
+  if (!wall_ns) return "?";
+  const time_t sec = static_cast<time_t>(wall_ns / 1000000000ULL);
+  const unsigned long us = static_cast<unsigned long>((wall_ns % 1000000000ULL) / 1000);
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  char buf[64];
+  if (with_date)
+    std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  else
+    std::strftime(buf, sizeof(buf), "%H:%M:%S", &tm);
+  return printf_str("%s.%06lu UTC", buf, us);
+}
+
+std::string short_addr(const std::string& addr) {
+  const size_t p = addr.find("://");
+  if (p == std::string::npos || p + 3 >= addr.size()) return addr;
+  return addr.substr(p + 3);
+}
+
+std::string who(const std::string& host, const std::string& rank, long pid) {
+  std::string s = host + " r" + rank;
+  if (rank == "NA" || rank.empty()) s += " p" + std::to_string(pid);
+  return s;
+}
+
+// ---- selections ---------------------------------------------------------------------
+
+std::vector<const LinkRow*> slowest_links(const Job& job, size_t n) {
+  std::vector<const LinkRow*> rows;
+  for (const LinkRow& l : job.links)
+    if (!l.row.recv && l.row.count > 0) rows.push_back(&l);
+  std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
+    if (a->row.p99_ns != b->row.p99_ns) return a->row.p99_ns > b->row.p99_ns;
+    return a->outlier_ratio > b->outlier_ratio;
+  });
+  if (rows.size() > n) rows.resize(n);
+  return rows;
+}
+
+std::vector<const LinkRow*> outlier_links(const Job& job) {
+  std::vector<const LinkRow*> rows;
+  for (const LinkRow& l : job.links)
+    if (!l.row.recv && l.row.count > 0 && l.outlier_ratio >= kOutlierRatio) rows.push_back(&l);
+  std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
+    return a->outlier_ratio > b->outlier_ratio;
+  });
+  return rows;
+}
+
+std::vector<const LateReceiver*> late_receivers(const Job& job, double min_share) {
+  std::vector<const LateReceiver*> out;
+  for (const LateReceiver& l : job.late)
+    if (l.count > 0 && l.share() >= min_share) out.push_back(&l);
+  return out;  // job.late is sorted worst share first
+}
+
+double outlier_median_ns(const LinkRow& row) {
+  return row.outlier_ratio > 0 ? row.row.p99_ns / row.outlier_ratio : 0.0;
+}
+
+// ---- the summary ------------------------------------------------------------------
+
+std::string summary_text(const Job& job, const SummaryOptions& opt) {
+  std::string s;
+  constexpr size_t kWidth = 110;
+  s += "fabtrace report" + (opt.dir.empty() ? std::string() : " of " + opt.dir) + "\n";
+
+  // Job shape.
+  const std::vector<std::string> hosts = job.hosts();
+  std::set<std::pair<std::string, std::string>> links, devices;
+  for (const LinkRow& l : job.links) links.insert({l.local, l.remote});
+  for (const NicRow& n : job.nics) devices.insert({n.host, n.nic.domain});
+  {
+    Wrapper w(&s, "job       ", kWidth, " ");
+    std::string h = plural(hosts.size(), "node", "nodes");
+    if (!hosts.empty() && hosts.size() <= 4) {
+      h += " (";
+      for (size_t i = 0; i < hosts.size(); ++i) h += (i ? ", " : "") + hosts[i];
+      h += ")";
+    }
+    w.add(h + ",");
+    w.add(plural(job.ranks.size(), "rank", "ranks") + ",");
+    w.add(plural(job.nic_names().size(), "NIC", "NICs") + " (" +
+          plural(devices.size(), "device", "devices") + "),");
+    w.add(plural(links.size(), "link", "links"));
+    w.done();
+  }
+  s += "          " + fmt_count(job.ops) + " ops (" + fmt_count(job.completed) + " completed), " +
+       fmt_bytes(job.bytes) + " moved by sends, writes, reads and atomics\n";
+  if (job.first_wall_ns) {
+    s += "          " + printf_str("%.3f s", (job.last_wall_ns - job.first_wall_ns) / 1e9) +
+         " on the wall clock: " + fmt_wall(job.first_wall_ns, true) + " .. " +
+         fmt_wall(job.last_wall_ns, false) + "\n";
+    if (hosts.size() > 1)
+      s += "          (ranks of different nodes aligned by their monotonic/wall clock anchors)\n";
+  }
+  {
+    std::map<std::string, uint64_t> by_op;
+    for (const LinkRow& l : job.links) by_op[l.row.op] += l.row.issued();
+    std::vector<std::pair<std::string, uint64_t>> v(by_op.begin(), by_op.end());
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    Wrapper w(&s, "ops       ", kWidth);
+    for (const auto& kv : v) w.add(kv.first + " " + fmt_count(kv.second));
+    if (v.empty()) w.add("(no data-path ops)");
+    w.done();
+  }
+
+  // Slowest and outlier links.
+  const auto slow = slowest_links(job, opt.top);
+  if (!slow.empty()) {
+    s += "slowest links by p99 (receives left out: their time includes waiting for the sender)\n";
+    for (const LinkRow* l : slow) {
+      s += "  " + row_name(*l) + "  p50 " + fmt_ns(l->row.p50_ns) + "  p99 " +
+           fmt_ns(l->row.p99_ns) + "  " + plural(l->row.count, "op", "ops");
+      if (l->outlier_ratio >= kOutlierRatio) s += printf_str("  [outlier x%.1f]", l->outlier_ratio);
+      s += "\n";
+    }
+  }
+  const auto outl = outlier_links(job);
+  s += printf_str("outlier links (p99 >= %.0fx the median p99 of the same op and size): ",
+                  kOutlierRatio);
+  if (outl.empty()) {
+    s += "none\n";
+  } else {
+    s += fmt_count(outl.size()) + "\n";
+    for (size_t i = 0; i < outl.size() && i < opt.top; ++i)
+      s += "  " + row_name(*outl[i]) + "  p99 " + fmt_ns(outl[i]->row.p99_ns) +
+           printf_str(" = x%.1f", outl[i]->outlier_ratio) + " the median " +
+           fmt_ns(outlier_median_ns(*outl[i])) + "\n";
+    if (outl.size() > opt.top)
+      s += "  (+" + std::to_string(outl.size() - opt.top) + " more in links.csv)\n";
+  }
+
+  // NIC bandwidth.
+  if (!job.nics.empty()) {
+    s += "NIC achieved bandwidth (bytes / time with an op in flight; receives left out)\n";
+    std::vector<const NicRow*> nics;
+    for (const NicRow& n : job.nics) nics.push_back(&n);
+    std::vector<const NicRow*> shown = nics;
+    const size_t max_rows = std::max<size_t>(opt.top * 2, 4);
+    if (nics.size() > max_rows) {
+      // Many NICs: the fastest and the slowest ones.
+      std::stable_sort(nics.begin(), nics.end(),
+                       [](const NicRow* a, const NicRow* b) { return a->nic.gbps > b->nic.gbps; });
+      shown.assign(nics.begin(), nics.begin() + static_cast<long>(max_rows / 2));
+      shown.insert(shown.end(), nics.end() - static_cast<long>(max_rows / 2), nics.end());
+    }
+    for (size_t i = 0; i < shown.size(); ++i) {
+      const NicRow* n = shown[i];
+      if (nics.size() > max_rows && i == max_rows / 2)
+        s += "  ... " + std::to_string(nics.size() - max_rows) + " more in nics.csv ...\n";
+      s += "  " + who(n->host, n->rank, n->pid) + "  " + n->nic.domain + " " +
+           short_addr(n->nic.local) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
+           plural(n->nic.ops, "op", "ops") + ", " + fmt_bytes(n->nic.bytes) + ", busy " +
+           fmt_ns(n->nic.busy_ns) + ")\n";
+    }
+  }
+
+  // CQ poll gaps.
+  if (!job.stalls.empty()) {
+    s += "longest CQ poll gaps (a progress thread not polling: descheduled, blocked, or the app "
+         "idle)\n";
+    for (size_t i = 0; i < job.stalls.size() && i < opt.top; ++i) {
+      const Stall& st = job.stalls[i];
+      uint64_t long_gaps = 0;
+      for (int k = 3; k < 6; ++k) long_gaps += st.cq.gaps[k];
+      s += "  " + who(st.host, st.rank, st.pid) + " CQ#" + std::to_string(st.cq.id) + "  " +
+           fmt_ns(st.cq.max_gap_ns) + "  ended " + fmt_wall(st.end_wall_ns, false) +
+           printf_str(" (t+%.3f s)", st.end_job_s) + "  " + fmt_count(long_gaps) + " of " +
+           plural(st.cq.polls, "poll", "polls") + " after a gap >= 1 ms\n";
+    }
+  }
+
+  // Late receivers.
+  const auto late = late_receivers(job, opt.late_share);
+  s += printf_str(
+      "late receivers (>= %.0f%% of a row's receives found their message already waiting)%s\n",
+      opt.late_share * 100, late.empty() ? ": none" : "");
+  {
+    for (size_t i = 0; i < late.size() && i < opt.top; ++i) {
+      const LateReceiver* l = late[i];
+      s += "  " + who(l->host, l->rank, l->pid) + "  " + l->op + " " + fmt_size(l->bytes) + " " +
+           short_addr(l->local) + " <- " + short_addr(l->remote) + "  " + fmt_count(l->imm) +
+           " of " + fmt_count(l->count) + printf_str(" = %.1f%%", 100 * l->share()) + "\n";
+    }
+    if (late.size() > opt.top)
+      s += "  (+" + std::to_string(late.size() - opt.top) + " more rows)\n";
+  }
+
+  // Problems.
+  s += "problems\n";
+  bool any = false;
+  const auto line = [&](uint64_t n, const char* what, auto field) {
+    if (!n) return;
+    any = true;
+    Wrapper w(&s, "  " + fmt_count(n) + " " + what + ": ", kWidth);
+    top_rows(job, field, 3, &w);
+    w.done();
+  };
+  line(job.errors, "completions in error", [](const OpRow& o) { return o.errors; });
+  line(job.eagain, "EAGAIN refusals (back-pressure)", [](const OpRow& o) { return o.eagain; });
+  line(job.refused, "other refusals at issue", [](const OpRow& o) { return o.refused; });
+  line(job.untimed, "untimed ops (no completion, ring full or context kept)",
+       [](const OpRow& o) { return o.untimed; });
+  line(job.unfinished, "unfinished ops (never completed)",
+       [](const OpRow& o) { return o.unfinished; });
+  const auto per_rank = [&](uint64_t total, const char* what, auto field, const char* fix) {
+    if (!total) return;
+    any = true;
+    Wrapper w(&s, "  " + fmt_count(total) + " " + what + ": ", kWidth);
+    for (const Rank& r : job.ranks)
+      if (field(r)) w.add(who(r.host, r.rank, r.pid) + " x" + fmt_count(field(r)));
+    w.add(fix);
+    w.done();
+  };
+  per_rank(
+      job.ring_full, "ops not timed, in-flight ring full",
+      [](const Rank& r) { return r.report.ring_full; }, "(raise FABTRACE_INFLIGHT)");
+  per_rank(
+      job.cells_full, "ops not aggregated, row table full",
+      [](const Rank& r) { return r.report.cells_full; }, "(raise FABTRACE_MAX_CELLS)");
+  per_rank(
+      job.ops_dropped, "per-op timeline records dropped",
+      [](const Rank& r) { return r.oplog_dropped; },
+      "(the timeline writer fell behind; raise FABTRACE_OPS_MB)");
+  for (const Skipped& p : job.partial) {
+    any = true;
+    s += "  " + p.path + ": " + p.why + "\n";
+  }
+  if (!any) s += "  none: no errors, refusals, untimed, unfinished or dropped ops\n";
+  if (!job.skipped.empty())
+    s += "skipped   " + plural(job.skipped.size(), "file", "files") +
+         (opt.skipped_on_stderr ? " (named on stderr)" : "") + "\n";
+  if (!opt.outputs.empty()) {
+    Wrapper w(&s, "outputs   ", kWidth);
+    for (const std::string& o : opt.outputs) w.add(o);
+    w.done();
+  }
+  return s;
+}
+
+void write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt) {
+  const std::string s = summary_text(job, opt);
+  std::fwrite(s.data(), 1, s.size(), out);
+  std::fflush(out);
+}
+
+}  // namespace fabtrace::report

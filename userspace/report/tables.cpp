@@ -1,0 +1,179 @@
+#include "userspace/report/tables.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace fabtrace::report {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json link_json(const LinkRow& l) {
+  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  const OpRow& o = l.row;
+  ordered_json j;
+  j["host"] = l.host;
+  j["rank"] = l.rank;
+  j["pid"] = static_cast<int64_t>(l.pid);
+  j["local"] = l.local;
+  j["remote"] = l.remote;
+  j["op"] = o.op;
+  j["bytes"] = o.bytes;
+  j["count"] = o.count;
+  j["errors"] = o.errors;
+  j["untimed"] = o.untimed;
+  j["unfinished"] = o.unfinished;
+  j["eagain"] = o.eagain;
+  j["refused"] = o.refused;
+  j["imm"] = o.imm;
+  j["avg_ns"] = num(o.avg_ns);
+  j["min_ns"] = num(o.min_ns);
+  j["max_ns"] = num(o.max_ns);
+  j["p50_ns"] = num(o.p50_ns);
+  j["p99_ns"] = num(o.p99_ns);
+  j["gbps"] = num(o.gbps);
+  j["outlier_ratio"] = num(l.outlier_ratio);
+  return j;
+}
+
+ordered_json nic_json(const NicRow& n) {
+  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  ordered_json j;
+  j["host"] = n.host;
+  j["rank"] = n.rank;
+  j["pid"] = static_cast<int64_t>(n.pid);
+  j["domain"] = n.nic.domain;
+  j["local"] = n.nic.local;
+  j["ops"] = n.nic.ops;
+  j["bytes"] = n.nic.bytes;
+  j["busy_ns"] = num(n.nic.busy_ns);
+  j["gbps"] = num(n.nic.gbps);
+  return j;
+}
+
+// One CSV line from a row object whose keys are the columns, in order.
+std::string csv_line(const ordered_json& j) {
+  std::string line;
+  bool first = true;
+  for (const auto& kv : j.items()) {
+    if (!first) line += ',';
+    first = false;
+    const ordered_json& v = kv.value();
+    if (v.is_string())
+      line += csv_quote(v.get<std::string>());
+    else if (v.is_number_float())
+      line += number_text(v.get<double>());
+    else
+      line += v.dump();
+  }
+  line += '\n';
+  return line;
+}
+
+std::string header_line(const std::vector<std::string>& cols) {
+  std::string h;
+  for (size_t i = 0; i < cols.size(); ++i) h += (i ? "," : "") + cols[i];
+  return h + "\n";
+}
+
+bool put(std::FILE* out, const std::string& s) {
+  return std::fwrite(s.data(), 1, s.size(), out) == s.size();
+}
+
+template <typename Rows, typename ToJson>
+bool write_csv(const Rows& rows, const std::vector<std::string>& cols, ToJson to_json,
+               std::FILE* out) {
+  bool ok = put(out, header_line(cols));
+  for (const auto& r : rows) ok = ok && put(out, csv_line(to_json(r)));
+  return ok && std::fflush(out) == 0 && !std::ferror(out);
+}
+
+template <typename Rows, typename ToJson>
+bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
+  bool ok = put(out, "[");
+  bool first = true;
+  for (const auto& r : rows) {
+    ok = ok && put(out, (first ? "\n" : ",\n") + to_json(r).dump());
+    first = false;
+  }
+  ok = ok && put(out, "\n]\n");
+  return ok && std::fflush(out) == 0 && !std::ferror(out);
+}
+
+}  // namespace
+
+const std::vector<std::string>& link_columns() {
+  static const std::vector<std::string> cols = {
+      "host",   "rank",   "pid",     "local",      "remote", "op",      "bytes",
+      "count",  "errors", "untimed", "unfinished", "eagain", "refused", "imm",
+      "avg_ns", "min_ns", "max_ns",  "p50_ns",     "p99_ns", "gbps",    "outlier_ratio"};
+  return cols;
+}
+
+const std::vector<std::string>& nic_columns() {
+  static const std::vector<std::string> cols = {"host", "rank",  "pid",     "domain", "local",
+                                                "ops",  "bytes", "busy_ns", "gbps"};
+  return cols;
+}
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string number_text(double v) {
+  if (!std::isfinite(v)) return "0";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("0");
+}
+
+bool write_links_csv(const Job& job, std::FILE* out) {
+  return write_csv(job.links, link_columns(), link_json, out);
+}
+bool write_links_json(const Job& job, std::FILE* out) {
+  return write_json(job.links, link_json, out);
+}
+bool write_nics_csv(const Job& job, std::FILE* out) {
+  return write_csv(job.nics, nic_columns(), nic_json, out);
+}
+bool write_nics_json(const Job& job, std::FILE* out) { return write_json(job.nics, nic_json, out); }
+
+bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
+                  std::string* error) {
+  const struct {
+    const char* name;
+    bool (*fn)(const Job&, std::FILE*);
+  } outs[] = {{"links.csv", write_links_csv},
+              {"links.json", write_links_json},
+              {"nics.csv", write_nics_csv},
+              {"nics.json", write_nics_json}};
+  for (const auto& o : outs) {
+    const std::string path = out_dir + "/" + o.name;
+    std::FILE* f = std::fopen(path.c_str(), "we");
+    if (!f) {
+      if (error) *error = "cannot create " + path + ": " + std::strerror(errno);
+      return false;
+    }
+    const bool ok = o.fn(job, f);
+    const int err = errno;
+    const bool closed = std::fclose(f) == 0;
+    if (!ok || !closed) {
+      if (error) *error = "writing " + path + " failed: " + std::strerror(ok ? errno : err);
+      return false;
+    }
+    if (files) files->push_back(path);
+  }
+  return true;
+}
+
+}  // namespace fabtrace::report

@@ -1,0 +1,41 @@
+// The job's tables for pandas & co: OUTDIR/links.{csv,json} (one row per link x
+// op x size) and OUTDIR/nics.{csv,json} (one row per rank's NIC).
+//
+//   pd.read_csv("links.csv")  /  pd.read_json("links.json")   (a JSON array of
+//   objects with the same keys as the CSV columns, numbers as numbers)
+//
+// Rows are written in the job's order (ranks by host, rank, pid; a rank's rows
+// as in its report). Times in ns, gbps in GB/s (bytes per ns).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "userspace/report/job.h"
+
+namespace fabtrace::report {
+
+// host,rank,pid,local,remote,op,bytes,count,errors,untimed,unfinished,eagain,
+// refused,imm,avg_ns,min_ns,max_ns,p50_ns,p99_ns,gbps,outlier_ratio
+const std::vector<std::string>& link_columns();
+// host,rank,pid,domain,local,ops,bytes,busy_ns,gbps
+const std::vector<std::string>& nic_columns();
+
+// Each returns false when writing fails (errno tells why).
+bool write_links_csv(const Job& job, std::FILE* out);
+bool write_links_json(const Job& job, std::FILE* out);
+bool write_nics_csv(const Job& job, std::FILE* out);
+bool write_nics_json(const Job& job, std::FILE* out);
+
+// Writes the four files into out_dir (which must exist). Appends the paths
+// written to *files. False with *error (naming the file) on the first failure.
+bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
+                  std::string* error);
+
+// A CSV field, quoted when it needs to be (RFC 4180).
+std::string csv_quote(const std::string& s);
+// The shortest text that reads back as exactly v (0 for NaN and infinities).
+std::string number_text(double v);
+
+}  // namespace fabtrace::report
