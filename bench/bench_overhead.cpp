@@ -651,7 +651,7 @@ void bm_step_ring(benchmark::State& state) {
   for (auto _ : state) {
     fabtrace::OpRecord* r = ring.claim();
     benchmark::DoNotOptimize(r);
-    fabtrace::InflightRing::release(r);
+    if (r) fabtrace::InflightRing::release(r);
   }
 }
 
@@ -659,6 +659,10 @@ void bm_step_ring_owned(benchmark::State& state) {
   if (!steps_ready(state)) return;
   fabtrace::InflightRing& ring = fabtrace::runtime().ring;
   fabtrace::OpRecord* r = ring.claim();
+  if (!r) {
+    state.SkipWithError("ring full");
+    return;
+  }
   void* p = r;
   for (auto _ : state) {
     benchmark::DoNotOptimize(p);
@@ -667,15 +671,20 @@ void bm_step_ring_owned(benchmark::State& state) {
   fabtrace::InflightRing::release(r);
 }
 
-void bm_step_nic(benchmark::State& state) {
+// One poll's NIC busy interval: plain update (`serial`: a FI_THREAD_DOMAIN
+// domain) or the try-lock (any other threading model).
+void bm_step_nic(benchmark::State& state, bool serial) {
   fabtrace::NicBusy nic;  // a private one: the report's NIC stays untouched
+  nic.serial = serial;
+  fabtrace::NicLocal local;
+  local.nic = &nic;
   uint64_t t = 1000;
-  for (auto _ : state) {
-    nic.issue(t);
-    nic.complete(t + 64);
+  for (auto _ : state) {  // a ping-pong: one new period per poll, the worst case
+    local.add(t, t + 64);
     t += 128;
   }
-  benchmark::DoNotOptimize(nic.busy_ticks(t));
+  local.flush();
+  benchmark::DoNotOptimize(nic.busy_ticks());
 }
 
 void bm_step_my_shard(benchmark::State& state) {
@@ -718,7 +727,8 @@ void bm_step_complete(benchmark::State& state) {
   r->bytes = kLen;
   r->start = fabtrace::now_ticks();
   uint64_t now = r->start;
-  for (auto _ : state) fabtrace::complete_ok(sh, r, now += 100, 0, FI_ADDR_NOTAVAIL, nullptr);
+  for (auto _ : state)
+    fabtrace::complete_ok(sh, r, now += 100, 0, FI_ADDR_NOTAVAIL, nullptr, nullptr);
   fabtrace::InflightRing::release(r);
 }
 
@@ -798,7 +808,8 @@ void register_parent() {
   reg("BM_Clock/fabtrace_now_ticks", 1, bm_clock_now_ticks);
   reg("BM_Step/ring_claim_release", 1, bm_step_ring);
   reg("BM_Step/ring_owned", 1, bm_step_ring_owned);
-  reg("BM_Step/nic_issue_complete", 1, bm_step_nic);
+  reg("BM_Step/nic_add_trylock", 1, [](benchmark::State& st) { bm_step_nic(st, false); });
+  reg("BM_Step/nic_add_serial", 1, [](benchmark::State& st) { bm_step_nic(st, true); });
   reg("BM_Step/my_shard", 1, bm_step_my_shard);
   reg("BM_Step/shard_cell", 1, bm_step_cell);
   reg("BM_Step/histogram_record", 1, bm_step_histogram);
@@ -970,8 +981,8 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
     std::printf("%-26s %9.2f   %.2fx rdtsc\n", c, v, v / rdtsc);
   }
   std::printf("\npreload steps (ns per call; where the added time goes)\n");
-  for (const char* c : {"ring_claim_release", "ring_owned", "nic_issue_complete", "my_shard",
-                        "shard_cell", "histogram_record", "complete_ok"}) {
+  for (const char* c : {"ring_claim_release", "ring_owned", "nic_add_trylock", "nic_add_serial",
+                        "my_shard", "shard_cell", "histogram_record", "complete_ok"}) {
     const double v = get(m, std::string("BM_Step/") + c);
     if (!std::isnan(v)) std::printf("%-26s %9.2f\n", c, v);
   }

@@ -22,7 +22,7 @@
 #include "common/oplog_file.h"
 #include "preload/inflight.h"
 #include "preload/stats.h"
-#include "preload/timeline.h"
+#include "preload/timeline_append.h"
 
 namespace fabtrace {
 namespace {

@@ -6,20 +6,7 @@ namespace fabtrace {
 
 namespace {
 
-constexpr uint64_t kClampValue = (uint64_t{1} << LogHistogram::kMaxPow2) - 1;
 constexpr int kSubCount = 1 << LogHistogram::kSubBits;
-
-// Bucket index of v (already clamped below 2^kMaxPow2).
-//
-// With p the index of the highest set bit of v|8 (so p >= kSubBits) and s = p - kSubBits,
-// v >> s lies in [8, 16) for v >= 8 and equals v for v < 8. The index
-// (s << kSubBits) + (v >> s) therefore gives values below 16 a bucket each and
-// splits every higher power of two [2^p, 2^(p+1)) into 8 buckets of width 2^s.
-inline int bucket_index(uint64_t v) {
-  const int p = 63 - __builtin_clzll(v | kSubCount);
-  const int s = p - LogHistogram::kSubBits;
-  return (s << LogHistogram::kSubBits) + static_cast<int>(v >> s);
-}
 
 inline uint32_t sat_add(uint32_t a, uint32_t b) {
   const uint32_t r = a + b;
@@ -49,15 +36,6 @@ uint64_t LogHistogram::bucket_high(int b) {
   if (b < 2 * kSubCount) return static_cast<uint64_t>(b) + 1;
   const int s = (b >> kSubBits) - 1;
   return bucket_low(b) + (uint64_t{1} << s);
-}
-
-void LogHistogram::record(uint64_t v) {
-  const int b = bucket_index(v < kClampValue ? v : kClampValue);
-  counts_[b] += counts_[b] != UINT32_MAX;  // saturate, never wrap
-  ++count_;
-  sum_ += v;
-  min_ = v < min_ ? v : min_;
-  max_ = v > max_ ? v : max_;
 }
 
 void LogHistogram::merge(const LogHistogram& o) {

@@ -21,7 +21,15 @@ class LogHistogram {
   static constexpr int kMaxPow2 = 48;  // values >= 2^48 are clamped
   static constexpr int kBuckets = (kMaxPow2 - kSubBits + 1) << kSubBits;
 
-  void record(uint64_t v);
+  // Inline: the preload records one value per completion.
+  void record(uint64_t v) {
+    const int b = bucket_index(v < kClampValue ? v : kClampValue);
+    counts_[b] += counts_[b] != UINT32_MAX;  // saturate, never wrap
+    ++count_;
+    sum_ += v;
+    min_ = v < min_ ? v : min_;
+    max_ = v > max_ ? v : max_;
+  }
   void merge(const LogHistogram& o);
 
   uint64_t count() const { return count_; }
@@ -42,6 +50,20 @@ class LogHistogram {
   static uint64_t bucket_high(int b);  // one past the largest value of bucket b
 
  private:
+  static constexpr uint64_t kClampValue = (uint64_t{1} << kMaxPow2) - 1;
+  // Bucket index of v (already clamped below 2^kMaxPow2).
+  //
+  // With p the index of the highest set bit of v|8 (so p >= kSubBits) and
+  // s = p - kSubBits, v >> s lies in [8, 16) for v >= 8 and equals v for v < 8.
+  // The index (s << kSubBits) + (v >> s) therefore gives values below 16 a
+  // bucket each and splits every higher power of two [2^p, 2^(p+1)) into 8
+  // buckets of width 2^s.
+  static int bucket_index(uint64_t v) {
+    const int p = 63 - __builtin_clzll(v | (uint64_t{1} << kSubBits));
+    const int s = p - kSubBits;
+    return (s << kSubBits) + static_cast<int>(v >> s);
+  }
+
   uint64_t count_ = 0;
   uint64_t sum_ = 0;
   uint64_t min_ = UINT64_MAX;

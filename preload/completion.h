@@ -2,17 +2,50 @@
 #pragma once
 
 #include "preload/inflight.h"
+#include "preload/runtime.h"
 #include "preload/stats.h"
+#include "preload/timeline_append.h"
 
 namespace fabtrace {
+
+inline Cell* cell_for(Shard* s, const OpRecord* rec, fi_addr_t peer, uint64_t bytes) {
+  return s ? s->cell(CellKey{rec->ep, peer, bytes, rec->kind}) : nullptr;
+}
 
 // A successful completion of `rec` observed at `now`. `len` is the length the
 // CQ entry reports (0 when the format has none); `src` the source address from
 // fi_cq_readfrom (FI_ADDR_NOTAVAIL when unknown). An op of `batch_nic` leaves
 // its NIC busy-time update to the caller, who applies one for the whole poll:
-// returns true when it did.
-bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t src,
-                 const DomainWrap* batch_nic);
+// returns true when it did (the caller then needs rec->start). `tl` is the
+// per-op timeline, when it is on.
+// Inline: it runs once per completion, inside the CQ shim's loop.
+inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t src,
+                        const DomainWrap* batch_nic, Timeline* tl) {
+  bool batched = false;
+  const bool recv = op_is_recv(rec->kind);
+  fi_addr_t peer = rec->peer;
+  uint64_t bytes = rec->bytes;
+  const uint64_t dur = now > rec->start ? now - rec->start : 0;
+  if (recv) {
+    // A receive is filed under the bytes that arrived and, when the poll told
+    // us, the peer that sent them.
+    if (len) bytes = len;
+    if (peer == FI_ADDR_UNSPEC && src != FI_ADDR_NOTAVAIL) peer = src;
+  } else if (rec->ep->domain == batch_nic) {
+    batched = true;
+  } else {
+    nic_interval(s, rec->ep->domain, rec->start, now);
+  }
+  Cell* c = cell_for(s, rec, peer, bytes);
+  if (c) {
+    c->lat.record(dur);
+    c->ok_bytes += bytes;
+    if (recv && dur < runtime().imm_ticks) ++c->imm;
+  }
+  if (tl) tl->append(s, c, rec, now, bytes, false);
+  return batched;
+}
+
 // A completion in error (fi_cq_readerr).
 void complete_err(Shard* s, OpRecord* rec, uint64_t now);
 // An op that will never complete (its CQ was closed, or the process is exiting).

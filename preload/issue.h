@@ -15,9 +15,12 @@
 
 namespace fabtrace {
 
+// The calling thread's id (gettid once per thread; a forked child's main
+// thread keeps its parent's value, which only labels timeline rows).
+extern thread_local uint32_t t_tid __attribute__((tls_model("initial-exec")));
 inline uint32_t my_tid() {
-  static thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  return tid;
+  if (__builtin_expect(t_tid == 0, 0)) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_tid;
 }
 
 // Why an op is forwarded with the application's own context.
@@ -47,15 +50,11 @@ inline ssize_t issue(EpWrap* w, const Direction& d, bool completes, OpKind kind,
   rec->peer = peer;
   rec->bytes = bytes;
   if (runtime().timeline_on) rec->tid = my_tid();
-  const uint64_t t = now_ticks();
-  rec->start = t;
-  const bool nic = !op_is_recv(kind);
-  if (nic) w->domain->nic.issue(t);
+  rec->start = now_ticks();
   // The completion may be polled by another thread before call() returns: the
   // record is not touched after a successful call.
   const ssize_t ret = call(static_cast<void*>(rec));
   if (__builtin_expect(ret != 0, 0)) {
-    if (nic) w->domain->nic.unissue();
     InflightRing::release(rec);
     count_refusal(w, kind, bytes, peer, ret);
   }

@@ -24,28 +24,12 @@
 #include <string>
 #include <unordered_map>
 
+#include "preload/nic_busy.h"
+
 namespace fabtrace {
 
 #define FABTRACE_CONTAINER_OF(ptr, type, member) \
   reinterpret_cast<type*>(reinterpret_cast<char*>(ptr) - offsetof(type, member))
-
-// Concurrency-aware busy time of one NIC (one libfabric domain): the union of
-// the in-flight intervals of its ops. One 64-bit word holds the number of ops
-// in flight (low kInflightBits) and the start of the current busy period (high
-// bits, in units of 16 ticks, modulo 2^44), so issue and completion are one
-// CAS each and no lock is taken.
-struct NicBusy {
-  static constexpr int kInflightBits = 20;
-  static constexpr int kUnitShift = 4;
-  std::atomic<uint64_t> word{0};
-  std::atomic<uint64_t> busy_units{0};  // closed busy periods, in 16-tick units
-
-  void issue(uint64_t now_ticks);
-  void complete(uint64_t now_ticks, uint64_t n = 1);  // n ops completed at now_ticks
-  void unissue();  // the provider refused the op: no period is closed
-  // Busy time including a period still open at `now`.
-  uint64_t busy_ticks(uint64_t now_ticks) const;
-};
 
 struct FabricWrap {
   struct fid_fabric* fabric = nullptr;

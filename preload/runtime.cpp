@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/env.h"
+#include "preload/issue.h"
 #include "preload/stats.h"
 #include "preload/timeline.h"
 
@@ -51,7 +52,8 @@ void on_fork_child() {
   timeline().disable();
   rt.nic_sampler = nullptr;  // the parent's; its thread did not come along
   for (Shard* s = all_shards(); s; s = s->next) s->reset();
-  for (OpRecord* r = rt.ring.begin(); r != rt.ring.end(); ++r) InflightRing::release(r);
+  rt.ring.reset_after_fork();
+  t_tid = 0;  // gettid again in the child
 }
 
 void at_exit() { write_report(); }

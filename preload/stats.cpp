@@ -8,9 +8,10 @@
 
 namespace fabtrace {
 
+thread_local Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr;
+
 namespace {
 std::atomic<Shard*> g_shards{nullptr};
-thread_local Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr;
 
 uint64_t hash_key(const CellKey& k) {
   uint64_t h = reinterpret_cast<uintptr_t>(k.ep) * 0x9E3779B97F4A7C15ULL;
@@ -20,10 +21,8 @@ uint64_t hash_key(const CellKey& k) {
 }
 }  // namespace
 
-Shard* my_shard() {
-  Shard* s = t_shard;
-  if (__builtin_expect(s != nullptr, 1)) return s;
-  s = new (std::nothrow) Shard();
+Shard* new_shard() {
+  Shard* s = new (std::nothrow) Shard();
   if (!s) return nullptr;
   Shard* head = g_shards.load(std::memory_order_relaxed);
   do {
@@ -36,8 +35,7 @@ Shard* my_shard() {
 
 Shard* all_shards() { return g_shards.load(std::memory_order_acquire); }
 
-Cell* Shard::cell(const CellKey& k) {
-  if (mru && mru->key == k) return mru;
+Cell* Shard::cell_slow(const CellKey& k) {
   if (used * 2 >= cap) {
     // Grow (or create) the open-addressing table: rare, off the steady state.
     const uint64_t ncap = cap ? cap * 2 : 64;
@@ -83,6 +81,8 @@ void Shard::reset() {
   timeline.chunk.store(nullptr, std::memory_order_relaxed);
   timeline.dropped = timeline.filtered = 0;
   for (PollStats& p : cq) p = PollStats();
+  for (NicLocal& l : nic) l = NicLocal();
+  nic_lost = 0;
 }
 
 }  // namespace fabtrace

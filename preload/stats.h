@@ -43,6 +43,9 @@ struct Cell {
   LogHistogram lat;         // successful completions, ticks
 };
 
+// NICs (domains) whose busy periods a thread gathers on its own first.
+constexpr uint32_t kMaxNics = 16;
+
 // Poll statistics of one CQ as seen by one thread.
 struct PollStats {
   static constexpr int kClasses = 6;  // <10us <100us <1ms <10ms <100ms >=100ms
@@ -53,8 +56,11 @@ struct PollStats {
 };
 
 struct Shard {
-  Cell* cell(const CellKey& k);  // finds or creates; nullptr if out of memory / full
-  void reset();                  // after fork(): the child starts empty
+  // Finds or creates; nullptr if out of memory / full. The last cell used is
+  // checked inline: a thread's ops mostly repeat one (link, op, size).
+  Cell* cell(const CellKey& k) { return mru && mru->key == k ? mru : cell_slow(k); }
+  Cell* cell_slow(const CellKey& k);
+  void reset();  // after fork(): the child starts empty
 
   Cell** slots = nullptr;
   uint64_t cap = 0, used = 0;
@@ -62,11 +68,30 @@ struct Shard {
   uint64_t cells_full = 0;  // ops not aggregated: cell table at its limit
   PollStats cq[kMaxCqs];
   TimelineLocal timeline;
+  NicLocal nic[kMaxNics];  // this thread's NIC busy periods, by domain id
+  uint64_t nic_lost = 0;   // busy intervals of domains beyond kMaxNics not added
   Shard* next = nullptr;
 };
 
+// One busy interval [a, b] of domain d's NIC, seen by the thread of shard s.
+inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a, uint64_t b) {
+  if (!s) return;
+  if (d->id < kMaxNics) {
+    NicLocal& l = s->nic[d->id];
+    l.nic = &d->nic;
+    l.add(a, b);
+  } else if (!d->nic.with_window([a, b](PeriodWindow<NicBusy::kShared>& g) { g.insert(a, b); })) {
+    ++s->nic_lost;
+  }
+}
+
 // The calling thread's shard (created on first use).
-Shard* my_shard();
+extern thread_local Shard* t_shard __attribute__((tls_model("initial-exec")));
+Shard* new_shard();
+inline Shard* my_shard() {
+  Shard* s = t_shard;
+  return __builtin_expect(s != nullptr, 1) ? s : new_shard();
+}
 // Head of the list of all shards.
 Shard* all_shards();
 

@@ -13,6 +13,7 @@
 #include "preload/inflight.h"
 #include "preload/names.h"
 #include "preload/stats.h"
+#include "preload/timeline_append.h"
 
 namespace fabtrace {
 
@@ -69,6 +70,7 @@ TimelineConfig Timeline::config_from_env(long rank) {
 
 bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const OplogMeta& meta) {
   cfg_ = cfg;
+  min_bytes_ = cfg.nic.empty() ? cfg.min_bytes : UINT64_MAX;
   pool_n_ = static_cast<uint32_t>(std::max<uint64_t>(2, (cfg.mb << 20) / sizeof(OpChunk)));
   // Virtual until used: chunks are carved off on demand, so a rank that logs
   // little pays little physical memory.
@@ -133,8 +135,8 @@ void Timeline::push_free(OpChunk* c) {
   } while (!free_head_.compare_exchange_weak(head, next, std::memory_order_acq_rel));
 }
 
-void Timeline::append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
-                      bool error) {
+void Timeline::append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
+                           bool error) {
   if (!s) return;
   TimelineLocal& tl = s->timeline;
   if (bytes < cfg_.min_bytes && !error) {
@@ -167,18 +169,7 @@ void Timeline::append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint
     tl.chunk.store(fresh, std::memory_order_release);
     ch = fresh;
   }
-  const uint32_t i = ch->committed.load(std::memory_order_relaxed);
-  oplog::OpEntry& e = ch->e[i];
-  e.start_ticks = rec->start;
-  e.end_ticks = end;
-  e.bytes = bytes;
-  e.link_id = link;
-  e.tid = rec->tid;
-  e.kind = static_cast<uint8_t>(rec->kind);
-  e.error = error ? 1 : 0;
-  e.reserved = 0;
-  e.reserved2 = 0;
-  ch->committed.store(i + 1, std::memory_order_release);
+  put(ch, rec, end, bytes, link, error);
 }
 
 void Timeline::name_new_links() {

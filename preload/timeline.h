@@ -75,7 +75,12 @@ class Timeline {
   void disable() { on_.store(false, std::memory_order_relaxed); }  // after fork()
 
   // The data path: one completed op (called by the thread that polled it).
-  void append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes, bool error);
+  // Inline (preload/timeline_append.h): room in the thread's chunk, a link
+  // already named, no NIC filter. Everything else goes to append_slow.
+  inline void append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
+                     bool error);
+  void append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
+                   bool error);
 
   const std::string& path() const { return path_; }
 
@@ -92,6 +97,8 @@ class Timeline {
   static constexpr int8_t kMatchRecv = 2;       // the local side is the NIC
   static bool keeps(const LinkSlot& s, OpKind kind);
   uint32_t link_id(const EpWrap* ep, fi_addr_t peer);
+  static inline void put(OpChunk* ch, const OpRecord* rec, uint64_t end, uint64_t bytes,
+                         uint32_t link, bool error);
   OpChunk* pop_free();
   void push_free(OpChunk* c);
   void run();
@@ -101,6 +108,8 @@ class Timeline {
   void write_calib();
 
   TimelineConfig cfg_;
+  uint64_t min_bytes_ =
+      UINT64_MAX;  // cfg_.min_bytes, or "all to the slow path" when filtering by NIC
   std::atomic<bool> on_{false};
   std::string path_;
   OplogFileWriter file_;

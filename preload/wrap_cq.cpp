@@ -41,7 +41,10 @@ inline void poll_mark(CqWrap* w, Shard* s, uint64_t now) {
 
 inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, const fi_addr_t* src) {
   Runtime& rt = runtime();
-  uint64_t nic_done = 0;  // this CQ's NIC: one busy-time update for the whole poll
+  Timeline* tl = rt.timeline_on ? &timeline() : nullptr;
+  // This CQ's NIC: its ops completed by this poll are one busy interval
+  // [earliest issue, now], added once.
+  uint64_t nic_start = UINT64_MAX;
   char* e = static_cast<char*>(buf);
   for (ssize_t i = 0; i < n; ++i, e += w->entry_size) {
     // op_context is the first field of every CQ entry format.
@@ -49,11 +52,13 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
     OpRecord* rec = rt.ring.owned(*ctx);
     if (!rec) continue;
     const uint64_t len = w->has_len ? reinterpret_cast<struct fi_cq_msg_entry*>(e)->len : 0;
-    nic_done += complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain);
+    if (complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain, tl) &&
+        rec->start < nic_start)
+      nic_start = rec->start;
     *ctx = rec->user_ctx;
     InflightRing::release(rec);
   }
-  if (nic_done) w->domain->nic.complete(now, nic_done);
+  if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now);
 }
 
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {

@@ -141,6 +141,8 @@ DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const str
   w->fabric = fabric;
   if (info && info->domain_attr && info->domain_attr->name) w->name = info->domain_attr->name;
   if (info) w->addrlen = info->src_addrlen;
+  // The application serializes every call into a FI_THREAD_DOMAIN domain.
+  w->nic.serial = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
   w->real_ops = domain->ops;
   copy_table(&w->ops, domain->ops);
   FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, cq_open, domain_cq_open);

@@ -1,0 +1,179 @@
+// Concurrency-aware busy time of one NIC (one libfabric domain): the length of
+// the union of the in-flight intervals [issue, completion] of its ops.
+//
+// Only the completion side takes part, once per poll: the ops of one NIC that
+// a poll completes all end at the poll's timestamp, so together they are the
+// one interval [earliest issue, poll].
+//
+// Each thread first merges its intervals into its own PeriodWindow for the NIC
+// (plain stores: nothing shared). When that window fills, the thread moves its
+// periods into the NIC's shared window under a try-lock (one exchange per
+// kLocal periods); a thread that finds the lock held keeps going and folds its
+// oldest period into a private total instead, so no poll ever waits. Windows
+// hold the most recent disjoint periods; older ones are folded into a total.
+//
+// What is exact and what is not: overlapping ops of one thread always merge.
+// Ops of different threads merge as long as they meet in the shared window
+// (the most recent kShared periods); a period folded while the lock was held
+// may overlap another thread's and is then counted twice, and an op reaching
+// back past the shared window's folded periods counts only from their end.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace fabtrace {
+
+// The most recent disjoint busy periods (ascending), plus the ticks of those
+// folded out of it. N is a power of two.
+template <int N>
+struct PeriodWindow {
+  static_assert((N & (N - 1)) == 0, "power of two");
+  uint64_t start[N] = {}, end[N] = {};
+  uint32_t head = 0, n = 0;  // oldest period, number of periods
+  uint64_t folded = 0;       // ticks of the periods that left the window
+  uint64_t folded_end = 0;   // end of the newest of them: nothing before it counts again
+
+  uint64_t& s(uint32_t i) { return start[(head + i) & (N - 1)]; }
+  uint64_t& e(uint32_t i) { return end[(head + i) & (N - 1)]; }
+  bool full() const { return n == N; }
+
+  void fold_oldest() {
+    folded += end[head] - start[head];
+    folded_end = end[head];
+    head = (head + 1) & (N - 1);
+    --n;
+  }
+  // Adds [a, b]. When the window is full and [a, b] is a new period, the
+  // oldest one is folded first. Inline for the two usual cases, with room:
+  // after the newest period, or overlapping only it.
+  void insert(uint64_t a, uint64_t b) {
+    if (__builtin_expect(n != 0 && n != N && b > a, 1)) {
+      const uint32_t last = (head + n - 1) & (N - 1);
+      if (a > end[last]) {  // periods are never before folded_end
+        start[(head + n) & (N - 1)] = a;
+        end[(head + n) & (N - 1)] = b;
+        ++n;
+        return;
+      }
+      if (a >= start[last]) {
+        if (b > end[last]) end[last] = b;
+        return;
+      }
+    }
+    insert_slow(a, b);
+  }
+  __attribute__((noinline)) void insert_slow(uint64_t a, uint64_t b) {
+    if (a < folded_end) a = folded_end;  // that part is already counted, or lost
+    if (b <= a) return;
+    if (n) {
+      uint64_t& last_e = e(n - 1);
+      if (a > last_e) {
+        // The usual case: after every period (a ping-pong makes one per op).
+      } else if (a >= s(n - 1)) {
+        if (b > last_e) last_e = b;  // overlaps the newest period only
+        return;
+      } else {
+        merge(a, b);  // reaches back further: out-of-order completions
+        return;
+      }
+    }
+    if (full()) fold_oldest();
+    start[(head + n) & (N - 1)] = a;
+    end[(head + n) & (N - 1)] = b;
+    ++n;
+  }
+  uint64_t total() const {
+    uint64_t t = folded;
+    for (uint32_t i = 0; i < n; ++i) t += end[(head + i) & (N - 1)] - start[(head + i) & (N - 1)];
+    return t;
+  }
+
+ private:
+  // General case: [a, b] merges the periods it overlaps (contiguous, as the
+  // window is sorted and disjoint), or lands in a gap between two of them.
+  void merge(uint64_t a, uint64_t b) {
+    uint32_t hi = n;
+    while (hi > 0 && s(hi - 1) > b) --hi;
+    uint32_t lo = hi;
+    while (lo > 0 && e(lo - 1) >= a) --lo;
+    if (lo < hi) {
+      if (s(lo) < a) a = s(lo);
+      if (e(hi - 1) > b) b = e(hi - 1);
+    }
+    if (lo == hi && full()) {
+      // A new period in a gap, and no room. One older than every kept period is
+      // disjoint from all of them and (clamped above) from the folded ones.
+      if (lo == 0) {
+        folded += b - a;
+        return;
+      }
+      fold_oldest();  // shifts every index down by one
+      --lo, --hi;
+    }
+    // Replace periods [lo, hi) by [a, b], shifting the newer ones.
+    const uint32_t removed = hi - lo;
+    if (removed == 0) {
+      for (uint32_t i = n; i > lo; --i) s(i) = s(i - 1), e(i) = e(i - 1);
+      ++n;
+    } else {
+      for (uint32_t i = hi; i < n; ++i) s(i - removed + 1) = s(i), e(i - removed + 1) = e(i);
+      n -= removed - 1;
+    }
+    s(lo) = a;
+    e(lo) = b;
+  }
+};
+
+// The NIC's shared state. Public members only: it sits inside DomainWrap,
+// which must stay standard-layout for container_of.
+struct NicBusy {
+  static constexpr int kShared = 64;
+  bool serial = false;  // FI_THREAD_DOMAIN: the application serializes the domain
+  std::atomic<uint32_t> lock{0};
+  PeriodWindow<kShared> window;  // the lock holder's only
+
+  // Runs f(window) under the try-lock; false (f not run) when it is held.
+  template <typename F>
+  bool with_window(F f) {
+    if (serial) {
+      f(window);
+      return true;
+    }
+    if (lock.load(std::memory_order_relaxed) || lock.exchange(1, std::memory_order_acquire))
+      return false;
+    f(window);
+    lock.store(0, std::memory_order_release);
+    return true;
+  }
+  // Total busy ticks (at exit, once every thread's periods are in).
+  uint64_t busy_ticks() const { return window.total(); }
+};
+
+// A thread's periods for one NIC, not yet in the NIC's window.
+struct NicLocal {
+  static constexpr int kLocal = 8;
+  NicBusy* nic = nullptr;
+  PeriodWindow<kLocal> w;
+
+  // Moves every period into the NIC's window. False when its lock is held.
+  bool flush() {
+    if (!nic || (w.n == 0 && w.folded == 0)) return true;
+    return nic->with_window([this](PeriodWindow<NicBusy::kShared>& g) {
+      for (uint32_t i = 0; i < w.n; ++i) g.insert(w.s(i), w.e(i));
+      g.folded += w.folded;
+      w.n = 0;
+      w.folded = 0;
+    });
+  }
+  void add(uint64_t a, uint64_t b) {
+    if (w.full() && !flush()) {
+      // The NIC is being updated by another thread: count our oldest period
+      // on our own rather than wait.
+      w.fold_oldest();
+    }
+    w.insert(a, b);
+  }
+};
+
+}  // namespace fabtrace
