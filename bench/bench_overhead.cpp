@@ -22,6 +22,7 @@
 //   BM_<Op>_x16/…    issue 16, then one fi_cq_read(count 16)
 //   BM_Inject/…      fi_inject (counted, never timed: no completion)
 //   BM_EmptyPoll/…   fi_cq_read(count 16) on an empty CQ: what a spinning
+//                    (…/traced_nogap: with FABTRACE_CQGAP=0, no clock read)
 //                    progress thread pays per poll
 //   BM_Threads2_SeparateCq/…  2 threads, each fi_tsend + poll on its own
 //                    endpoint and CQ (one domain: one NIC)
@@ -575,6 +576,15 @@ void bm_empty_poll(benchmark::State& state, Mode mode) {
   if (n != -FI_EAGAIN) state.SkipWithError("the empty CQ was not empty");
 }
 
+// The same with the poll-gap statistics off (FABTRACE_CQGAP=0): no clock read.
+void bm_empty_poll_nogap(benchmark::State& state) {
+  bool& gap = fabtrace::runtime().cfg.cqgap;
+  const bool was = gap;
+  gap = false;
+  bm_empty_poll(state, Mode::kTraced);
+  gap = was;
+}
+
 struct fi_context2 g_thread_ctx[2];
 
 enum class Sharing { kSeparateCq, kSeparateNic, kSharedCq };
@@ -780,6 +790,7 @@ void register_parent() {
   for (Mode m : {Mode::kRaw, Mode::kTraced, Mode::kSeed})
     reg(std::string("BM_EmptyPoll/") + mode_name(m), 1,
         [m](benchmark::State& st) { bm_empty_poll(st, m); });
+  reg("BM_EmptyPoll/traced_nogap", 1, bm_empty_poll_nogap);
   for (Mode m : {Mode::kRaw, Mode::kTraced}) {
     reg(std::string("BM_Threads2_SeparateCq/") + mode_name(m), 1,
         [m](benchmark::State& st) { bm_threads<Sharing::kSeparateCq>(st, m); })
@@ -957,6 +968,8 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
   print_header("untimed and polls", "raw_ns", "traced_ns", true);
   row3("fi_inject (counted only)", "BM_Inject", 0);
   row3("empty poll fi_cq_read", "BM_EmptyPoll", kPollTarget);
+  print_row("empty poll, CQGAP=0", get(m, "BM_EmptyPoll/raw"), get(m, "BM_EmptyPoll/traced_nogap"),
+            NAN, true, 0, &t);
   print_header(
       "2 threads, fi_tsend + poll each; ns per op (real: wall / ops, cpu: both threads' CPU / ops)",
       "raw_ns", "traced_ns", false);
