@@ -575,6 +575,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t parent = ::getpid();
+  // Forked before any thread exists (the preload starts its threads on the first
+  // fabric call, which comes later), so the child may allocate freely.
   pid_t pid = ::fork();
   if (pid < 0) {
     std::perror("fi_bw: fork");

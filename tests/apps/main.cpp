@@ -56,6 +56,21 @@ int wait_child(pid_t pid, int timeout_s) {
   return 1;
 }
 
+// --hold-until: waits until the file exists, up to timeout_s. False on timeout.
+bool hold(const ftapp::Options& opt) {
+  if (opt.hold_until.empty()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.timeout_s);
+  while (::access(opt.hold_until.c_str(), F_OK) != 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "ft_app: %s did not appear within %d s\n", opt.hold_until.c_str(),
+                   opt.timeout_s);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,6 +94,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t parent = ::getpid();
+  // Forked before any thread exists (the preload starts its threads on the first
+  // fabric call, which comes later), so the child may allocate freely.
   pid_t pid = ::fork();
   if (pid < 0) {
     std::perror("ft_app: fork");
@@ -92,6 +109,7 @@ int main(int argc, char** argv) {
     std::string json;
     std::string reason;
     int rc = ftapp::run_rank(opt, 1, sv[1], &json, &reason);
+    if (!hold(opt) && rc == 0) rc = 1;
     print_line(json);
     return rc;
   }
@@ -100,6 +118,7 @@ int main(int argc, char** argv) {
   std::string json;
   std::string reason;
   int rc0 = ftapp::run_rank(opt, 0, sv[0], &json, &reason);
+  if (!hold(opt) && rc0 == 0) rc0 = 1;
   int rc1 = wait_child(pid, opt.timeout_s * 3);
   print_line(json);
   if (rc0 == 77 && rc1 == 77) {

@@ -28,10 +28,14 @@ void print_usage(FILE* f) {
                "usage: ft_app --prov PROV --test NAME [--count N] [--size BYTES] [--threads T]\n"
                "              [--result FILE] [--cq-format context|msg|data|tagged]\n"
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
-               "              [--timeout SEC]\n"
+               "              [--timeout SEC] [--hold-until FILE]\n"
                "  NAME: msg tagged rma atomic inject cancel threads pingpong multirecv peek\n"
                "        sep srx trigger all\n"
-               "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n");
+               "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n"
+               "  --hold-until FILE: after the test, each rank waits (up to --timeout) until\n"
+               "  FILE exists before it exits, so a test can watch what runs in the\n"
+               "  background of a traced process (the NIC counter sampler) for as long as\n"
+               "  it needs, instead of for as long as the traffic happened to take.\n");
 }
 
 bool parse_options(int argc, char** argv, Options* out, std::string* err) {
@@ -86,6 +90,8 @@ bool parse_options(int argc, char** argv, Options* out, std::string* err) {
         return false;
       }
       o.timeout_s = static_cast<int>(t);
+    } else if (key == "--hold-until") {
+      o.hold_until = val;
     } else if (key == "--result") {
       o.result = val;
     } else if (key == "--cq-format") {

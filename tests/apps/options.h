@@ -12,14 +12,15 @@
 namespace ftapp {
 
 struct Options {
-  std::string prov;    // libfabric provider string, e.g. "tcp;ofi_rxm"
-  std::string test;    // test family name or "all"
-  size_t count = 50;   // operations per function
-  size_t size = 4096;  // payload bytes
-  size_t threads = 2;  // threads for the "threads" family
-  size_t window = 16;  // outstanding operations per endpoint/thread
-  int timeout_s = 20;  // bound for every wait
-  std::string result;  // result file prefix (FILE.r<rank>.json)
+  std::string prov;        // libfabric provider string, e.g. "tcp;ofi_rxm"
+  std::string test;        // test family name or "all"
+  size_t count = 50;       // operations per function
+  size_t size = 4096;      // payload bytes
+  size_t threads = 2;      // threads for the "threads" family
+  size_t window = 16;      // outstanding operations per endpoint/thread
+  int timeout_s = 20;      // bound for every wait
+  std::string result;      // result file prefix (FILE.r<rank>.json)
+  std::string hold_until;  // wait for this file to exist before exiting (see usage)
   fi_cq_format cq_format = FI_CQ_FORMAT_TAGGED;
   std::string cq_format_name = "tagged";
   fi_ep_type ep_type = FI_EP_RDM;

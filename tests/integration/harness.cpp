@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -28,22 +30,38 @@ std::string preload_value() {
   return v + FABTRACE_LIB;
 }
 
-void exec_child(const std::vector<std::string>& argv, const Env& env, bool preload) {
+// The child's complete environment, built in the parent: between fork and exec
+// of a multithreaded process only async-signal-safe calls are allowed (another
+// thread may hold the allocator's or the sanitizer's lock at the fork), so
+// nothing is allocated or setenv'd on the child's side. posix_spawn does the
+// rest (log redirection, process group) without running our code in the child.
+std::vector<std::string> child_env(const Env& env, bool preload) {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq) vars.emplace(std::string(*e, static_cast<size_t>(eq - *e)), std::string(eq + 1));
+  }
   if (preload) {
-    setenv("LD_PRELOAD", preload_value().c_str(), 1);
+    vars["LD_PRELOAD"] = preload_value();
   } else {
-    unsetenv("LD_PRELOAD");
+    vars.erase("LD_PRELOAD");
   }
   // A traced program that leaks is not our failure; sanitizer reports from the
   // preload itself still abort with their own exit code.
-  setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
-  for (auto& kv : env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+  vars.emplace("ASAN_OPTIONS", "detect_leaks=0");
+  for (const auto& kv : env) vars[kv.first] = kv.second;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& kv : vars) out.push_back(kv.first + "=" + kv.second);
+  return out;
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
   std::vector<char*> a;
-  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.reserve(v.size() + 1);
+  for (const std::string& s : v) a.push_back(const_cast<char*>(s.c_str()));
   a.push_back(nullptr);
-  execvp(a[0], a.data());
-  std::fprintf(stderr, "exec %s: %s\n", a[0], std::strerror(errno));
-  _exit(127);
+  return a;
 }
 
 int decode(int status) {
@@ -64,22 +82,57 @@ std::string make_temp_dir(const std::string& tag) {
 
 int spawn(const std::vector<std::string>& argv, const Env& env, const std::string& log_path,
           bool preload) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);  // its own group, so a test can kill it with everything it forked
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    exec_child(argv, env, preload);
+  const std::vector<std::string> envs = child_env(env, preload);
+  std::vector<char*> envp = c_strings(envs);
+  std::vector<char*> args = c_strings(argv);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawnattr_init(&attr);
+  // Its own group, so a test can kill it with everything it forked.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    // Said in the log, as the child would have; wait_for(-1) gives 127.
+    std::ofstream(log_path) << "exec " << argv[0] << ": " << std::strerror(rc) << "\n";
+    return -1;
   }
   return pid;
 }
 
+bool wait_listening(int port, int timeout_s) {
+  // /proc/net/tcp{,6}: "sl local_address rem_address st ...", ports in hex, LISTEN = 0A.
+  // Reading the table does not touch the server (a probe connection would be
+  // taken as its peer).
+  char want[8];
+  std::snprintf(want, sizeof(want), ":%04X", port);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  do {
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      std::ifstream in(table);
+      std::string line;
+      while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::string sl, local, remote, st;
+        if (!(f >> sl >> local >> remote >> st)) continue;
+        if (st == "0A" && local.size() >= 5 && local.compare(local.size() - 5, 5, want) == 0)
+          return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
 int wait_for(int pid, int timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  if (pid <= 0) return 127;  // spawn() could not start it
   int status = 0;
   for (;;) {
     const pid_t r = waitpid(pid, &status, WNOHANG);

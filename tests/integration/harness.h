@@ -22,9 +22,13 @@ std::string make_temp_dir(const std::string& tag);
 // Runs argv with extra environment (LD_PRELOAD set to the preload unless `preload` is false).
 RunResult run(const std::vector<std::string>& argv, const Env& env, bool preload = true,
               int timeout_s = 120);
-// Starts argv in the background; returns its pid.
+// Starts argv in the background (posix_spawn: safe while the test runs threads);
+// returns its pid, or -1 when it cannot be started (the reason is in the log).
 int spawn(const std::vector<std::string>& argv, const Env& env, const std::string& log_path,
           bool preload = true);
+// Waits until something on this host listens on TCP `port` (a server started
+// with spawn() is ready for its client). False after timeout_s.
+bool wait_listening(int port, int timeout_s = 60);
 // Waits for a spawned process; returns its exit code.
 int wait_for(int pid, int timeout_s = 120);
 

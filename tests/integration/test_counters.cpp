@@ -2,11 +2,11 @@
 // test creates and advances while a real traced program runs.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <thread>
+#include <set>
 
 #include "common/cxi_counters.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/sample_stepper.h"
 #include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
@@ -21,22 +21,25 @@ std::string counters_of_rank(const std::string& dir, const std::string& rank) {
 TEST(Counters, TracedRankSamplesItsNicOnTheReportClock) {
   FakeCxiTree tree;
   tree.populate_standard();
-  std::atomic<bool> stop{false};
-  std::thread writer([&] {
-    while (!stop && tree.advance()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  });
   const std::string dir = make_temp_dir("nic");
+  // The tree moves one step per read of the watched counter; the ranks stay up
+  // until 8 steps were read, so each rank's series exists whatever the load, and
+  // at least one of the two (both sample cxi0) saw the counter change.
+  SampleStepper stepper(tree, tree.telemetry_path("cxi0", "hni_sts_tx_ok_octets"), 8,
+                        make_temp_dir("nic-release") + "/release");
+  ASSERT_TRUE(stepper.watching()) << stepper.error();
   // Rank 0 is local rank 0: it samples cxi0 only.
-  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "300"},
+  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "300",
+                           "--timeout", "100", "--hold-until", stepper.release_path()},
                           {{"FABTRACE_DIR", dir},
                            {"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
                            {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
                            {"FABTRACE_NIC_MS", "5"},
                            {"SLURM_LOCALID", "0"}},
                           true, 240);
-  stop = true;
-  writer.join();
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(stepper.steps_taken(), 8);
+  std::set<uint64_t> distinct;  // over both ranks
 
   for (const std::string rank : {"0", "1"}) {
     SCOPED_TRACE("rank " + rank);
@@ -62,6 +65,7 @@ TEST(Counters, TracedRankSamplesItsNicOnTheReportClock) {
       EXPECT_TRUE(known) << v;
       EXPECT_GE(v, prev);
       prev = v;
+      distinct.insert(v);
     }
     // Sample times are CLOCK_MONOTONIC, the clock of the rank's report.
     const uint64_t t0 = reps[0].at("start_mono_ns").get<uint64_t>();
@@ -71,6 +75,7 @@ TEST(Counters, TracedRankSamplesItsNicOnTheReportClock) {
     EXPECT_GE(cs.rows.front()[static_cast<size_t>(tcol)] + 5000000, t0);
     EXPECT_LE(cs.rows.back()[static_cast<size_t>(tcol)], t1 + 5000000);
   }
+  EXPECT_GE(distinct.size(), 2u) << "the samplers never saw the counter move";
 }
 
 // Where the node has no cxi devices, the sampler costs nothing and says nothing.

@@ -48,7 +48,7 @@ TEST_P(Pingpong, ReportCountsMatchTheTraffic) {
                                          std::to_string(c.iters), "-S", "1024"};
   const int server =
       spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
-  usleep(500000);
+  ASSERT_TRUE(wait_listening(std::stoi(port))) << "the server never listened on " << port;
   const std::vector<std::string> cargs = with(args, {"-P", port, "127.0.0.1"});
   const RunResult client = run(cargs, {{"FABTRACE_DIR", dir}, {"RANK", "0"}});
   ASSERT_EQ(client.exit_code, 0) << client.output;
@@ -104,7 +104,7 @@ TEST(Preload, InertWhenDisabled) {
                                          "-I",          "100", "-S",          "64"};
   const Env env = {{"FABTRACE_DIR", dir}, {"FABTRACE", "0"}};
   const int server = spawn(with(args, {"-B", port}), env, dir + "/server.log");
-  usleep(500000);
+  ASSERT_TRUE(wait_listening(std::stoi(port))) << "the server never listened on " << port;
   const std::vector<std::string> cargs = with(args, {"-P", port, "127.0.0.1"});
   const RunResult client = run(cargs, env);
   ASSERT_EQ(client.exit_code, 0) << client.output;
@@ -131,7 +131,7 @@ TEST(Preload, BadSettingWarnsOnceAndUsesDefault) {
   const Env env = {{"FABTRACE_DIR", dir}, {"FABTRACE_INFLIGHT", "lots"}, {"RANK", "0"}};
   const int server =
       spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
-  usleep(500000);
+  ASSERT_TRUE(wait_listening(std::stoi(port))) << "the server never listened on " << port;
   const std::vector<std::string> cargs = with(args, {"-P", port, "127.0.0.1"});
   const RunResult client = run(cargs, env);
   ASSERT_EQ(client.exit_code, 0) << client.output;
@@ -226,7 +226,7 @@ TEST(Cli, RunPrintsTheReport) {
                                          "-I",          "100", "-S",          "64"};
   const int server =
       spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
-  usleep(500000);
+  ASSERT_TRUE(wait_listening(std::stoi(port))) << "the server never listened on " << port;
   std::vector<std::string> cargs = {FABTRACE_CLI, "run", "--dir", dir, "--"};
   for (const std::string& a : with(args, {"-P", port, "127.0.0.1"})) cargs.push_back(a);
   const std::string san = SANITIZER_PRELOAD;

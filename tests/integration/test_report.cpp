@@ -8,15 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/sample_stepper.h"
 #include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
@@ -56,17 +55,19 @@ Cli report_cli(const std::string& dir, const std::string& out) {
 }
 
 // A real two-rank ft_app run (tagged over tcp;ofi_rxm) with timelines on and
-// NIC counters sampled from a fake cxi tree advanced while it runs.
+// NIC counters sampled from a fake cxi tree. The tree advances in step with the
+// samplers' reads and the ranks stay up until 8 steps were read (SampleStepper),
+// so the counter series change whatever the machine's load.
 std::string ftapp_run() {
   const std::string dir = make_temp_dir("report-ftapp");
   FakeCxiTree tree;
   tree.populate_standard();
-  std::atomic<bool> stop{false};
-  std::thread advancer([&] {
-    while (!stop && tree.advance()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  });
+  SampleStepper stepper(tree, tree.telemetry_path("cxi0", "hni_sts_tx_ok_octets"), 8,
+                        dir + "/release");
+  EXPECT_TRUE(stepper.watching()) << stepper.error();
   const RunResult r =
-      run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "400", "--size", "4096"},
+      run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "400", "--size", "4096",
+           "--timeout", "100", "--hold-until", stepper.release_path()},
           {{"FABTRACE_DIR", dir},
            {"FABTRACE_OPS_RANKS", "all"},
            {"FABTRACE_OPS_MIN_BYTES", "0"},
@@ -75,9 +76,9 @@ std::string ftapp_run() {
            {"FABTRACE_NIC_MS", "5"},
            {"SLURM_LOCALID", "0"}},
           true, 240);
-  stop = true;
-  advancer.join();
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(stepper.steps_taken(), 8);
+  ::unlink(stepper.release_path().c_str());  // not one of the job's files
   return dir;
 }
 
@@ -88,7 +89,7 @@ std::string pingpong_run() {
                                          "-I",          "300", "-S",          "4096"};
   const int server =
       spawn(with(args, {"-B", port}), {{"FABTRACE_DIR", dir}, {"RANK", "1"}}, dir + "/server.log");
-  usleep(500000);
+  EXPECT_TRUE(wait_listening(std::stoi(port))) << "the server never listened on " << port;
   const RunResult client =
       run(with(args, {"-P", port, "127.0.0.1"}), {{"FABTRACE_DIR", dir}, {"RANK", "0"}});
   EXPECT_EQ(client.exit_code, 0) << client.output;

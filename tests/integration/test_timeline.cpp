@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "tests/integration/harness.h"
 
@@ -174,7 +176,21 @@ TEST(Timeline, KilledProcessLeavesAReadableFile) {
        {"FABTRACE_OPS_MIN_BYTES", "0"},
        {"FABTRACE_OPS_FLUSH_MS", "50"}},
       dir + "/app.log");
-  sleep(2);
+  // Killed once a block has reached the file (not after a fixed time: under load
+  // the ranks may not have started by then).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string f = oplog_of_rank(dir, "0");
+    // Quietly: an export of a file not yet written may fail, which is no failure here.
+    const RunResult e =
+        f.empty() ? RunResult{} : run({FABTRACE_CLI, "export", "ops", f, "--csv"}, {}, false);
+    std::istringstream lines(e.output);
+    std::string line;
+    bool row = false;  // a data row: starts with the op's start time
+    while (!row && std::getline(lines, line)) row = !line.empty() && isdigit(line[0]);
+    if (e.exit_code == 0 && row) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);
   wait_for(pid, 30);
