@@ -2,6 +2,7 @@
 #pragma once
 
 #include "preload/inflight.h"
+#include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
 #include "preload/timeline_append.h"
@@ -43,6 +44,10 @@ inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_
     if (recv && dur < runtime().imm_ticks) ++c->imm;
   }
   if (tl) tl->append(s, c, rec, now, bytes, false);
+  // A slow op for a session to explain (receives wait for their sender by
+  // design: only the ops this thread drives).
+  if (__builtin_expect(dur >= runtime().slow_ticks, 0) && !recv && probes::slow_op_on())
+    probes::fire_slow_op(rec, bytes, now);
   return batched;
 }
 

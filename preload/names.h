@@ -1,5 +1,7 @@
 // Readable link labels (local NIC address, peer address) from what the
-// control path recorded. Takes the containers' name locks: never on the data path.
+// control path recorded. Takes the containers' name locks: never on the data
+// path, except with wait = false (the probes of rare events), where a lock held
+// by another thread gives "" instead of a wait.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -10,7 +12,7 @@
 
 namespace fabtrace {
 
-std::string local_label(const EpWrap* ep);
-std::string remote_label(const EpWrap* ep, fi_addr_t peer);
+std::string local_label(const EpWrap* ep, bool wait = true);
+std::string remote_label(const EpWrap* ep, fi_addr_t peer, bool wait = true);
 
 }  // namespace fabtrace

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/env.h"
 #include "preload/issue.h"
+#include "preload/probes.h"
 #include "preload/stats.h"
 #include "preload/timeline.h"
 
@@ -37,6 +38,8 @@ bool runtime_configure() {
     c.max_cells = env_u64("FABTRACE_MAX_CELLS", 1 << 20, 16, 1ULL << 32);
     c.cqgap = env_bool("FABTRACE_CQGAP", true);
     c.json = env_bool("FABTRACE_JSON", true);
+    c.stall_us = env_u64("FABTRACE_STALL_US", 1000, 1, 3600ULL * 1000000);
+    c.slow_op_us = env_u64("FABTRACE_SLOW_OP_US", 1000, 1, 3600ULL * 1000000);
     rt.rank = detect_rank();
   });
   return rt.cfg.enabled;
@@ -83,16 +86,26 @@ void runtime_activate() {
     rt.imm_ticks = cal.ns_to_ticks(50e3);
     const double edges_ns[5] = {10e3, 100e3, 1e6, 10e6, 100e6};
     for (int i = 0; i < 5; ++i) rt.gap_edges[i] = cal.ns_to_ticks(edges_ns[i]);
+    rt.stall_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.stall_us) * 1e3);
+    rt.slow_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.slow_op_us) * 1e3);
+    rt.ns_per_tick = cal.ns_per_tick;
     rt.start_ticks = now_ticks();
     rt.pid = getpid();
     rt.ring.init(rt.cfg.inflight);
     start_timeline(rt);
+    // A node-wide session registers this process with the kernel side now
+    // (before any stall can be reported), and samples the node's NIC counters
+    // itself: the ranks of its node then leave theirs alone.
+    const bool session = probes::session_attached();
+    if (session) probes::fire_thread_start();
     // Started here, on the first fabric activity, and not at load: every
     // process the job forks inherits the preload, and only those that use the
     // fabric should sample (and write a counter file). Silent and free on a
     // node without cxi devices.
-    rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
-    rt.nic_sampler->start();
+    if (!session) {
+      rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
+      rt.nic_sampler->start();
+    }
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(at_exit);
   });

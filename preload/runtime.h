@@ -23,6 +23,8 @@ struct Config {
   uint64_t max_cells = 1 << 20;  // FABTRACE_MAX_CELLS: (link, op, size) rows per thread
   bool cqgap = true;             // FABTRACE_CQGAP
   bool json = true;              // FABTRACE_JSON
+  uint64_t stall_us = 1000;      // FABTRACE_STALL_US: poll gaps reported to a session
+  uint64_t slow_op_us = 1000;    // FABTRACE_SLOW_OP_US: ops reported to a session
 };
 
 struct Runtime {
@@ -34,6 +36,9 @@ struct Runtime {
   // Thresholds in ticks, from the first calibration.
   uint64_t imm_ticks = 0;                 // late-receiver mark: 50 us
   uint64_t gap_edges[5] = {};             // 10us 100us 1ms 10ms 100ms
+  uint64_t stall_ticks = UINT64_MAX;      // FABTRACE_STALL_US, for the cq_stall probe
+  uint64_t slow_ticks = UINT64_MAX;       // FABTRACE_SLOW_OP_US, for the slow_op probe
+  double ns_per_tick = 1.0;               // from the first calibration (probe arguments)
   uint64_t start_ticks = 0;               // first fabric activity
   bool timeline_on = false;               // per-op timeline selected for this process (set once)
   CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "preload/probes.h"
 #include "preload/runtime.h"
 
 namespace fabtrace {
@@ -30,6 +31,8 @@ Shard* new_shard() {
   } while (!g_shards.compare_exchange_weak(head, s, std::memory_order_release,
                                            std::memory_order_relaxed));
   t_shard = s;
+  // This thread's first fabric activity: tell a session who it is.
+  if (probes::thread_start_on()) probes::fire_thread_start();
   return s;
 }
 

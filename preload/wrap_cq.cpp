@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "preload/completion.h"
+#include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -37,6 +38,10 @@ inline void poll_mark(CqWrap* w, Shard* s, uint64_t now) {
     p.max_gap = gap;
     p.max_gap_end = now;
   }
+  // A stall for a session to explain: the thread that ends it asks the kernel
+  // what it went through since `prev`.
+  if (__builtin_expect(gap >= runtime().stall_ticks, 0) && probes::cq_stall_on())
+    probes::fire_cq_stall(w->id, prev, now);
 }
 
 inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, const fi_addr_t* src) {
@@ -61,9 +66,24 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
   if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now);
 }
 
+// --polls: every poll timed by BPF at its entry and exit (one load and branch
+// each while no session asks for it).
+struct PollProbe {
+  explicit PollProbe(const CqWrap* w) : on(probes::polls_on()), cq(w->id) {
+    if (on) probes::fire_poll_enter(cq);
+  }
+  void exit(ssize_t n) const {
+    if (on) probes::fire_poll_exit(cq, n);
+  }
+  const bool on;
+  const uint32_t cq;
+};
+
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
+  const PollProbe probe(w);
   const ssize_t n = w->real_ops->read(cq, buf, count);
+  probe.exit(n);
   if (n <= 0 && !runtime().cfg.cqgap) return n;  // nothing to time, nothing to stamp
   const uint64_t now = now_ticks();
   Shard* s = my_shard();
@@ -74,7 +94,9 @@ ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
 
 ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
   CqWrap* w = cq_of(cq);
+  const PollProbe probe(w);
   const ssize_t n = w->real_ops->readfrom(cq, buf, count, src_addr);
+  probe.exit(n);
   const uint64_t now = now_ticks();
   Shard* s = my_shard();
   if (runtime().cfg.cqgap) poll_mark(w, s, now);
@@ -89,7 +111,9 @@ ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, i
   Shard* s = my_shard();
   const bool gap = runtime().cfg.cqgap;
   if (gap) poll_mark(w, s, now_ticks());
+  const PollProbe probe(w);
   const ssize_t n = w->real_ops->sread(cq, buf, count, cond, timeout);
+  probe.exit(n);
   const uint64_t now = now_ticks();
   if (gap) w->last_poll.store(now, std::memory_order_relaxed);
   if (n > 0 && buf) consume(w, s, buf, n, now, nullptr);
@@ -102,7 +126,9 @@ ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_
   Shard* s = my_shard();
   const bool gap = runtime().cfg.cqgap;
   if (gap) poll_mark(w, s, now_ticks());
+  const PollProbe probe(w);
   const ssize_t n = w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
+  probe.exit(n);
   const uint64_t now = now_ticks();
   if (gap) w->last_poll.store(now, std::memory_order_relaxed);
   if (n > 0 && buf) consume(w, s, buf, n, now, src_addr);
@@ -114,7 +140,9 @@ ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flag
   const ssize_t n = w->real_ops->readerr(cq, buf, flags);
   if (n <= 0 || !buf) return n;
   if (OpRecord* rec = runtime().ring.owned(buf->op_context)) {
-    complete_err(my_shard(), rec, now_ticks());
+    const uint64_t now = now_ticks();
+    if (probes::op_error_on()) probes::fire_op_error(rec, now, buf->err);
+    complete_err(my_shard(), rec, now);
     buf->op_context = rec->user_ctx;
     InflightRing::release(rec);
   }

@@ -208,8 +208,9 @@ int cmd_export(int argc, char** argv) {
     usage(argc < 1 ? stderr : stdout);
     return argc < 1 ? 2 : 0;
   }
+  if (!std::strcmp(argv[0], "kernel")) return cmd_export_kernel(argc - 1, argv + 1);
   if (std::strcmp(argv[0], "ops") != 0) {
-    std::fprintf(stderr, "fabtrace export: unknown kind '%s' (only 'ops')\n", argv[0]);
+    std::fprintf(stderr, "fabtrace export: unknown kind '%s' ('ops' or 'kernel')\n", argv[0]);
     usage(stderr);
     return 2;
   }

@@ -14,38 +14,11 @@
 #include <vector>
 
 #include "userspace/commands.h"
+#include "userspace/launch.h"
 
 namespace fabtrace {
 
 namespace {
-
-std::string self_dir() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string p(buf);
-  return p.substr(0, p.find_last_of('/'));
-}
-
-bool is_file(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// FABTRACE_PRELOAD, else the build tree's preload/ or an install's ../lib.
-std::string find_preload() {
-  if (const char* e = std::getenv("FABTRACE_PRELOAD")) return e;
-  const std::string d = self_dir();
-  for (const std::string& c : {d + "/../preload/libfabtrace.so", d + "/../lib/libfabtrace.so",
-                               d + "/../lib/fabtrace/libfabtrace.so", d + "/libfabtrace.so"}) {
-    if (is_file(c)) {
-      char real[PATH_MAX];
-      return realpath(c.c_str(), real) ? std::string(real) : c;
-    }
-  }
-  return "";
-}
 
 // Prints every text report in `dir` written by a process of this run.
 void print_reports(const std::string& dir, time_t since) {
@@ -111,26 +84,19 @@ int cmd_run(int argc, char** argv) {
   }
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-  setenv("LD_PRELOAD", preload.c_str(), 1);
-  setenv("FABTRACE_DIR", dir.c_str(), 1);
-
   const time_t start = time(nullptr);
-  const pid_t pid = fork();
+  std::string err;
+  const pid_t pid = launch(std::vector<std::string>(argv + i, argv + argc),
+                           {{"LD_PRELOAD", preload}, {"FABTRACE_DIR", dir}}, &err);
   if (pid < 0) {
-    std::perror("fabtrace run: fork");
-    return 2;
-  }
-  if (pid == 0) {
-    execvp(argv[i], argv + i);
-    std::fprintf(stderr, "fabtrace run: cannot run %s: %s\n", argv[i], std::strerror(errno));
-    _exit(127);
+    std::fprintf(stderr, "fabtrace run: %s\n", err.c_str());
+    return 127;
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!to_stderr) print_reports(dir, start);
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return exit_code_of(status);
 }
 
 }  // namespace fabtrace

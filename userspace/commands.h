@@ -9,11 +9,20 @@ namespace fabtrace {
 // fabtrace run [--dir DIR] [--stderr] -- CMD [ARGS...]
 int cmd_run(int argc, char** argv);
 
+// fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--list] [-- CMD ...]
+int cmd_record(int argc, char** argv);
+
 // fabtrace export ops FILE [--csv] [-o OUT]
 int cmd_export(int argc, char** argv);
 
 // fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]
 int cmd_report(int argc, char** argv);
+
+// fabtrace export kernel FILE [--csv]
+int cmd_export_kernel(int argc, char** argv);
+// Writes the kernel log `in` (fabtrace record) as text or CSV to `out`, one row
+// per event. Returns 0, or 1 when `in` is unusable or the output fails.
+int export_kernel(const std::string& in, bool csv, std::FILE* out);
 
 // Writes the oplog file `in` as CSV to `out` (a comment line with the clock
 // anchors, a header row, one row per op in file order, times in

@@ -34,6 +34,7 @@ void run_inject(Env& env);
 void run_cancel(Env& env);
 void run_threads(Env& env);
 void run_pingpong(Env& env);
+void run_stream(Env& env);
 void run_multirecv(Env& env);
 void run_peek(Env& env);
 void run_sep(Env& env);

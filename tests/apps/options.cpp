@@ -28,14 +28,18 @@ void print_usage(FILE* f) {
                "usage: ft_app --prov PROV --test NAME [--count N] [--size BYTES] [--threads T]\n"
                "              [--result FILE] [--cq-format context|msg|data|tagged]\n"
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
-               "              [--timeout SEC] [--hold-until FILE]\n"
-               "  NAME: msg tagged rma atomic inject cancel threads pingpong multirecv peek\n"
+               "              [--timeout SEC] [--hold-until FILE] [--until FILE] [--touch-mb N]\n"
+               "  NAME: msg tagged rma atomic inject cancel threads pingpong stream multirecv\n"
+               "        peek\n"
                "        sep srx trigger all\n"
                "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n"
                "  --hold-until FILE: after the test, each rank waits (up to --timeout) until\n"
                "  FILE exists before it exits, so a test can watch what runs in the\n"
                "  background of a traced process (the NIC counter sampler) for as long as\n"
-               "  it needs, instead of for as long as the traffic happened to take.\n");
+               "  it needs, instead of for as long as the traffic happened to take.\n"
+               "  stream: busy-polled round trips, --count of them or until the --until\n"
+               "  file exists; --touch-mb N: rank 0 touches N MiB of fresh memory inside\n"
+               "  round trip #100's send (a slow op with page faults).\n");
 }
 
 bool parse_options(int argc, char** argv, Options* out, std::string* err) {
@@ -90,6 +94,13 @@ bool parse_options(int argc, char** argv, Options* out, std::string* err) {
         return false;
       }
       o.timeout_s = static_cast<int>(t);
+    } else if (key == "--until") {
+      o.until = val;
+    } else if (key == "--touch-mb") {
+      if (!parse_size(val.c_str(), &o.touch_mb) || o.touch_mb > 4096) {
+        *err = "bad --touch-mb";
+        return false;
+      }
     } else if (key == "--hold-until") {
       o.hold_until = val;
     } else if (key == "--result") {

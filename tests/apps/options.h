@@ -21,6 +21,8 @@ struct Options {
   int timeout_s = 20;      // bound for every wait
   std::string result;      // result file prefix (FILE.r<rank>.json)
   std::string hold_until;  // wait for this file to exist before exiting (see usage)
+  std::string until;       // stream: stop the round trips once this file exists
+  size_t touch_mb = 0;     // stream: MiB of fresh memory touched inside one send
   fi_cq_format cq_format = FI_CQ_FORMAT_TAGGED;
   std::string cq_format_name = "tagged";
   fi_ep_type ep_type = FI_EP_RDM;

@@ -67,6 +67,7 @@ const char* kind_fn(uint16_t kind) {
       return "fi_tsend";
     case kPing:
     case kPong:
+    case kLastPing:
       return "fi_tsend";
     default:
       return "?";

@@ -39,6 +39,7 @@ enum Kind : uint16_t {
   kThread,
   kPing,
   kPong,
+  kLastPing,  // the stream family's last ping: rank 1 answers it and stops
   kKindMax
 };
 

@@ -1,10 +1,21 @@
 // "pingpong" family: count round trips of size bytes with fi_tsend/fi_trecv
 // (fi_send/fi_recv without FI_TAGGED), on one CQ per rank that has a wait object
 // and is read with fi_cq_sread.
+//
+// "stream" family: the same round trips on a busy-polled CQ (fi_cq_read), the
+// shape of an MPI progress loop, for the node-wide session's tests: it runs
+// --count round trips, or until the --until file appears (whichever is first),
+// and with --touch-mb N rank 0 touches N MiB of fresh memory between posting
+// round trip #100's send and polling its completion: a slow op with page faults
+// inside its window.
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "env.h"
@@ -20,14 +31,17 @@ struct Ops {
   Buffer* buf;
   size_t size;
 
-  OpCtx* recv(uint8_t* p, uint16_t kind, uint32_t seq) {
+  // any_kind: the tag's kind bits are ignored (a ping or the last ping).
+  OpCtx* recv(uint8_t* p, uint16_t kind, uint32_t seq, bool any_kind = false) {
     Fabric& f = env.fab;
     const char* fn = tagged ? "fi_trecv" : "fi_recv";
     OpCtx* ctx = env.ctxs.make(fn, kind, seq);
     uint64_t tag = tag_of(kind, 0, seq);
+    const uint64_t ignore = any_kind ? 0xffULL << 48 : 0;
     if (tagged) {
-      env.post(fn, ctx,
-               [&] { return fi_trecv(f.ep, p, size, buf->desc, FI_ADDR_UNSPEC, tag, 0, ctx); });
+      env.post(fn, ctx, [&] {
+        return fi_trecv(f.ep, p, size, buf->desc, FI_ADDR_UNSPEC, tag, ignore, ctx);
+      });
     } else {
       env.post(fn, ctx, [&] { return fi_recv(f.ep, p, size, buf->desc, FI_ADDR_UNSPEC, ctx); });
     }
@@ -48,9 +62,16 @@ struct Ops {
     return ctx;
   }
 
-  void verify(const uint8_t* p, const OpCtx* ctx) {
+  // The kind that arrived (a ping or the last ping, for any_kind receives).
+  uint16_t kind_of(const uint8_t* p) const {
+    PayloadHdr h{};
+    std::memcpy(&h, p, sizeof(h));
+    return h.kind == kLastPing ? kLastPing : kPing;
+  }
+
+  void verify(const uint8_t* p, const OpCtx* ctx, uint16_t kind) {
     std::string why;
-    if (!check_payload_is(p, size, static_cast<uint16_t>(ctx->kind), 0, ctx->seq, &why)) {
+    if (!check_payload_is(p, size, kind, 0, ctx->seq, &why)) {
       env.stats.data_error(std::string(ctx->op) + " #" + std::to_string(ctx->seq) + ": " + why);
     }
     if (ctx->comp.has_flags && ctx->comp.len != size) {
@@ -61,7 +82,26 @@ struct Ops {
 
 }  // namespace
 
-void run_pingpong(Env& env) {
+namespace {
+
+constexpr uint32_t kTouchAt = 100;  // the round trip whose send waits for the touch
+
+// Touches `mb` MiB of fresh anonymous memory, one write per page: page faults.
+void touch_fresh(size_t mb) {
+  const size_t len = mb << 20;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  madvise(p, len, MADV_NOHUGEPAGE);  // one fault per 4 KiB page, whatever THP is set to
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t off = 0; off < len; off += page) static_cast<volatile char*>(p)[off] = 1;
+  munmap(p, len);
+}
+
+bool stop_file_exists(const Options& o, uint32_t seq) {
+  return !o.until.empty() && seq % 64 == 0 && access(o.until.c_str(), F_OK) == 0;
+}
+
+void round_trips(Env& env, bool busy) {
   bool tagged = (env.caps & FI_TAGGED) != 0;
   if (!tagged) env.stats.note("pingpong: provider lacks FI_TAGGED, used fi_send/fi_recv");
   const size_t size = std::max(env.opt.size, kMinPayload);
@@ -71,27 +111,41 @@ void run_pingpong(Env& env) {
   uint8_t* sbuf = buf->data;
   uint8_t* rbuf[2] = {buf->data + size, buf->data + 2 * size};
   Ops ops{env, tagged, buf, size};
+  // Rank 0 decides when to stop (--count, or --until) and says so with the kind
+  // of its last ping; rank 1's receives accept either kind.
   if (env.rank == 0) {
     env.recv("ready");
-    for (uint32_t seq = 0; seq < n; ++seq) {
+    uint32_t seq = 0;
+    for (;; ++seq) {
+      const bool last = seq + 1 >= n || (busy && stop_file_exists(env.opt, seq + 1));
       OpCtx* r = ops.recv(rbuf[0], kPong, seq);
-      OpCtx* s = ops.send(sbuf, kPing, seq);
+      OpCtx* s = ops.send(sbuf, last ? kLastPing : kPing, seq);
+      if (busy && seq == kTouchAt && env.opt.touch_mb) touch_fresh(env.opt.touch_mb);
       env.wait_done(s);
       env.wait_done(r);
-      ops.verify(rbuf[0], r);
+      ops.verify(rbuf[0], r, kPong);
+      if (last) break;
     }
+    env.stats.note("round trips: " + std::to_string(seq + 1));
   } else {
-    OpCtx* r = ops.recv(rbuf[0], kPing, 0);
+    OpCtx* r = ops.recv(rbuf[0], kPing, 0, true);
     env.send("ready");
-    for (uint32_t seq = 0; seq < n; ++seq) {
+    for (uint32_t seq = 0;; ++seq) {
       env.wait_done(r);
-      ops.verify(rbuf[seq % 2], r);
-      if (seq + 1 < n) r = ops.recv(rbuf[(seq + 1) % 2], kPing, seq + 1);
+      const uint16_t kind = ops.kind_of(rbuf[seq % 2]);
+      ops.verify(rbuf[seq % 2], r, kind);
+      if (kind != kLastPing) r = ops.recv(rbuf[(seq + 1) % 2], kPing, seq + 1, true);
       OpCtx* s = ops.send(sbuf, kPong, seq);
       env.wait_done(s);
+      if (kind == kLastPing) break;
     }
   }
   env.sync("fin");
 }
+
+}  // namespace
+
+void run_pingpong(Env& env) { round_trips(env, false); }
+void run_stream(Env& env) { round_trips(env, true); }
 
 }  // namespace ftapp

@@ -1,0 +1,288 @@
+/* The kernel side's record layouts and event kinds: the one home shared by every
+ * BPF program (bpf/NAME.bpf.c), the collector (`fabtrace record`), the kernel log's
+ * writer and readers (common/kernel_log.*) and the report.
+ *
+ * A record is what a BPF program puts in the ring buffer, and it is stored in the
+ * kernel log byte for byte: the header's `size` says how long it is, `kind` what
+ * follows. Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns(), the clock
+ * the preload's stall and slow-op probes convert their times to). Every struct is
+ * a multiple of 8 bytes with naturally aligned fields, so the layout is the same
+ * for the BPF target and for x86_64/aarch64 user space; the static asserts at the
+ * bottom hold it there. Changing a layout means bumping FT_RECORD_VERSION.
+ *
+ * C, not C++: clang -target bpf compiles it too. The BPF side gets the __u*
+ * types from vmlinux.h, user space from <linux/types.h>. */
+#ifndef FABTRACE_BPF_EVENTS_H
+#define FABTRACE_BPF_EVENTS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define FT_RECORD_VERSION 1
+
+#define FT_COMM_LEN 16 /* TASK_COMM_LEN */
+#define FT_NAME_LEN 32 /* IRQ action names ("cxi0_comp3", "virtio0-input.0") */
+#define FT_ADDR_LEN 48 /* NIC address strings carried by the op probes */
+#define FT_RANK_LEN 16 /* rank token of a preloaded process */
+#define FT_TOP_TASKS 3 /* tasks named in a stall/slow-op breakdown */
+
+/* Per-thread history kept in the kernel so that a stall or slow-op probe can
+ * break down a window that started before anything told the kernel about it. */
+#define FT_OFF_HIST 64   /* off-CPU intervals */
+#define FT_IRQ_HIST 64   /* IRQ/softirq intervals taken while the thread ran */
+#define FT_FAULT_HIST 64 /* page-fault buckets (one per FT_FAULT_BUCKET_NS of faulting) */
+#define FT_FAULT_BUCKET_NS 4000000ULL /* 64 buckets cover 256 ms of non-stop faulting */
+#define FT_RUN_LOG 256 /* per CPU: the last tasks that ran (who held a waiting thread's CPU) */
+#define FT_RUNNERS 2   /* runners kept per off-CPU interval */
+
+enum ft_kind {
+  FT_EV_OFFCPU = 1,    /* a traced thread was off its CPU: why, for how long, who ran */
+  FT_EV_IRQ = 2,       /* a hard IRQ handled while a traced thread was on the CPU */
+  FT_EV_SOFTIRQ = 3,   /* a softirq run while a traced thread was on the CPU */
+  FT_EV_FAULTS = 4,    /* page faults of a traced thread, summarized */
+  FT_EV_RETRANS = 5,   /* tcp_retransmit_skb */
+  FT_EV_DROP = 6,      /* skb:kfree_skb with its drop reason */
+  FT_EV_WORK = 7,      /* a cxi driver work item (workqueue_execute_start/end) */
+  FT_EV_CXI_ERR = 8,   /* cass:cass_err */
+  FT_EV_THREAD = 9,    /* a preloaded thread's first fabric activity (USDT) */
+  FT_EV_STALL = 10,    /* a CQ poll gap above the threshold, with its kernel breakdown */
+  FT_EV_SLOW_OP = 11,  /* an op above the latency threshold, with its kernel breakdown */
+  FT_EV_OP_ERROR = 12, /* an op completed in error */
+  FT_EV_POLL = 13,     /* one CQ poll (opt-in, --polls) */
+  FT_EV_EXIT = 14,     /* a traced thread exited */
+  FT_EV_KINDS = 15     /* one past the last kind: sizes the counter arrays */
+};
+
+struct ft_hdr {
+  __u64 ts;   /* CLOCK_MONOTONIC ns: when the event ended (or happened) */
+  __u16 kind; /* enum ft_kind */
+  __u16 size; /* bytes of the whole record, header included */
+  __u32 cpu;
+  __u32 pid; /* tgid of the task the event belongs to (0: none, e.g. softirq context) */
+  __u32 tid;
+};
+
+/* Why a thread was off CPU. */
+enum ft_off_kind {
+  FT_OFF_PREEMPTED = 1, /* still runnable: another task took the CPU */
+  FT_OFF_SLEEP = 2,     /* interruptible sleep (futex, nanosleep, poll, ...: see syscall) */
+  FT_OFF_DISK = 3,      /* uninterruptible sleep (I/O, page-in, mutexes in the kernel) */
+  FT_OFF_STOPPED = 4,   /* stopped (SIGSTOP, job control) or traced (ptrace) */
+  FT_OFF_OTHER = 5      /* dead, parked, idle states */
+};
+
+/* FT_EV_OFFCPU; h.ts = switch-in, h.cpu = CPU it came back on. */
+struct ft_offcpu {
+  struct ft_hdr h;
+  __u64 start;      /* switch-out */
+  __u64 wake;       /* sched_wakeup seen while off CPU (0: none; preempted threads never sleep) */
+  __s32 syscall;    /* syscall the thread blocked in (-1: none, e.g. a page fault) */
+  __u32 prev_state; /* the raw task state at switch-out */
+  __u32 cpu_out;    /* CPU it left */
+  __u8 off_kind;    /* enum ft_off_kind */
+  __u8 pad[3];
+  __u32 out_pid; /* the task that took the CPU at switch-out (tid) */
+  __u32 in_pid;  /* the task that gave the CPU back at switch-in (tid) */
+  char out_comm[FT_COMM_LEN];
+  char in_comm[FT_COMM_LEN];
+  /* The task that ran longest on the CPU it came back on while it was runnable
+   * and waiting (from switch-out if preempted, else from its wakeup): who really
+   * held the CPU, which may not be the task that took it first. */
+  __u64 ran_ns;
+  __u32 ran_pid;
+  __u32 pad2;
+  char ran_comm[FT_COMM_LEN];
+};
+
+/* FT_EV_IRQ / FT_EV_SOFTIRQ; h.ts = handler exit, h.pid/tid = the traced thread it interrupted. */
+struct ft_irq {
+  struct ft_hdr h;
+  __u64 start;
+  __u32 irq;              /* IRQ number, or softirq vector */
+  __s32 ret;              /* irqreturn_t (hard IRQs) */
+  char name[FT_NAME_LEN]; /* action name (hard IRQs); empty for softirqs */
+};
+
+/* FT_EV_FAULTS: page faults of one thread since its previous summary. Emitted
+ * when the thread leaves the CPU, exits, or after FT_FAULTS_PER_SUMMARY faults. */
+#define FT_FAULTS_PER_SUMMARY 4096
+struct ft_faults {
+  struct ft_hdr h; /* ts = the last fault */
+  __u64 first;     /* the first fault of this summary */
+  __u64 count;
+  __u64 last_addr;
+  __u64 total; /* the thread's faults since it was first seen */
+};
+
+/* A traced process (value of the `traced` map, key: tgid). The collector adds the
+ * processes it finds in /proc; the preload's thread_start probe adds its own. */
+#define FT_PROC_PRELOAD 1u /* runs the preload (its probes fire) */
+#define FT_PROC_SCANNED 2u /* found by the collector (libfabric or the preload mapped) */
+struct ft_proc {
+  __u32 flags;
+  __u32 pad;
+  __u64 since; /* CLOCK_MONOTONIC ns when it became traced */
+};
+
+/* A connection as the kernel's socket sees it (local first). The key of the
+ * traced-sockets map, which the collector also fills from /proc for connections
+ * that existed before the session. Unused bytes are zero. */
+struct ft_tuple {
+  __u8 saddr[16]; /* IPv4 in the first 4 bytes (family says which) */
+  __u8 daddr[16];
+  __u16 sport; /* host order */
+  __u16 dport;
+  __u16 family; /* AF_INET / AF_INET6 */
+  __u16 pad;
+};
+
+/* FT_EV_RETRANS / FT_EV_DROP: one segment, with its connection's 4-tuple. */
+struct ft_net {
+  struct ft_hdr h;
+  struct ft_tuple t;
+  __u8 state;    /* TCP state of the socket */
+  __u8 protocol; /* IPPROTO_TCP / IPPROTO_UDP, 0 unknown */
+  __u16 pad;
+  __u32 reason;    /* enum skb_drop_reason (drops); err (retransmits) */
+  __u32 owner_pid; /* tgid of the traced process owning the socket, 0: not known traced */
+  __u32 pad2;
+};
+
+/* FT_EV_WORK: h.ts = end. */
+struct ft_work {
+  struct ft_hdr h;
+  __u64 start;
+  __u64 func; /* the work function's address (resolved through /proc/kallsyms) */
+};
+
+/* FT_EV_CXI_ERR: the cass_err tracepoint's scalar arguments. */
+struct ft_cxi_err {
+  struct ft_hdr h;
+  __u32 csr_flag;
+  __u32 bit;
+  __u64 sec;
+  __u64 nsec;
+};
+
+/* FT_EV_THREAD: the preload's thread_start probe. */
+struct ft_thread {
+  struct ft_hdr h;
+  char comm[FT_COMM_LEN];
+  char rank[FT_RANK_LEN];
+};
+
+/* What a thread went through inside a window [start, end], worked out in the
+ * kernel at the probe that closes the window. on_cpu + runnable + the blocked
+ * kinds + stopped = end - start (up to the history's reach: see flags). */
+#define FT_WIN_PARTIAL_OFF 1u    /* off-CPU history did not reach back to `start` */
+#define FT_WIN_PARTIAL_IRQ 2u    /* IRQ history did not reach back to `start` */
+#define FT_WIN_PARTIAL_FAULT 4u  /* fault history did not reach back to `start` */
+#define FT_WIN_UNKNOWN_THREAD 8u /* the kernel had no state for the thread */
+struct ft_task_time {
+  __u32 pid; /* tid of a task that ran instead */
+  __u32 pad;
+  __u64 ns;
+  char comm[FT_COMM_LEN];
+};
+struct ft_window {
+  __u64 start, end; /* the window (from the preload's clock, converted) */
+  __u64 on_cpu_ns;
+  __u64 runnable_ns; /* runnable, waiting for a CPU */
+  __u64 sleep_ns;    /* interruptible sleep outside futex/nanosleep */
+  __u64 futex_ns;
+  __u64 nanosleep_ns;
+  __u64 disk_ns; /* uninterruptible sleep */
+  __u64 stopped_ns;
+  __u64 other_ns;
+  __u64 irq_ns; /* hard IRQs on its CPU while it ran */
+  __u64 softirq_ns;
+  __u32 faults;
+  __u32 offcpu_count; /* off-CPU intervals overlapping the window */
+  __u32 migrations;
+  __u32 flags;                           /* FT_WIN_* */
+  struct ft_task_time top[FT_TOP_TASKS]; /* who ran instead, longest first */
+};
+
+/* FT_EV_STALL: fired by the thread whose poll ended the gap. */
+struct ft_stall {
+  struct ft_hdr h;
+  __u64 cq; /* the CQ's index in the rank's report (CQ#n) */
+  struct ft_window w;
+};
+
+/* FT_EV_SLOW_OP / FT_EV_OP_ERROR: fired by the thread that polled the completion. */
+struct ft_op {
+  struct ft_hdr h;
+  __u64 bytes;
+  __u32 op;  /* OpKind (common/op_kinds.h) */
+  __s32 err; /* FT_EV_OP_ERROR: the provider's error (positive FI_E*) */
+  char local[FT_ADDR_LEN];
+  char remote[FT_ADDR_LEN];
+  struct ft_window w;
+};
+
+/* FT_EV_POLL: one poll (fi_cq_read/readfrom/sread...) timed by BPF at the preload's
+ * poll entry and exit probes. h.ts = exit. */
+struct ft_poll {
+  struct ft_hdr h;
+  __u64 enter;
+  __u64 cq;
+  __s64 ret; /* entries returned, or -errno */
+};
+
+/* FT_EV_EXIT */
+struct ft_exit {
+  struct ft_hdr h;
+  char comm[FT_COMM_LEN];
+  __u64 faults_total;
+};
+
+/* Counters the collector reads from the `counters` map (per CPU, summed): for
+ * kind k, [k] records emitted and [FT_EV_KINDS + k] records lost because the
+ * ring buffer was full; then the slots below. */
+enum ft_counter {
+  FT_CNT_UNTRACED_RETRANS = 2 * FT_EV_KINDS, /* retransmits on sockets not traced */
+  FT_CNT_UNTRACED_DROP,                      /* drops on sockets not traced */
+  FT_CNT_THREADS_FULL,                       /* a traced thread found the thread table full */
+  FT_CNT_IN_WITHOUT_OUT,                     /* a known thread came back, never seen leaving */
+  /* A thread found running while its last off-CPU interval was still open: the
+   * kernel ran it without a sched_switch naming it (seen on these VMs after a
+   * real-time task exits). The interval is closed at the CPU's last switch. */
+  FT_CNT_IN_UNSEEN,
+  FT_COUNTERS
+};
+
+/* ---- USDT probe arguments (preload/probes.h fires them; probes.bpf.c reads them) ----
+ * provider "fabtrace":
+ *   thread_start(const char *rank)
+ *   cq_stall(u64 cq_index, u64 start_ns, u64 end_ns)
+ *   slow_op(u32 op, u64 bytes, u64 start_ns, u64 end_ns, const char *local, const char *remote)
+ *   op_error(u32 op, u64 bytes, u64 start_ns, u64 end_ns, s32 err, const char *local,
+ *            const char *remote)
+ *   poll_enter(u64 cq_index)
+ *   poll_exit(u64 cq_index, s64 ret)
+ * Times are CLOCK_MONOTONIC ns. Every probe has a semaphore; the preload does the
+ * work of preparing arguments only while a session has the probe attached. */
+#define FT_USDT_PROVIDER "fabtrace"
+
+#ifndef __VMLINUX_H__
+#ifdef __cplusplus
+#define FT_STATIC_ASSERT static_assert
+#else
+#define FT_STATIC_ASSERT _Static_assert
+#endif
+FT_STATIC_ASSERT(sizeof(struct ft_hdr) == 24, "ft_hdr layout");
+FT_STATIC_ASSERT(sizeof(struct ft_offcpu) % 8 == 0, "ft_offcpu layout");
+FT_STATIC_ASSERT(sizeof(struct ft_irq) % 8 == 0, "ft_irq layout");
+FT_STATIC_ASSERT(sizeof(struct ft_tuple) == 40, "ft_tuple layout");
+FT_STATIC_ASSERT(sizeof(struct ft_proc) == 16, "ft_proc layout");
+FT_STATIC_ASSERT(sizeof(struct ft_net) % 8 == 0, "ft_net layout");
+FT_STATIC_ASSERT(sizeof(struct ft_window) % 8 == 0, "ft_window layout");
+FT_STATIC_ASSERT(sizeof(struct ft_stall) % 8 == 0, "ft_stall layout");
+FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
+FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
+FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
+#endif
+
+#endif /* FABTRACE_BPF_EVENTS_H */

@@ -1,0 +1,79 @@
+/* Interrupts: hard IRQs and softirqs handled on a CPU while a traced thread was
+ * the one running there: time taken from that thread, by IRQ name (cxi's
+ * completion and error vectors are told apart by the collector from the name). */
+#include "fabtrace_common.bpf.h"
+
+/* Per CPU: the handler running now (hard IRQs do not nest on Linux; a softirq may
+ * be interrupted by a hard IRQ, hence two slots). */
+struct irq_open {
+  __u64 start;
+  __u32 tgid, tid;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2); /* 0: hard IRQ, 1: softirq */
+  __type(key, __u32);
+  __type(value, struct irq_open);
+} irq_open SEC(".maps");
+
+static __always_inline void enter(__u32 slot) {
+  const __u32 tgid = ft_cur_tgid();
+  struct irq_open* o = bpf_map_lookup_elem(&irq_open, &slot);
+  if (!o) return;
+  if (!ft_is_traced(tgid)) {
+    o->start = 0;
+    return;
+  }
+  o->start = bpf_ktime_get_ns();
+  o->tgid = tgid;
+  o->tid = ft_cur_tid();
+}
+
+static __always_inline void leave(__u32 slot, __u32 irq, __s32 ret, struct irqaction* action) {
+  struct irq_open* o = bpf_map_lookup_elem(&irq_open, &slot);
+  if (!o || !o->start) return;
+  const __u64 now = bpf_ktime_get_ns();
+  const __u64 start = o->start;
+  o->start = 0;
+  struct ft_thread_state* st = ft_thread_get(o->tid, now);
+  if (st) {
+    __u64 n = st->irq_n;
+    struct ft_irq_slot* s = &st->irq[n & (FT_IRQ_HIST - 1)];
+    s->start = start;
+    s->end = now;
+    s->soft = (__u8)slot;
+    st->irq_n = n + 1;
+  }
+  struct ft_irq* r = ft_reserve(sizeof(*r), slot ? FT_EV_SOFTIRQ : FT_EV_IRQ, now, o->tgid, o->tid);
+  if (!r) return;
+  r->start = start;
+  r->irq = irq;
+  r->ret = ret;
+  r->name[0] = 0;
+  if (action) bpf_probe_read_kernel_str(r->name, sizeof(r->name), BPF_CORE_READ(action, name));
+  ft_submit(r);
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(ft_irq_entry, int irq, struct irqaction* action) {
+  enter(0);
+  return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(ft_irq_exit, int irq, struct irqaction* action, int ret) {
+  leave(0, (__u32)irq, ret, action);
+  return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(ft_softirq_entry, unsigned int vec) {
+  enter(1);
+  return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(ft_softirq_exit, unsigned int vec) {
+  leave(1, vec, 0, 0);
+  return 0;
+}

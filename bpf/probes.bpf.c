@@ -1,0 +1,301 @@
+/* The preload's USDT probes (preload/probes.h): a thread's first fabric activity
+ * registers its process as traced; a CQ poll gap or an op above its threshold
+ * gets, in the kernel and at the moment it is reported, the breakdown of what
+ * the reporting thread went through inside that window (from the history the
+ * scheduler, IRQ and fault programs keep per thread); an op completed in error
+ * gets the same. Opt-in: every poll, timed at the preload's poll entry and exit.
+ *
+ * Attached per library file (all processes that map libfabtrace.so), so
+ * processes started after the session are covered without a scan. */
+#include "fabtrace_common.bpf.h"
+
+#include <bpf/usdt.bpf.h>
+
+/* x86_64 and arm64 syscall numbers the breakdown names. */
+#if defined(__TARGET_ARCH_arm64)
+#define FT_NR_FUTEX 98
+#define FT_NR_FUTEX_WAITV 449
+#define FT_NR_NANOSLEEP 101
+#define FT_NR_CLOCK_NANOSLEEP 115
+#else
+#define FT_NR_FUTEX 202
+#define FT_NR_FUTEX_WAITV 449
+#define FT_NR_NANOSLEEP 35
+#define FT_NR_CLOCK_NANOSLEEP 230
+#endif
+
+/* Scratch records (too large for the BPF stack), one per CPU. */
+union scratch {
+  struct ft_stall stall;
+  struct ft_op op;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, union scratch);
+} scratch SEC(".maps");
+
+/* Poll entry times by thread (--polls). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FT_MAX_THREADS);
+  __type(key, __u32);
+  __type(value, __u64);
+} poll_enter_ts SEC(".maps");
+
+static __always_inline __u64 overlap(__u64 a, __u64 b, __u64 s, __u64 e) {
+  if (a < s) a = s;
+  if (b > e) b = e;
+  return b > a ? b - a : 0;
+}
+
+static __always_inline void top_add(struct ft_window* w, __u32 pid, const char* comm, __u64 ns) {
+  if (!ns || !pid) return;
+  int free = -1, least = 0;
+  for (int i = 0; i < FT_TOP_TASKS; i++) {
+    if (w->top[i].pid == pid) {
+      w->top[i].ns += ns;
+      return;
+    }
+    if (!w->top[i].pid && free < 0) free = i;
+    if (w->top[i].ns < w->top[least].ns) least = i;
+  }
+  int slot = free >= 0 ? free : least;
+  if (free < 0 && w->top[least].ns >= ns) return; /* keeps the longest three */
+  if (slot < 0 || slot >= FT_TOP_TASKS) return;
+  w->top[slot].pid = pid;
+  w->top[slot].ns = ns;
+  __builtin_memcpy(w->top[slot].comm, comm, FT_COMM_LEN);
+}
+
+static __always_inline void top_sort(struct ft_window* w) {
+  for (int i = 0; i < FT_TOP_TASKS - 1; i++)
+    for (int j = 0; j < FT_TOP_TASKS - 1 - i; j++)
+      if (w->top[j].ns < w->top[j + 1].ns) {
+        struct ft_task_time t = w->top[j];
+        w->top[j] = w->top[j + 1];
+        w->top[j + 1] = t;
+      }
+}
+
+static __always_inline void blocked_add(struct ft_window* w, __u8 kind, __s32 sc, __u64 ns) {
+  switch (kind) {
+    case FT_OFF_STOPPED:
+      w->stopped_ns += ns;
+      break;
+    case FT_OFF_DISK:
+      w->disk_ns += ns;
+      break;
+    case FT_OFF_SLEEP:
+      if (sc == FT_NR_FUTEX || sc == FT_NR_FUTEX_WAITV)
+        w->futex_ns += ns;
+      else if (sc == FT_NR_NANOSLEEP || sc == FT_NR_CLOCK_NANOSLEEP)
+        w->nanosleep_ns += ns;
+      else
+        w->sleep_ns += ns;
+      break;
+    default:
+      w->other_ns += ns;
+  }
+}
+
+/* What thread `tid` of process `tgid` went through inside [w->start, w->end]. */
+static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) {
+  const __u64 s = w->start, e = w->end;
+  struct ft_proc* p = ft_proc_of(tgid);
+  if (!p || p->since > s)
+    w->flags |= FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ | FT_WIN_PARTIAL_FAULT;
+  struct ft_thread_state* st = ft_thread(tid);
+  __u64 off = 0;
+  if (!st) {
+    /* No event since the process became traced: it ran all along. */
+    if (!p) w->flags |= FT_WIN_UNKNOWN_THREAD;
+    w->on_cpu_ns = e > s ? e - s : 0;
+    return;
+  }
+
+  /* Running now: an interval still open ended unseen (see ft_repair_unseen_in). */
+  ft_repair_unseen_in(st, tgid, tid, 0);
+
+  const __u64 n = st->off_n;
+  bool reached = false;
+  for (int i = 0; i < FT_OFF_HIST; i++) {
+    if ((__u64)i >= n) {
+      reached = true;
+      break;
+    }
+    struct ft_off_slot* o = &st->off[(n - 1 - i) & (FT_OFF_HIST - 1)];
+    if (o->end <= s) {
+      reached = true;
+      break;
+    }
+    if (o->start >= e) continue;
+    w->offcpu_count++;
+    if (o->cpu_out != o->cpu_in) w->migrations++;
+    const bool woke = o->kind != FT_OFF_PREEMPTED && o->wake && o->wake < o->end;
+    if (o->kind != FT_OFF_PREEMPTED) {
+      const __u64 b = overlap(o->start, woke ? o->wake : o->end, s, e);
+      blocked_add(w, o->kind, o->syscall, b);
+      off += b;
+    }
+    if (o->kind == FT_OFF_PREEMPTED || woke) {
+      const __u64 ready = o->kind == FT_OFF_PREEMPTED ? o->start : o->wake;
+      const __u64 r = overlap(ready, o->end, s, e);
+      w->runnable_ns += r;
+      off += r;
+      /* The runners' time, scaled to the part inside the window. */
+      const __u64 whole = o->end - ready;
+      for (int k = 0; k < FT_RUNNERS; k++) {
+        const __u64 ns = whole && r < whole ? o->run[k].ns * r / whole : o->run[k].ns;
+        top_add(w, o->run[k].pid, o->run[k].comm, ns);
+      }
+    }
+  }
+  if (!reached) w->flags |= FT_WIN_PARTIAL_OFF;
+  const __u64 len = e > s ? e - s : 0;
+  w->on_cpu_ns = len > off ? len - off : 0;
+  top_sort(w);
+
+  const __u64 ni = st->irq_n;
+  reached = false;
+  for (int i = 0; i < FT_IRQ_HIST; i++) {
+    if ((__u64)i >= ni) {
+      reached = true;
+      break;
+    }
+    struct ft_irq_slot* q = &st->irq[(ni - 1 - i) & (FT_IRQ_HIST - 1)];
+    if (q->end <= s) {
+      reached = true;
+      break;
+    }
+    const __u64 t = overlap(q->start, q->end, s, e);
+    if (q->soft)
+      w->softirq_ns += t;
+    else
+      w->irq_ns += t;
+  }
+  if (!reached) w->flags |= FT_WIN_PARTIAL_IRQ;
+
+  const __u64 nf = st->flt_n;
+  reached = false;
+  for (int i = 0; i < FT_FAULT_HIST; i++) {
+    if ((__u64)i >= nf) {
+      reached = true;
+      break;
+    }
+    struct ft_fault_slot* f = &st->flt[(nf - 1 - i) & (FT_FAULT_HIST - 1)];
+    if (f->last < s) {
+      reached = true;
+      break;
+    }
+    if (f->start <= e) w->faults += (__u32)f->count;
+  }
+  if (!reached) w->flags |= FT_WIN_PARTIAL_FAULT;
+}
+
+static __always_inline union scratch* scratch_get(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+SEC("usdt")
+int BPF_USDT(ft_thread_start, const char* rank) {
+  const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
+  if (!tgid || tgid == ft_self_tgid) return 0;
+  const __u64 now = bpf_ktime_get_ns();
+  struct ft_proc* p = bpf_map_lookup_elem(&traced, &tgid);
+  if (p) {
+    p->flags |= FT_PROC_PRELOAD;
+  } else {
+    struct ft_proc np = {.flags = FT_PROC_PRELOAD, .since = now};
+    bpf_map_update_elem(&traced, &tgid, &np, BPF_NOEXIST);
+  }
+  struct ft_thread* r = ft_reserve(sizeof(*r), FT_EV_THREAD, now, tgid, tid);
+  if (!r) return 0;
+  bpf_get_current_comm(r->comm, sizeof(r->comm));
+  r->rank[0] = 0;
+  if (rank) bpf_probe_read_user_str(r->rank, sizeof(r->rank), rank);
+  ft_submit(r);
+  return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(ft_cq_stall, __u64 cq, __u64 start_ns, __u64 end_ns) {
+  const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
+  if (!ft_is_traced(tgid)) return 0;
+  union scratch* sc = scratch_get();
+  if (!sc) return 0;
+  struct ft_stall* t = &sc->stall;
+  __builtin_memset(t, 0, sizeof(*t));
+  t->cq = cq;
+  t->w.start = start_ns;
+  t->w.end = end_ns;
+  analyze(&t->w, tgid, tid);
+  struct ft_stall* r = ft_reserve(sizeof(*r), FT_EV_STALL, bpf_ktime_get_ns(), tgid, tid);
+  if (!r) return 0;
+  t->h = r->h;
+  __builtin_memcpy(r, t, sizeof(*r));
+  ft_submit(r);
+  return 0;
+}
+
+static __always_inline int op_event(__u16 kind, __u32 op, __u64 bytes, __u64 start_ns, __u64 end_ns,
+                                    __s32 err, const char* local, const char* remote) {
+  const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
+  if (!ft_is_traced(tgid)) return 0;
+  union scratch* sc = scratch_get();
+  if (!sc) return 0;
+  struct ft_op* t = &sc->op;
+  __builtin_memset(t, 0, sizeof(*t));
+  t->op = op;
+  t->bytes = bytes;
+  t->err = err;
+  if (local) bpf_probe_read_user_str(t->local, sizeof(t->local), local);
+  if (remote) bpf_probe_read_user_str(t->remote, sizeof(t->remote), remote);
+  t->w.start = start_ns;
+  t->w.end = end_ns;
+  analyze(&t->w, tgid, tid);
+  struct ft_op* r = ft_reserve(sizeof(*r), kind, bpf_ktime_get_ns(), tgid, tid);
+  if (!r) return 0;
+  t->h = r->h;
+  __builtin_memcpy(r, t, sizeof(*r));
+  ft_submit(r);
+  return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(ft_slow_op, __u32 op, __u64 bytes, __u64 start_ns, __u64 end_ns, const char* local,
+             const char* remote) {
+  return op_event(FT_EV_SLOW_OP, op, bytes, start_ns, end_ns, 0, local, remote);
+}
+
+SEC("usdt")
+int BPF_USDT(ft_op_error, __u32 op, __u64 bytes, __u64 start_ns, __u64 end_ns, __s32 err,
+             const char* local, const char* remote) {
+  return op_event(FT_EV_OP_ERROR, op, bytes, start_ns, end_ns, err, local, remote);
+}
+
+SEC("usdt")
+int BPF_USDT(ft_poll_enter, __u64 cq) {
+  const __u32 tid = ft_cur_tid();
+  const __u64 now = bpf_ktime_get_ns();
+  bpf_map_update_elem(&poll_enter_ts, &tid, &now, BPF_ANY);
+  return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(ft_poll_exit, __u64 cq, __s64 ret) {
+  const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
+  __u64* enter = bpf_map_lookup_elem(&poll_enter_ts, &tid);
+  if (!enter) return 0;
+  const __u64 start = *enter;
+  bpf_map_delete_elem(&poll_enter_ts, &tid);
+  struct ft_poll* r = ft_reserve(sizeof(*r), FT_EV_POLL, bpf_ktime_get_ns(), tgid, tid);
+  if (!r) return 0;
+  r->enter = start;
+  r->cq = cq;
+  r->ret = ret;
+  ft_submit(r);
+  return 0;
+}

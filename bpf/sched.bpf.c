@@ -1,0 +1,158 @@
+/* Scheduler: every off-CPU interval of a traced thread, with how it began
+ * (preempted while runnable, asleep and in which syscall, in uninterruptible
+ * sleep, stopped), who took the CPU, when it was woken, who gave the CPU back and
+ * on which CPU it came back. The same intervals go into the thread's history for
+ * the stall/slow-op breakdowns (probes.bpf.c). */
+#include "fabtrace_common.bpf.h"
+
+/* Task states (include/linux/sched.h); stable ABI of the sched_switch tracepoint. */
+#define FT_TASK_RUNNING 0x0000
+#define FT_TASK_INTERRUPTIBLE 0x0001
+#define FT_TASK_UNINTERRUPTIBLE 0x0002
+#define FT_TASK_STOPPED 0x0004
+#define FT_TASK_TRACED 0x0008
+
+const volatile __u64 ft_min_offcpu_ns = 0; /* shorter intervals go to the history only */
+
+/* Logs the switch in this CPU's run log; returns the time of the CPU's previous
+ * switch (when `prev` got the CPU). */
+static __always_inline __u64 log_switch(struct ft_run_log* rl, struct task_struct* prev,
+                                        __u64 now) {
+  if (!rl) return 0;
+  const __u64 since = rl->last_switch;
+  if (since) {
+    struct ft_run_entry* e = &rl->e[rl->n & (FT_RUN_LOG - 1)];
+    e->start = since;
+    e->end = now;
+    e->pid = BPF_CORE_READ(prev, pid);
+    bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), prev->comm);
+    rl->n++;
+  }
+  rl->last_switch = now;
+  return since;
+}
+
+static __always_inline __s32 blocked_syscall(struct task_struct* t) {
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
+  if (!regs) return -1;
+#if defined(__TARGET_ARCH_x86)
+  return (__s32)BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+  return (__s32)BPF_CORE_READ(regs, syscallno);
+#else
+  return -1;
+#endif
+}
+
+static __always_inline __u32 off_kind_of(bool preempt, unsigned int state) {
+  if (preempt || state == FT_TASK_RUNNING) return FT_OFF_PREEMPTED;
+  if (state & (FT_TASK_STOPPED | FT_TASK_TRACED)) return FT_OFF_STOPPED;
+  if (state & FT_TASK_UNINTERRUPTIBLE) return FT_OFF_DISK;
+  if (state & FT_TASK_INTERRUPTIBLE) return FT_OFF_SLEEP;
+  return FT_OFF_OTHER;
+}
+
+static __always_inline void switch_out(struct task_struct* prev, struct task_struct* next,
+                                       bool preempt, unsigned int state, __u64 now,
+                                       struct ft_run_log* rl, __u64 prev_since) {
+  const __u32 tgid = BPF_CORE_READ(prev, tgid);
+  if (!ft_is_traced(tgid)) return;
+  const __u32 tid = BPF_CORE_READ(prev, pid);
+  struct ft_thread_state* st = ft_thread_get(tid, now);
+  if (!st) return;
+  if (st->off_start) {
+    /* Leaving a CPU it was never seen getting: it got it at this CPU's previous
+     * switch (see ft_repair_unseen_in). */
+    ft_count(FT_CNT_IN_UNSEEN);
+    ft_close_off(st, tgid, tid, prev_since > st->off_start ? prev_since : st->off_start,
+                 bpf_get_smp_processor_id(), 0, 0, rl, ft_min_offcpu_ns);
+  }
+  st->off_start = now;
+  st->wake = 0;
+  st->off_kind = off_kind_of(preempt, state);
+  st->off_state = state;
+  st->off_syscall = st->off_kind == FT_OFF_PREEMPTED ? -1 : blocked_syscall(prev);
+  st->off_cpu = bpf_get_smp_processor_id();
+  st->out_pid = BPF_CORE_READ(next, pid);
+  bpf_probe_read_kernel_str(st->out_comm, sizeof(st->out_comm), next->comm);
+  ft_flush_faults(st, tgid, tid);
+}
+
+static __always_inline void switch_in(struct task_struct* prev, struct task_struct* next, __u64 now,
+                                      struct ft_run_log* rl) {
+  const __u32 tgid = BPF_CORE_READ(next, tgid);
+  if (!ft_is_traced(tgid)) return;
+  const __u32 tid = BPF_CORE_READ(next, pid);
+  struct ft_thread_state* st = ft_thread_get(tid, now);
+  if (!st) return;
+  const __u32 cpu = bpf_get_smp_processor_id();
+  const bool new_thread = st->first_seen == now;
+  if (!new_thread && st->last_cpu != cpu) st->migrations++;
+  st->last_cpu = cpu;
+  if (!st->off_start) {
+    if (!new_thread) {
+      ft_count(FT_CNT_IN_WITHOUT_OUT);
+      return;
+    }
+    /* First seen coming back: it was off CPU since it became traced at the
+     * latest, for a reason nobody saw. The history says so ("other"), so that a
+     * breakdown does not count that time as on CPU. */
+    struct ft_proc* p = ft_proc_of(tgid);
+    if (!p || !p->since || p->since >= now) return;
+    st->off_start = p->since;
+    st->wake = 0;
+    st->off_kind = FT_OFF_OTHER;
+    st->off_syscall = -1;
+    st->off_state = 0;
+    st->off_cpu = cpu;
+    st->out_pid = 0;
+    st->out_comm[0] = 0;
+  }
+  ft_close_off(st, tgid, tid, now, cpu, BPF_CORE_READ(prev, pid), prev->comm, rl, ft_min_offcpu_ns);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ft_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
+             unsigned int prev_state) {
+  const __u64 now = bpf_ktime_get_ns();
+  struct ft_run_log* rl = ft_run_log_here();
+  const __u64 prev_since = log_switch(rl, prev, now);
+  switch_out(prev, next, preempt, prev_state, now, rl, prev_since);
+  switch_in(prev, next, now, rl);
+  return 0;
+}
+
+static __always_inline void woken(struct task_struct* p) {
+  if (!ft_is_traced(BPF_CORE_READ(p, tgid))) return;
+  struct ft_thread_state* st = ft_thread(BPF_CORE_READ(p, pid));
+  if (st && st->off_start && !st->wake) st->wake = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(ft_sched_wakeup, struct task_struct* p) {
+  woken(p);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ft_sched_exit, struct task_struct* p, bool group_dead) {
+  const __u32 tgid = BPF_CORE_READ(p, tgid);
+  if (!ft_is_traced(tgid)) return 0;
+  const __u32 tid = BPF_CORE_READ(p, pid);
+  const __u64 now = bpf_ktime_get_ns();
+  struct ft_thread_state* st = ft_thread(tid);
+  __u64 faults = 0;
+  if (st) {
+    ft_flush_faults(st, tgid, tid);
+    faults = st->flt_total;
+  }
+  struct ft_exit* r = ft_reserve(sizeof(*r), FT_EV_EXIT, now, tgid, tid);
+  if (r) {
+    bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), p->comm);
+    r->faults_total = faults;
+    ft_submit(r);
+  }
+  bpf_map_delete_elem(&threads, &tid);
+  if (group_dead) bpf_map_delete_elem(&traced, &tgid);
+  return 0;
+}

@@ -1,0 +1,130 @@
+#include "common/kernel_explain.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace fabtrace {
+
+namespace {
+
+std::string ms(uint64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%.1f", static_cast<double>(ns) / 1e6);
+  return b;
+}
+
+std::string task(const ft_task_time& t) {
+  char comm[FT_COMM_LEN + 1] = {};
+  for (int i = 0; i < FT_COMM_LEN && t.comm[i]; ++i)
+    comm[i] = (t.comm[i] >= 0x20 && t.comm[i] < 0x7f) ? t.comm[i] : '?';
+  return std::string(comm[0] ? comm : "?") + "[" + std::to_string(t.pid) + "]";
+}
+
+}  // namespace
+
+std::string human_ns(uint64_t ns) {
+  char b[32];
+  if (ns >= 1000000000ULL)
+    std::snprintf(b, sizeof(b), "%.3f s", static_cast<double>(ns) / 1e9);
+  else if (ns >= 1000000)
+    std::snprintf(b, sizeof(b), "%.3f ms", static_cast<double>(ns) / 1e6);
+  else if (ns >= 1000)
+    std::snprintf(b, sizeof(b), "%.1f us", static_cast<double>(ns) / 1e3);
+  else
+    std::snprintf(b, sizeof(b), "%llu ns", static_cast<unsigned long long>(ns));
+  return b;
+}
+
+std::vector<WindowPart> window_parts(const ft_window& w) {
+  return {{"on-cpu", w.on_cpu_ns},   {"runnable", w.runnable_ns},   {"futex", w.futex_ns},
+          {"sleep", w.sleep_ns},     {"nanosleep", w.nanosleep_ns}, {"disk", w.disk_ns},
+          {"stopped", w.stopped_ns}, {"other", w.other_ns},         {"irq", w.irq_ns},
+          {"softirq", w.softirq_ns}};
+}
+
+std::string window_verdict(const ft_window& w) {
+  const uint64_t len = w.end > w.start ? w.end - w.start : 0;
+  struct Cause {
+    uint64_t ns;
+    std::string text;
+  };
+  std::vector<Cause> causes = {
+      {w.runnable_ns,
+       w.top[0].pid ? "preempted by " + task(w.top[0]) : "runnable, waiting for a CPU"},
+      {w.stopped_ns, "stopped (SIGSTOP or a debugger)"},
+      {w.futex_ns, "blocked in futex"},
+      {w.nanosleep_ns, "sleeping (nanosleep)"},
+      {w.sleep_ns, "blocked in a sleeping syscall"},
+      {w.disk_ns, "in uninterruptible sleep (I/O or page-in)"},
+      {w.other_ns, "off CPU (cause not seen)"},
+  };
+  // On-CPU time net of the IRQs taken on it.
+  const uint64_t irqs = w.irq_ns + w.softirq_ns;
+  const uint64_t run = w.on_cpu_ns > irqs ? w.on_cpu_ns - irqs : 0;
+  causes.push_back({run, "on CPU"});
+  causes.push_back({irqs, "in interrupt handlers on its CPU"});
+  const auto top = std::max_element(causes.begin(), causes.end(),
+                                    [](const Cause& a, const Cause& b) { return a.ns < b.ns; });
+  std::string s = top->text + " for " + ms(top->ns) + " of " + ms(len) + " ms";
+  if (top->text == "on CPU") s += " (running, not polling)";
+  // A second cause that took a fifth of the window or more.
+  for (const Cause& c : causes)
+    if (&c != &*top && c.ns * 5 >= len && c.ns > 0) s += "; " + c.text + " " + ms(c.ns) + " ms";
+  if (w.top[1].pid && w.top[1].ns * 5 >= len)
+    s += "; also " + task(w.top[1]) + " " + ms(w.top[1].ns) + " ms";
+  if (w.faults) s += "; " + std::to_string(w.faults) + " page faults";
+  if (w.migrations) s += "; " + std::to_string(w.migrations) + " CPU migrations";
+  if (w.flags & FT_WIN_UNKNOWN_THREAD)
+    s += " (the kernel did not know this thread)";
+  else if (w.flags & (FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ | FT_WIN_PARTIAL_FAULT))
+    s += " (the kernel's history did not reach the window's start)";
+  return s;
+}
+
+std::string syscall_name(int32_t nr) {
+  if (nr < 0) return "";
+#if defined(__x86_64__)
+  static const std::map<int32_t, const char*> names = {
+      {0, "read"},           {1, "write"},
+      {7, "poll"},           {17, "pread64"},
+      {18, "pwrite64"},      {23, "select"},
+      {34, "pause"},         {35, "nanosleep"},
+      {43, "accept"},        {45, "recvfrom"},
+      {47, "recvmsg"},       {61, "wait4"},
+      {202, "futex"},        {230, "clock_nanosleep"},
+      {232, "epoll_wait"},   {270, "pselect6"},
+      {271, "ppoll"},        {281, "epoll_pwait"},
+      {288, "accept4"},      {299, "recvmmsg"},
+      {441, "epoll_pwait2"}, {449, "futex_waitv"}};
+  const auto it = names.find(nr);
+  if (it != names.end()) return it->second;
+#endif
+  return "syscall " + std::to_string(nr);
+}
+
+std::string offcpu_cause(const ft_offcpu& r) {
+  switch (r.off_kind) {
+    case FT_OFF_PREEMPTED:
+      return "preempted";
+    case FT_OFF_STOPPED:
+      return "stopped";
+    case FT_OFF_DISK:
+      return "disk";
+    case FT_OFF_SLEEP: {
+      const std::string sc = syscall_name(r.syscall);
+      if (sc == "futex" || sc == "futex_waitv") return "futex";
+      return sc.empty() ? "sleep" : "sleep:" + sc;
+    }
+    default:
+      return "other";
+  }
+}
+
+const char* softirq_name(uint32_t vec) {
+  static const char* const n[] = {"HI",       "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
+                                  "IRQ_POLL", "TASKLET", "SCHED",  "HRTIMER", "RCU"};
+  return vec < sizeof(n) / sizeof(n[0]) ? n[vec] : "?";
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,49 @@
+// What a kernel log record means, in words: the one-line verdict on a stall or
+// slow-op window ("preempted by stress-ng[4312] for 48.1 of 50.2 ms"), and the
+// labels of off-CPU causes. Shared by `fabtrace export kernel` and the report, so
+// that both say the same thing about the same record.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bpf/fabtrace_events.h"
+
+namespace fabtrace {
+
+// The parts of a window, in the order they are listed.
+struct WindowPart {
+  const char* name;  // "on-cpu", "runnable", "futex", "sleep", "nanosleep", "disk", "stopped",
+                     // "other", "irq", "softirq"
+  uint64_t ns;
+};
+// Every part of the window's breakdown (IRQ and softirq time are inside on-cpu).
+std::vector<WindowPart> window_parts(const ft_window& w);
+
+// The cause that took most of the window, with its length against the window's:
+//   "preempted by stress-ng[4312] for 48.1 of 50.2 ms"
+//   "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms"
+//   "blocked in futex for 9.8 of 10.0 ms", "in uninterruptible sleep (I/O) for ..."
+//   "on CPU for 49.9 of 50.0 ms (running, not polling)"
+// and what else stands out ("; 120 page faults", "; IRQs 3.1 ms"), and a note when
+// the kernel's history did not cover the whole window.
+std::string window_verdict(const ft_window& w);
+
+// "futex", "nanosleep", "epoll_wait", ... for the x86_64 syscall numbers a blocked
+// thread is commonly in; "syscall N" otherwise, "" for -1.
+std::string syscall_name(int32_t nr);
+
+// The cause of one off-CPU interval: "preempted", "futex", "sleep:epoll_wait",
+// "disk", "stopped", "other".
+std::string offcpu_cause(const ft_offcpu& r);
+
+// Softirq vector names (HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL, TASKLET, SCHED,
+// HRTIMER, RCU).
+const char* softirq_name(uint32_t vec);
+
+// "1.234 ms", "56.7 us", "890 ns".
+std::string human_ns(uint64_t ns);
+
+}  // namespace fabtrace

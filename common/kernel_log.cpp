@@ -1,0 +1,355 @@
+#include "common/kernel_log.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace fabtrace {
+
+namespace kernel_log {
+
+size_t record_size(uint16_t kind) {
+  switch (kind) {
+    case FT_EV_OFFCPU:
+      return sizeof(ft_offcpu);
+    case FT_EV_IRQ:
+    case FT_EV_SOFTIRQ:
+      return sizeof(ft_irq);
+    case FT_EV_FAULTS:
+      return sizeof(ft_faults);
+    case FT_EV_RETRANS:
+    case FT_EV_DROP:
+      return sizeof(ft_net);
+    case FT_EV_WORK:
+      return sizeof(ft_work);
+    case FT_EV_CXI_ERR:
+      return sizeof(ft_cxi_err);
+    case FT_EV_THREAD:
+      return sizeof(ft_thread);
+    case FT_EV_STALL:
+      return sizeof(ft_stall);
+    case FT_EV_SLOW_OP:
+    case FT_EV_OP_ERROR:
+      return sizeof(ft_op);
+    case FT_EV_POLL:
+      return sizeof(ft_poll);
+    case FT_EV_EXIT:
+      return sizeof(ft_exit);
+    default:
+      return 0;
+  }
+}
+
+std::string kind_name(uint16_t kind) {
+  static const char* const names[FT_EV_KINDS] = {
+      nullptr,   "offcpu", "irq",   "softirq", "faults",   "retransmit", "drop", "cxi_work",
+      "cxi_err", "thread", "stall", "slow_op", "op_error", "poll",       "exit"};
+  if (kind < FT_EV_KINDS && names[kind]) return names[kind];
+  return "kind" + std::to_string(kind);
+}
+
+const char* off_kind_name(uint8_t k) {
+  switch (k) {
+    case FT_OFF_PREEMPTED:
+      return "preempted";
+    case FT_OFF_SLEEP:
+      return "sleep";
+    case FT_OFF_DISK:
+      return "disk";
+    case FT_OFF_STOPPED:
+      return "stopped";
+    default:
+      return "other";
+  }
+}
+
+std::string file_name(const std::string& host, long pid) {
+  return "fabtrace_kernel." + host + ".p" + std::to_string(pid) + ".klog";
+}
+
+}  // namespace kernel_log
+
+uint64_t KernelStats::lost_total() const {
+  uint64_t n = 0;
+  for (uint64_t v : lost) n += v;
+  return n;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Parses one JSON block of a log that may come from anyone: nesting deeper than
+// a kernel log ever writes is refused before it can exhaust the stack.
+bool parse_block_json(const uint8_t* p, size_t len, json* out) {
+  constexpr int kMaxDepth = 16;
+  try {
+    *out = json::parse(
+        p, p + len,
+        [](int depth, json::parse_event_t, json&) {
+          if (depth > kMaxDepth) throw std::runtime_error("too deep");
+          return true;
+        },
+        /*allow_exceptions=*/true);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string str_of(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "";
+  std::string s = it->get<std::string>();
+  if (s.size() > kernel_log::kMaxString) s.resize(kernel_log::kMaxString);
+  return s;
+}
+
+uint64_t u64_of(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+long long_of(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<long>() : 0;
+}
+
+json stats_json(const KernelStats& s) {
+  json emitted = json::object(), lost = json::object();
+  for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
+    if (s.emitted[k]) emitted[kernel_log::kind_name(k)] = s.emitted[k];
+    if (s.lost[k]) lost[kernel_log::kind_name(k)] = s.lost[k];
+  }
+  return json{{"emitted", emitted},
+              {"lost", lost},
+              {"untraced_retransmits", s.untraced_retrans},
+              {"untraced_drops", s.untraced_drops},
+              {"threads_full", s.threads_full},
+              {"recursion_misses", s.recursion_misses},
+              {"in_without_out", s.in_without_out},
+              {"in_unseen", s.in_unseen}};
+}
+
+void stats_from(const json& j, KernelStats* s) {
+  *s = KernelStats{};
+  for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
+    const std::string n = kernel_log::kind_name(k);
+    if (j.contains("emitted") && j["emitted"].is_object())
+      s->emitted[k] = u64_of(j["emitted"], n.c_str());
+    if (j.contains("lost") && j["lost"].is_object()) s->lost[k] = u64_of(j["lost"], n.c_str());
+  }
+  s->untraced_retrans = u64_of(j, "untraced_retransmits");
+  s->untraced_drops = u64_of(j, "untraced_drops");
+  s->threads_full = u64_of(j, "threads_full");
+  s->recursion_misses = u64_of(j, "recursion_misses");
+  s->in_without_out = u64_of(j, "in_without_out");
+  s->in_unseen = u64_of(j, "in_unseen");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- writer
+
+bool KernelLogWriter::create(const std::string& path, const KernelLogMeta& m) {
+  if (!file_.create(path, kernel_log::kMagic, kernel_log::kVersion)) return false;
+  json attach = json::array();
+  for (const KernelAttach& a : m.attach)
+    attach.push_back(
+        {{"program", a.program}, {"point", a.point}, {"state", a.state}, {"detail", a.detail}});
+  json j = {{"format", kernel_log::kFormatName},
+            {"version", kernel_log::kVersion},
+            {"record_version", m.record_version},
+            {"host", m.host},
+            {"pid", m.pid},
+            {"kernel", m.kernel},
+            {"boot_id", m.boot_id},
+            {"command", m.command},
+            {"mono_ns", m.mono_ns},
+            {"real_ns", m.real_ns},
+            {"options", m.options},
+            {"attach", attach}};
+  return json_block(kernel_log::kMeta, j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+bool KernelLogWriter::json_block(uint16_t type, const std::string& text) {
+  return file_.write_block(type, 0, text.data(), text.size());
+}
+
+bool KernelLogWriter::append(const void* record, size_t len) {
+  const size_t at = buf_.size();
+  buf_.resize(at + len);
+  std::memcpy(buf_.data() + at, record, len);
+  ++buffered_;
+  ++records_;
+  return buf_.size() < kernel_log::kEventsBlockBytes || flush();
+}
+
+bool KernelLogWriter::flush() {
+  if (buf_.empty()) return file_.is_open() && file_.error().empty();
+  const bool ok = file_.write_block(kernel_log::kEvents, buffered_, buf_.data(), buf_.size());
+  buf_.clear();
+  buffered_ = 0;
+  return ok;
+}
+
+bool KernelLogWriter::write_tasks(const std::vector<KernelTask>& tasks) {
+  if (tasks.empty()) return true;
+  json a = json::array();
+  for (const KernelTask& t : tasks)
+    a.push_back({{"pid", t.pid},
+                 {"tid", t.tid},
+                 {"comm", t.comm},
+                 {"rank", t.rank},
+                 {"exe", t.exe},
+                 {"preload", t.preload}});
+  return json_block(kernel_log::kTasks, a.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+bool KernelLogWriter::write_symbols(const std::vector<KernelSymbol>& syms) {
+  if (syms.empty()) return true;
+  json a = json::array();
+  for (const KernelSymbol& s : syms)
+    a.push_back({{"addr", s.addr}, {"name", s.name}, {"class", s.cls}});
+  return json_block(kernel_log::kSymbols, a.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+bool KernelLogWriter::write_stats(const KernelStats& s) {
+  return json_block(kernel_log::kStats, stats_json(s).dump());
+}
+
+bool KernelLogWriter::write_end(uint64_t duration_ns) {
+  if (!flush()) return false;
+  return json_block(kernel_log::kEnd,
+                    json{{"records", records_}, {"duration_ns", duration_ns}}.dump());
+}
+
+void KernelLogWriter::close() {
+  flush();
+  file_.close();
+}
+
+// ---------------------------------------------------------------- reader
+
+bool KernelLogReader::open(const std::string& path, std::string* error) {
+  if (!file_.open(path, kernel_log::kMagic, kernel_log::kVersion, error)) return false;
+  bool got = false, bad = false;
+  std::string err;
+  if (!file_.walk(
+          [&](const BlockView& b) {
+            json j;
+            if (b.type != kernel_log::kMeta || !parse_block_json(b.payload, b.len, &j) ||
+                !j.is_object() || str_of(j, "format") != kernel_log::kFormatName) {
+              bad = true;
+              return false;
+            }
+            meta_.host = str_of(j, "host");
+            meta_.kernel = str_of(j, "kernel");
+            meta_.boot_id = str_of(j, "boot_id");
+            meta_.command = str_of(j, "command");
+            meta_.pid = long_of(j, "pid");
+            meta_.mono_ns = u64_of(j, "mono_ns");
+            meta_.real_ns = u64_of(j, "real_ns");
+            meta_.record_version = static_cast<uint32_t>(u64_of(j, "record_version"));
+            if (j.contains("options") && j["options"].is_object())
+              for (auto it = j["options"].begin(); it != j["options"].end(); ++it)
+                if (it.value().is_string()) meta_.options[it.key()] = it.value().get<std::string>();
+            if (j.contains("attach") && j["attach"].is_array())
+              for (const json& a : j["attach"])
+                if (a.is_object())
+                  meta_.attach.push_back({str_of(a, "program"), str_of(a, "point"),
+                                          str_of(a, "state"), str_of(a, "detail")});
+            got = true;
+            return false;
+          },
+          &err)) {
+    *error = err;
+    return false;
+  }
+  if (!got || bad) {
+    *error = path + ": no kernel log header";
+    return false;
+  }
+  if (meta_.record_version != FT_RECORD_VERSION) {
+    *error = path + ": record version " + std::to_string(meta_.record_version) +
+             " (this build reads " + std::to_string(FT_RECORD_VERSION) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uint8_t*)>& on_record,
+                               std::string* error) {
+  tasks_.clear();
+  symbols_.clear();
+  has_stats_ = has_end_ = false;
+  records_read_ = bad_records_ = unknown_records_ = 0;
+  bool first = true;
+  return file_.walk(
+      [&](const BlockView& b) {
+        if (first) {  // kMeta, read by open()
+          first = false;
+          return true;
+        }
+        json j;
+        switch (b.type) {
+          case kernel_log::kEvents: {
+            size_t off = 0;
+            uint32_t seen = 0;
+            while (off + sizeof(ft_hdr) <= b.len) {
+              ft_hdr h;
+              std::memcpy(&h, b.payload + off, sizeof(h));
+              const size_t want = kernel_log::record_size(h.kind);
+              // A size that is not the kind's, or that runs past the block, makes
+              // the rest of the block unreadable: count what is left as bad.
+              if (h.size < sizeof(ft_hdr) || h.size % 8 != 0 || h.size > b.len - off ||
+                  (want && h.size != want)) {
+                bad_records_ += b.count > seen ? b.count - seen : 1;
+                break;
+              }
+              if (want) {
+                on_record(h, b.payload + off);
+                ++records_read_;
+              } else {
+                ++unknown_records_;
+              }
+              ++seen;
+              off += h.size;
+            }
+            return true;
+          }
+          case kernel_log::kTasks:
+            if (parse_block_json(b.payload, b.len, &j) && j.is_array())
+              for (const json& t : j)
+                if (t.is_object())
+                  tasks_.push_back({long_of(t, "pid"), long_of(t, "tid"), str_of(t, "comm"),
+                                    str_of(t, "rank"), str_of(t, "exe"),
+                                    t.contains("preload") && t["preload"].is_boolean() &&
+                                        t["preload"].get<bool>()});
+            return true;
+          case kernel_log::kSymbols:
+            if (parse_block_json(b.payload, b.len, &j) && j.is_array())
+              for (const json& s : j)
+                if (s.is_object())
+                  symbols_.push_back({u64_of(s, "addr"), str_of(s, "name"), str_of(s, "class")});
+            return true;
+          case kernel_log::kStats:
+            if (parse_block_json(b.payload, b.len, &j) && j.is_object()) {
+              stats_from(j, &stats_);
+              has_stats_ = true;
+            }
+            return true;
+          case kernel_log::kEnd:
+            if (parse_block_json(b.payload, b.len, &j) && j.is_object()) {
+              has_end_ = true;
+              end_records_ = u64_of(j, "records");
+              end_duration_ns_ = u64_of(j, "duration_ns");
+            }
+            return true;
+          default:
+            return true;  // a block type from a newer writer: skipped
+        }
+      },
+      error);
+}
+
+}  // namespace fabtrace

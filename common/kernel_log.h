@@ -1,0 +1,171 @@
+// The kernel log: what `fabtrace record` saw on one node, in one file
+// (fabtrace_kernel.<host>.p<pid>.klog beside the ranks' outputs). Its one home:
+// the writer (the collector) and every reader (`fabtrace export kernel`, the
+// report) use this file.
+//
+// Layout: the block framing of common/block_file.h with magic "FTKLOG".
+//   kMeta     JSON, first: format, version, record_version, host, collector pid,
+//             kernel release, boot id, the (CLOCK_MONOTONIC, CLOCK_REALTIME)
+//             anchor, the command, options, and every attach point with its
+//             state ("attached", "absent", "failed") and why
+//   kTasks    JSON array: processes and threads as they were discovered
+//             ({"pid","tid","comm","rank","preload","exe"})
+//   kEvents   `count` records of bpf/fabtrace_events.h, back to back, each as the
+//             BPF program wrote it (its header's size says how long it is)
+//   kSymbols  JSON array: addresses the records name ({"addr","name","class"}),
+//             e.g. the cxi driver's work functions
+//   kStats    JSON: records emitted and lost per kind, events on sockets that were
+//             not traced, thread-table overflows; written every few seconds and at
+//             the end (the last one wins)
+//   kEnd      JSON: written at a clean stop ({"records","duration_ns"})
+// All times are CLOCK_MONOTONIC ns (bpf_ktime_get_ns). Events are written in the
+// order the collector drained them: per CPU in time order, across CPUs nearly so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bpf/fabtrace_events.h"
+#include "common/block_file.h"
+
+namespace fabtrace {
+
+namespace kernel_log {
+constexpr char kMagic[8] = {'F', 'T', 'K', 'L', 'O', 'G', '\0', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr const char* kFormatName = "fabtrace-kernel-log";
+enum BlockType : uint16_t {
+  kMeta = 1,
+  kTasks = 2,
+  kEvents = 3,
+  kSymbols = 4,
+  kStats = 5,
+  kEnd = 6
+};
+// The writer cuts kEvents blocks at this size (and at every flush).
+constexpr size_t kEventsBlockBytes = 1u << 20;
+// Strings read from a log are cut at this length.
+constexpr size_t kMaxString = 4096;
+
+// The size of a whole record of `kind`, 0 for a kind this build does not know.
+size_t record_size(uint16_t kind);
+// "offcpu", "irq", ... ("kind<N>" for unknown kinds).
+std::string kind_name(uint16_t kind);
+// "preempted", "sleep", "disk", "stopped", "other".
+const char* off_kind_name(uint8_t k);
+// The file name the collector writes: fabtrace_kernel.<host>.p<pid>.klog.
+std::string file_name(const std::string& host, long pid);
+}  // namespace kernel_log
+
+struct KernelAttach {
+  std::string program;  // "sched", "irq", ...
+  std::string point;    // "tp_btf/sched_switch", "usdt:fabtrace:cq_stall", ...
+  std::string state;    // "attached", "absent", "failed"
+  std::string detail;   // why, when not attached
+};
+
+struct KernelLogMeta {
+  std::string host, kernel, boot_id, command;
+  long pid = 0;                       // the collector
+  uint64_t mono_ns = 0, real_ns = 0;  // one instant on both clocks
+  uint32_t record_version = FT_RECORD_VERSION;
+  std::map<std::string, std::string> options;
+  std::vector<KernelAttach> attach;
+};
+
+struct KernelTask {
+  long pid = 0, tid = 0;
+  std::string comm, rank, exe;
+  bool preload = false;  // runs libfabtrace.so (else: libfabric only)
+};
+
+struct KernelSymbol {
+  uint64_t addr = 0;
+  std::string name, cls;
+};
+
+struct KernelStats {
+  uint64_t emitted[FT_EV_KINDS] = {};
+  uint64_t lost[FT_EV_KINDS] = {};
+  uint64_t untraced_retrans = 0, untraced_drops = 0, threads_full = 0;
+  // Runs of a program the kernel skipped because another run of it was active
+  // on the same CPU (bpf_prog_info.recursion_misses, summed): events not seen.
+  uint64_t recursion_misses = 0;
+  uint64_t in_without_out = 0;  // a thread came back on a CPU, never seen leaving it
+  uint64_t in_unseen = 0;       // a thread ran again with no switch naming it (repaired)
+  uint64_t lost_total() const;
+};
+
+// Streams a kernel log to a new file. One thread.
+class KernelLogWriter {
+ public:
+  // Creates the file (never over an existing one) and writes kMeta. False with
+  // the reason in error().
+  bool create(const std::string& path, const KernelLogMeta& meta);
+  // Buffers one record (its header's size bytes); writes a kEvents block when
+  // the buffer reaches kEventsBlockBytes.
+  bool append(const void* record, size_t len);
+  bool flush();  // writes the buffered records as one block
+  bool write_tasks(const std::vector<KernelTask>& tasks);
+  bool write_symbols(const std::vector<KernelSymbol>& syms);
+  bool write_stats(const KernelStats& s);
+  bool write_end(uint64_t duration_ns);  // flushes first
+  void close();
+  uint64_t records() const { return records_; }
+  uint64_t bytes_written() const { return file_.bytes_written(); }
+  const std::string& error() const { return file_.error(); }
+  const std::string& path() const { return file_.path(); }
+
+ private:
+  bool json_block(uint16_t type, const std::string& text);
+  BlockFileWriter file_;
+  std::vector<uint8_t> buf_;
+  uint32_t buffered_ = 0;
+  uint64_t records_ = 0;
+};
+
+// Reads a kernel log written by KernelLogWriter, streaming the records. Memory
+// is bounded by the largest block plus the tasks and symbols.
+class KernelLogReader {
+ public:
+  // Opens the file and reads kMeta. False with one line in *error.
+  bool open(const std::string& path, std::string* error);
+  // Calls on_record for every valid record (valid during the call). Tracks tasks,
+  // symbols, the last stats and kEnd. Stops at the first incomplete or corrupt
+  // block (truncated()). Records with a size that does not fit their kind or
+  // block are skipped and counted (bad_records()); the rest of their block with
+  // them. False only on a hard read error.
+  bool read_all(const std::function<void(const ft_hdr&, const uint8_t*)>& on_record,
+                std::string* error);
+
+  const KernelLogMeta& meta() const { return meta_; }
+  const std::vector<KernelTask>& tasks() const { return tasks_; }
+  const std::vector<KernelSymbol>& symbols() const { return symbols_; }
+  const KernelStats& stats() const { return stats_; }
+  bool has_stats() const { return has_stats_; }
+  bool has_end() const { return has_end_; }
+  uint64_t end_records() const { return end_records_; }
+  uint64_t end_duration_ns() const { return end_duration_ns_; }
+  uint64_t records_read() const { return records_read_; }
+  uint64_t bad_records() const { return bad_records_; }
+  uint64_t unknown_records() const { return unknown_records_; }
+  bool truncated() const { return file_.truncated(); }
+  const std::string& truncation() const { return file_.truncation(); }
+  const std::string& path() const { return file_.path(); }
+
+ private:
+  BlockFileReader file_;
+  KernelLogMeta meta_;
+  std::vector<KernelTask> tasks_;
+  std::vector<KernelSymbol> symbols_;
+  KernelStats stats_;
+  bool has_stats_ = false, has_end_ = false;
+  uint64_t end_records_ = 0, end_duration_ns_ = 0;
+  uint64_t records_read_ = 0, bad_records_ = 0, unknown_records_ = 0;
+};
+
+}  // namespace fabtrace

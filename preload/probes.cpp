@@ -1,0 +1,111 @@
+// The USDT probe sites and their semaphores, in one translation unit:
+// <sys/sdt.h> switches a whole unit to semaphore-carrying notes.
+#include "preload/probes.h"
+
+#include <cstring>
+#include <string>
+
+#include "common/clock.h"
+#include "preload/names.h"
+#include "preload/runtime.h"
+
+#if FABTRACE_HAVE_SDT
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#define FT_PROBE1(n, a) DTRACE_PROBE1(fabtrace, n, a)
+#define FT_PROBE2(n, a, b) DTRACE_PROBE2(fabtrace, n, a, b)
+#define FT_PROBE3(n, a, b, c) DTRACE_PROBE3(fabtrace, n, a, b, c)
+#define FT_PROBE6(n, a, b, c, d, e, f) DTRACE_PROBE6(fabtrace, n, a, b, c, d, e, f)
+#define FT_PROBE7(n, a, b, c, d, e, f, g) DTRACE_PROBE7(fabtrace, n, a, b, c, d, e, f, g)
+#else  // no <sys/sdt.h> on the build host: the semaphores stay 0, nothing fires
+#define FT_PROBE1(n, a) ((void)(a))
+#define FT_PROBE2(n, a, b) ((void)(a), (void)(b))
+#define FT_PROBE3(n, a, b, c) ((void)(a), (void)(b), (void)(c))
+#define FT_PROBE6(n, a, b, c, d, e, f) \
+  ((void)(a), (void)(b), (void)(c), (void)(d), (void)(e), (void)(f))
+#define FT_PROBE7(n, a, b, c, d, e, f, g) \
+  ((void)(a), (void)(b), (void)(c), (void)(d), (void)(e), (void)(f), (void)(g))
+#endif
+
+// In ".probes", where SystemTap and libbpf expect USDT semaphores; the kernel
+// increments them in every process that maps this library while a probe is
+// attached (uprobe reference counters).
+extern "C" {
+#define FT_SEMAPHORE(n) \
+  __attribute__((section(".probes"), used, visibility("default"))) volatile unsigned short n = 0
+FT_SEMAPHORE(fabtrace_thread_start_semaphore);
+FT_SEMAPHORE(fabtrace_cq_stall_semaphore);
+FT_SEMAPHORE(fabtrace_slow_op_semaphore);
+FT_SEMAPHORE(fabtrace_op_error_semaphore);
+FT_SEMAPHORE(fabtrace_poll_enter_semaphore);
+FT_SEMAPHORE(fabtrace_poll_exit_semaphore);
+#undef FT_SEMAPHORE
+}
+
+namespace fabtrace {
+namespace probes {
+
+namespace {
+
+// Ticks of the past to CLOCK_MONOTONIC ns, anchored on a clock read taken now:
+// only the span since `ticks` depends on the tick rate, so a long run's drift
+// between the two clocks does not move the window against the kernel's events.
+struct Anchor {
+  uint64_t mono = mono_ns();
+  uint64_t ticks = now_ticks();
+  uint64_t at(uint64_t t) const {
+    const double back = t < ticks ? static_cast<double>(ticks - t) * runtime().ns_per_tick : 0.0;
+    const uint64_t b = static_cast<uint64_t>(back);
+    return b < mono ? mono - b : 0;
+  }
+};
+
+}  // namespace
+
+void fire_thread_start() {
+  const char* rank = runtime().rank.text.c_str();
+  FT_PROBE1(thread_start, rank);
+}
+
+void fire_cq_stall(uint32_t cq, uint64_t start_ticks, uint64_t end_ticks) {
+  const Anchor a;
+  const uint64_t cq_index = cq, start = a.at(start_ticks), end = a.at(end_ticks);
+  FT_PROBE3(cq_stall, cq_index, start, end);
+}
+
+void fire_slow_op(const OpRecord* rec, uint64_t bytes, uint64_t now) {
+  const Anchor a;
+  const uint32_t op = static_cast<uint32_t>(rec->kind);
+  const uint64_t start = a.at(rec->start), end = a.at(now);
+  // Never waits for a name lock: a busy one leaves the name empty.
+  const std::string local = local_label(rec->ep, /*wait=*/false);
+  const std::string remote = remote_label(rec->ep, rec->peer, /*wait=*/false);
+  const char* l = local.c_str();
+  const char* r = remote.c_str();
+  FT_PROBE6(slow_op, op, bytes, start, end, l, r);
+}
+
+void fire_op_error(const OpRecord* rec, uint64_t now, int err) {
+  const Anchor a;
+  const uint32_t op = static_cast<uint32_t>(rec->kind);
+  const uint64_t bytes = rec->bytes, start = a.at(rec->start), end = a.at(now);
+  const int32_t e = err;
+  const std::string local = local_label(rec->ep, /*wait=*/false);
+  const std::string remote = remote_label(rec->ep, rec->peer, /*wait=*/false);
+  const char* l = local.c_str();
+  const char* r = remote.c_str();
+  FT_PROBE7(op_error, op, bytes, start, end, e, l, r);
+}
+
+void fire_poll_enter(uint32_t cq) {
+  const uint64_t cq_index = cq;
+  FT_PROBE1(poll_enter, cq_index);
+}
+
+void fire_poll_exit(uint32_t cq, int64_t ret) {
+  const uint64_t cq_index = cq;
+  FT_PROBE2(poll_exit, cq_index, ret);
+}
+
+}  // namespace probes
+}  // namespace fabtrace

@@ -1,0 +1,52 @@
+// USDT probes for the node-wide session (`fabtrace record`): the points where
+// the preload knows something the kernel can explain. Layouts of the arguments:
+// bpf/fabtrace_events.h ("USDT probe arguments"); the BPF side: bpf/probes.bpf.c.
+//
+// Every probe has a semaphore, which the kernel raises while a session has the
+// probe attached. Unattached (the normal case), a probe site costs one load and
+// one predictable branch, and no argument is prepared: the fire_* functions run
+// only behind `if (probes::on(...))`. They are out of line (probes.cpp) so that
+// the probe notes live in one translation unit with the semaphores.
+#pragma once
+
+#include <cstdint>
+
+#include "preload/inflight.h"
+
+extern "C" {
+// Names fixed by <sys/sdt.h>: <provider>_<probe>_semaphore.
+extern volatile unsigned short fabtrace_thread_start_semaphore;
+extern volatile unsigned short fabtrace_cq_stall_semaphore;
+extern volatile unsigned short fabtrace_slow_op_semaphore;
+extern volatile unsigned short fabtrace_op_error_semaphore;
+extern volatile unsigned short fabtrace_poll_enter_semaphore;
+extern volatile unsigned short fabtrace_poll_exit_semaphore;
+}
+
+namespace fabtrace {
+namespace probes {
+
+inline bool thread_start_on() { return __builtin_expect(fabtrace_thread_start_semaphore, 0); }
+inline bool cq_stall_on() { return __builtin_expect(fabtrace_cq_stall_semaphore, 0); }
+inline bool slow_op_on() { return __builtin_expect(fabtrace_slow_op_semaphore, 0); }
+inline bool op_error_on() { return __builtin_expect(fabtrace_op_error_semaphore, 0); }
+inline bool polls_on() {
+  return __builtin_expect(fabtrace_poll_enter_semaphore | fabtrace_poll_exit_semaphore, 0);
+}
+// A session is attached to this process (it then samples the node's NIC counters
+// itself, so the preload does not).
+inline bool session_attached() { return thread_start_on(); }
+
+// The calling thread's first fabric activity.
+void fire_thread_start();
+// A poll of CQ#cq ended a gap [start, end] (ticks) above the stall threshold.
+void fire_cq_stall(uint32_t cq, uint64_t start_ticks, uint64_t end_ticks);
+// An op completed (at `now`, ticks) slower than the slow-op threshold.
+void fire_slow_op(const OpRecord* rec, uint64_t bytes, uint64_t now);
+// An op completed in error; err is the provider's (positive) error code.
+void fire_op_error(const OpRecord* rec, uint64_t now, int err);
+void fire_poll_enter(uint32_t cq);
+void fire_poll_exit(uint32_t cq, int64_t ret);
+
+}  // namespace probes
+}  // namespace fabtrace

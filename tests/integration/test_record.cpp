@@ -1,0 +1,425 @@
+// The node-wide session (`fabtrace record`) on this machine's kernel, as root:
+// every program that can load here loads; planted stalls (a stopped poller, a
+// poller preempted by a pinned real-time hog), planted packet loss (a tc filter
+// in a network namespace of the test's own) and page faults inside a slow op
+// are each found in the kernel log, on the right thread or connection, and
+// explained; without root, one clear line and exit code 2.
+//
+// Ground truth is what the test planted (the stop, the hog's pid, the number of
+// segments the filter dropped) and what the traced program's own preload
+// measured (its CQ's longest poll gap), never the kernel log's own arithmetic.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/harness.h"
+
+namespace fabtrace::test {
+namespace {
+
+bool is_root() { return geteuid() == 0; }
+
+#define REQUIRE_ROOT() \
+  if (!is_root()) GTEST_SKIP() << "fabtrace record needs root (CI runs as root)"
+
+// One row of `fabtrace export kernel --csv`.
+struct Event {
+  uint64_t ts = 0, start = 0, dur = 0;
+  std::string kind, cause, other_comm;
+  uint32_t cpu = 0, pid = 0, tid = 0, other_pid = 0;
+  std::map<std::string, std::string> detail;
+  uint64_t num(const std::string& k) const {
+    const auto it = detail.find(k);
+    return it == detail.end() ? 0 : std::stoull(it->second);
+  }
+};
+
+std::vector<std::string> csv_split(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string kernel_log_of(const std::string& dir) {
+  const auto f = list_files(dir, "fabtrace_kernel.", ".klog");
+  return f.empty() ? "" : f.front();
+}
+
+// The log read back through the CLI. `ok` says whether the export succeeded.
+std::vector<Event> export_kernel(const std::string& log, bool* ok = nullptr) {
+  const RunResult r = run({FABTRACE_CLI, "export", "kernel", log, "--csv"}, {}, false);
+  if (ok) *ok = r.exit_code == 0;
+  std::vector<Event> out;
+  std::istringstream in(r.output);
+  std::string line;
+  bool header = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (!header) {
+      header = line.rfind("ts_ns,kind,", 0) == 0;
+      continue;
+    }
+    const auto f = csv_split(line);
+    if (f.size() != 11 || f[0].empty() || !isdigit(static_cast<unsigned char>(f[0][0]))) continue;
+    Event e;
+    e.ts = std::stoull(f[0]);
+    e.kind = f[1];
+    e.cpu = static_cast<uint32_t>(std::stoul(f[2]));
+    e.pid = static_cast<uint32_t>(std::stoul(f[3]));
+    e.tid = static_cast<uint32_t>(std::stoul(f[4]));
+    e.start = std::stoull(f[5]);
+    e.dur = std::stoull(f[6]);
+    e.cause = f[7];
+    e.other_pid = static_cast<uint32_t>(std::stoul(f[8]));
+    e.other_comm = f[9];
+    std::istringstream d(f[10]);
+    std::string kv;
+    while (std::getline(d, kv, ';')) {
+      const size_t eq = kv.find('=');
+      if (eq != std::string::npos) e.detail[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<int> children_of(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<int> out;
+  int c;
+  while (in >> c) out.push_back(c);
+  return out;
+}
+
+// Polls until `pred` holds, up to `seconds`.
+template <typename P>
+bool eventually(P pred, int seconds = 120) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// The preload to give `fabtrace record` (the sanitizer runtime first in the
+// ASan build, for the uninstrumented programs it may start).
+std::string preload_list() {
+  const std::string san = SANITIZER_PRELOAD;
+  return san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
+}
+
+// A `fabtrace record -- ft_app stream` session whose ranks run until told to stop.
+struct StreamSession {
+  std::string dir, stop, log;
+  int record = -1;
+  int rank0 = -1;
+
+  explicit StreamSession(const std::string& tag, std::vector<std::string> prefix = {},
+                         std::vector<std::string> app_args = {}) {
+    dir = make_temp_dir(tag);
+    stop = dir + "/stop";
+    std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", dir, "--"};
+    for (const auto& p : prefix) argv.push_back(p);
+    for (const std::string& a :
+         std::vector<std::string>{FT_APP, "--prov", "tcp;ofi_rxm", "--test", "stream", "--timeout",
+                                  "100", "--until", stop})
+      argv.push_back(a);
+    if (app_args.empty()) app_args = {"--count", "1000000"};
+    for (const auto& a : app_args) argv.push_back(a);
+    record = spawn(argv, {{"FABTRACE_PRELOAD", preload_list()}}, dir + "/record.log", false);
+  }
+
+  // Rank 0 (ft_app's parent process) has polled its CQ at least once: the
+  // kernel log holds the preload's two thread records of its main thread
+  // (process registration, then the thread's first data-path activity).
+  bool wait_polling() {
+    return eventually([&] {
+      if (rank0 < 0) {
+        const auto c = children_of(record);
+        if (c.empty()) return false;
+        rank0 = c.front();
+      }
+      log = kernel_log_of(dir);
+      if (log.empty()) return false;
+      int n = 0;
+      for (const Event& e : export_kernel(log))
+        if (e.kind == "thread" && static_cast<int>(e.tid) == rank0) ++n;
+      return n >= 2;
+    });
+  }
+
+  int finish() {
+    std::ofstream(stop).put('x');
+    return wait_for(record, 240);
+  }
+
+  std::string record_log() const {
+    std::ifstream in(dir + "/record.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+// The longest poll gap rank 0's own preload measured on its CQ, in ns.
+double rank0_max_gap_ns(const std::string& dir) {
+  const auto reps = reports_of_rank(dir, "0");
+  if (reps.size() != 1) return -1;
+  double g = 0;
+  for (const auto& cq : reps[0].at("cqs")) g = std::max(g, cq.at("max_gap_ns").get<double>());
+  return g;
+}
+
+// The longest stall record of thread `tid`.
+const Event* longest_stall(const std::vector<Event>& ev, int tid) {
+  const Event* best = nullptr;
+  for (const Event& e : ev)
+    if (e.kind == "stall" && static_cast<int>(e.tid) == tid && (!best || e.dur > best->dur))
+      best = &e;
+  return best;
+}
+
+// Rank 0's longest stall in the kernel log, checked against the longest poll gap
+// its own preload measured (at least `min_gap_ns`: the planted one).
+const Event* checked_stall(const StreamSession& s, double min_gap_ns, std::vector<Event>* ev) {
+  const double gap = rank0_max_gap_ns(s.dir);
+  EXPECT_GE(gap, min_gap_ns) << "rank 0's preload did not see the planted stall";
+  *ev = export_kernel(s.log);
+  const Event* st = longest_stall(*ev, s.rank0);
+  EXPECT_NE(st, nullptr) << "no stall record for rank 0";
+  // The kernel's window is the preload's gap (converted to CLOCK_MONOTONIC).
+  if (st) {
+    EXPECT_NEAR(static_cast<double>(st->dur), gap, gap * 0.01);
+  }
+  return st;
+}
+
+TEST(Record, EveryProgramThatCanLoadHereLoads) {
+  REQUIRE_ROOT();
+  const RunResult r = run({FABTRACE_CLI, "record", "--list"}, {}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, std::string> state;
+  std::istringstream in(r.output);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string prog, point, st;
+    if (f >> prog >> point >> st) state[point] = st;
+  }
+  // This kernel has every one of these: each must attach (no silent skip).
+  for (const char* p :
+       {"tp_btf/sched_switch", "tp_btf/sched_wakeup", "tp_btf/sched_process_exit",
+        "tp_btf/irq_handler_entry", "tp_btf/irq_handler_exit", "tp_btf/softirq_entry",
+        "tp_btf/softirq_exit", "tp_btf/page_fault_user", "tp_btf/tcp_retransmit_skb",
+        "tp_btf/kfree_skb", "tp_btf/inet_sock_set_state", "tracepoint/syscalls/sys_exit_accept4",
+        "tracepoint/syscalls/sys_exit_accept", "usdt:fabtrace:thread_start",
+        "usdt:fabtrace:cq_stall", "usdt:fabtrace:slow_op", "usdt:fabtrace:op_error",
+        "usdt:fabtrace:poll_enter", "usdt:fabtrace:poll_exit"})
+    EXPECT_EQ(state[p], "attached") << p << "\n" << r.output;
+  // No cxi driver here: listed as absent, with the reason, never as failed.
+  for (const char* p :
+       {"raw_tp/cass_err", "tp_btf/workqueue_execute_start", "raw_tp/workqueue_execute_end"})
+    EXPECT_EQ(state[p], "absent") << p << "\n" << r.output;
+  EXPECT_EQ(r.output.find("failed"), std::string::npos) << r.output;
+}
+
+// (a) The polling process stopped with SIGSTOP for 200 ms.
+TEST(Record, StoppedPollerIsExplained) {
+  REQUIRE_ROOT();
+  StreamSession s("rec-stop");
+  ASSERT_TRUE(s.wait_polling()) << s.record_log();
+  ASSERT_EQ(kill(s.rank0, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(kill(s.rank0, SIGCONT), 0);
+  ASSERT_EQ(s.finish(), 0) << s.record_log();
+
+  std::vector<Event> ev;
+  const Event* st = checked_stall(s, 200e6, &ev);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->cause.rfind("stopped", 0), 0u) << st->cause;
+  EXPECT_GE(static_cast<double>(st->num("stopped_ns")), 0.9 * 200e6) << st->cause;
+}
+
+// (b) A real-time CPU hog pinned to the poller's CPU for 200 ms.
+TEST(Record, PreemptedPollerNamesTheHog) {
+  REQUIRE_ROOT();
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two CPUs";
+  StreamSession s("rec-hog");
+  ASSERT_TRUE(s.wait_polling()) << s.record_log();
+  // Rank 0 (every thread) on CPU 1, rank 1 on CPU 0: the hog takes CPU 1 alone.
+  auto pin = [](int pid, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    const std::string task = "/proc/" + std::to_string(pid) + "/task";
+    for (const std::string& t : list_files(task, "", "")) {
+      const std::string tid = t.substr(task.size() + 1);
+      if (!tid.empty() && isdigit(static_cast<unsigned char>(tid[0])))
+        sched_setaffinity(std::stoi(tid), sizeof(set), &set);
+    }
+  };
+  pin(s.rank0, 1);
+  for (int c : children_of(s.rank0)) pin(c, 0);
+  const int hog = spawn({CPU_HOG, "1", "200"}, {}, s.dir + "/hog.log", false);
+  ASSERT_GT(hog, 0);
+  ASSERT_EQ(wait_for(hog, 60), 0) << "cpu_hog failed";
+  ASSERT_EQ(s.finish(), 0) << s.record_log();
+
+  std::vector<Event> ev;
+  const Event* st = checked_stall(s, 150e6, &ev);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->cause.rfind("preempted by cpu_hog[" + std::to_string(hog) + "]", 0), 0u)
+      << st->cause;
+  EXPECT_EQ(static_cast<int>(st->other_pid), hog);
+  EXPECT_EQ(st->other_comm, "cpu_hog");
+  EXPECT_GE(static_cast<double>(st->num("runnable_ns")), 0.9 * 150e6) << st->cause;
+}
+
+// Page faults inside a slow op: rank 0 touches 64 MiB of fresh memory (16384
+// pages) between posting a send and polling its completion.
+TEST(Record, PageFaultsInsideASlowOp) {
+  REQUIRE_ROOT();
+  StreamSession s("rec-faults", {}, {"--count", "400", "--touch-mb", "64"});
+  ASSERT_EQ(wait_for(s.record, 240), 0) << s.record_log();
+  s.log = kernel_log_of(s.dir);
+  const auto ev = export_kernel(s.log);
+  const auto reps = reports_of_rank(s.dir, "0");
+  ASSERT_EQ(reps.size(), 1u);
+  const uint32_t rank0 = reps[0].at("pid").get<uint32_t>();
+  const Event* slow = nullptr;
+  for (const Event& e : ev)
+    if (e.kind == "slow_op" && e.pid == rank0 && e.detail.count("op") &&
+        e.detail.at("op") == "fi_tsend" && (!slow || e.num("faults") > slow->num("faults")))
+      slow = &e;
+  ASSERT_NE(slow, nullptr) << "no slow fi_tsend of rank 0";
+  EXPECT_GE(slow->num("faults"), 16384u) << slow->cause;
+  EXPECT_NE(slow->cause.find("page faults"), std::string::npos) << slow->cause;
+  // The log's fault summaries of that thread add up to at least the touch.
+  uint64_t faults = 0;
+  for (const Event& e : ev)
+    if (e.kind == "faults" && e.tid == rank0) faults += e.num("count");
+  EXPECT_GE(faults, 16384u);
+}
+
+// Planted packet loss: inside a network namespace of its own, a tc filter drops
+// 5 TCP data segments of the traced run; the retransmits and the drops appear
+// on the traced connection's 4-tuple, owned by the traced processes.
+TEST(Record, RetransmitsOnTheTracedConnection) {
+  REQUIRE_ROOT();
+  const std::string ns = "fabtrace-rec-" + std::to_string(getpid());
+  const std::string tc = "tc";
+  ASSERT_EQ(run({"ip", "netns", "add", ns}, {}, false).exit_code, 0);
+  struct Cleanup {
+    std::string ns;
+    ~Cleanup() { run({"ip", "netns", "del", ns}, {}, false); }
+  } cleanup{ns};
+  ASSERT_EQ(run({"ip", "-n", ns, "link", "set", "lo", "up"}, {}, false).exit_code, 0);
+  ASSERT_EQ(run({"ip", "netns", "exec", ns, tc, "qdisc", "add", "dev", "lo", "clsact"}, {}, false)
+                .exit_code,
+            0);
+  const RunResult f = run({"ip", "netns", "exec", ns, tc, "filter", "add", "dev", "lo", "egress",
+                           "bpf", "direct-action", "obj", TC_DROP_OBJ, "sec", "tc"},
+                          {}, false);
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+
+  StreamSession s("rec-net", {"ip", "netns", "exec", ns}, {"--count", "3000"});
+  ASSERT_EQ(wait_for(s.record, 240), 0) << s.record_log();
+  // The kernel's own count of what the namespace's TCP sent again (the namespace
+  // is new: everything in it is this run's).
+  const RunResult snmp = run({"ip", "netns", "exec", ns, "cat", "/proc/net/snmp"}, {}, false);
+  uint64_t retrans_segs = 0, out_segs = 0;
+  {
+    std::istringstream in(snmp.output);
+    std::string names, values;
+    while (std::getline(in, names) && std::getline(in, values)) {
+      if (names.rfind("Tcp:", 0) != 0) continue;
+      std::istringstream n(names), v(values);
+      std::string k, x;
+      while (n >> k && v >> x) {
+        if (k == "RetransSegs") retrans_segs = std::stoull(x);
+        if (k == "OutSegs") out_segs = std::stoull(x);
+      }
+    }
+  }
+  ASSERT_GE(out_segs, 1000u) << snmp.output;  // enough data segments for 5 drops
+  ASSERT_GE(retrans_segs, 1u) << snmp.output;
+  s.log = kernel_log_of(s.dir);
+  const auto ev = export_kernel(s.log);
+
+  // The ranks and the ports their links name.
+  std::set<uint32_t> pids;
+  std::set<std::string> ports;
+  for (const char* rank : {"0", "1"}) {
+    const auto reps = reports_of_rank(s.dir, rank);
+    ASSERT_EQ(reps.size(), 1u) << s.record_log();
+    pids.insert(reps[0].at("pid").get<uint32_t>());
+    for (const auto& l : reps[0].at("links"))
+      for (const char* side : {"local", "remote"}) {
+        const std::string a = l.at(side).get<std::string>();
+        const size_t colon = a.rfind(':');
+        if (colon != std::string::npos) ports.insert(a.substr(colon + 1));
+      }
+  }
+  auto on_traced_link = [&](const Event& e) {
+    auto port = [](const std::string& ep) { return ep.substr(ep.rfind(':') + 1); };
+    return pids.count(static_cast<uint32_t>(e.num("owner"))) &&
+           (ports.count(port(e.detail.at("src"))) || ports.count(port(e.detail.at("dst"))));
+  };
+  size_t retrans = 0, drops = 0;
+  for (const Event& e : ev) {
+    if (e.kind == "retransmit" && on_traced_link(e)) ++retrans;
+    if (e.kind == "drop" && e.cause == "TC_EGRESS" && on_traced_link(e)) ++drops;
+  }
+  EXPECT_EQ(drops, 5u) << "the filter dropped 5 data segments of the traced connection";
+  EXPECT_EQ(retrans, retrans_segs) << "the namespace's TCP counted " << retrans_segs;
+}
+
+TEST(Record, NotRootGetsOneClearLine) {
+  REQUIRE_ROOT();  // to become someone else
+  const std::string dir = make_temp_dir("rec-nobody");
+  chmod(dir.c_str(), 0777);
+  const RunResult r = run({"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                           FABTRACE_CLI, "record", "-o", dir, "--duration", "1"},
+                          {}, false);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("needs root"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fabtrace run"), std::string::npos) << r.output;  // what still works
+  size_t lines = 0;
+  for (char c : r.output) lines += c == '\n';
+  EXPECT_EQ(lines, 1u) << r.output;
+  EXPECT_TRUE(list_files(dir, "fabtrace_kernel.", "").empty());
+}
+
+}  // namespace
+}  // namespace fabtrace::test

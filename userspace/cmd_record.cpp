@@ -1,0 +1,243 @@
+// fabtrace record: the privileged node-wide session (one per node, as root).
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "userspace/commands.h"
+#include "userspace/launch.h"
+
+#if FABTRACE_HAVE_BPF
+#include "userspace/record/collector.h"
+#endif
+
+namespace fabtrace {
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+void usage(std::FILE* f) {
+  std::fprintf(
+      f,
+      "usage: fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--net-all]\n"
+      "                       [--min-offcpu-us N] [--no-preload] [--list] [-- CMD ARGS...]\n"
+      "  As root, once per node. Loads the BPF programs and writes what the kernel saw\n"
+      "  (off-CPU intervals and who ran instead, IRQs, page faults, TCP retransmits and\n"
+      "  drops, cxi driver events, and the cause of every stall and slow op the\n"
+      "  preload reports) to DIR/fabtrace_kernel.<host>.p<pid>.klog, beside the ranks'\n"
+      "  outputs. Traces every process that maps libfabtrace.so or libfabric,\n"
+      "  including ones started later.\n"
+      "  -- CMD     run CMD with the preload (and FABTRACE_DIR=DIR), stop when it exits\n"
+      "  --duration S   stop after S seconds (otherwise at SIGINT/SIGTERM or CMD's exit)\n"
+      "  --pid PID      also trace PID (even without libfabric); repeatable\n"
+      "  --only-pids    trace only the --pid processes (no discovery)\n"
+      "  --polls        time every CQ poll in the kernel too (costs about 1 us per poll)\n"
+      "  --net-all      record retransmits and drops of every socket, not only traced ones\n"
+      "  --min-offcpu-us N  log off-CPU intervals from N us (shorter ones still count\n"
+      "                 in the stall breakdowns); default 0\n"
+      "  --no-preload   run CMD without the preload (kernel-level tracing only)\n"
+      "  --list         print every program and attach point and whether it attaches here\n");
+}
+
+bool parse_u64(const char* s, uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || !*s || *end || *s == '-') return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int cmd_record(int argc, char** argv) {
+#if !FABTRACE_HAVE_BPF
+  (void)argc;
+  (void)argv;
+  std::fprintf(stderr,
+               "fabtrace record: this fabtrace was built without BPF support (clang, bpftool, "
+               "libbpf or kernel BTF were missing at build time); the preload-only mode "
+               "(fabtrace run) works\n");
+  return 2;
+#else
+  CollectorOptions opt;
+  if (const char* d = std::getenv("FABTRACE_DIR"); d && *d) opt.dir = d;
+  uint64_t duration_s = 0;
+  bool list = false, preload = true;
+  std::vector<std::string> cmd;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* what) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "fabtrace record: %s needs a value\n", what);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "--") {
+      cmd.assign(argv + i + 1, argv + argc);
+      break;
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (a == "-o" || a == "--dir") {
+      const char* v = value("-o");
+      if (!v) return 2;
+      opt.dir = v;
+    } else if (a == "--duration") {
+      const char* v = value("--duration");
+      if (!v || !parse_u64(v, &duration_s)) {
+        std::fprintf(stderr, "fabtrace record: bad --duration\n");
+        return 2;
+      }
+    } else if (a == "--pid") {
+      const char* v = value("--pid");
+      uint64_t p = 0;
+      if (!v || !parse_u64(v, &p) || p == 0 || p > 0x3fffffff) {
+        std::fprintf(stderr, "fabtrace record: bad --pid\n");
+        return 2;
+      }
+      opt.pids.push_back(static_cast<pid_t>(p));
+    } else if (a == "--only-pids") {
+      opt.discover = false;
+    } else if (a == "--polls") {
+      opt.bpf.polls = true;
+    } else if (a == "--net-all") {
+      opt.bpf.net_all = true;
+    } else if (a == "--min-offcpu-us") {
+      const char* v = value("--min-offcpu-us");
+      uint64_t us = 0;
+      if (!v || !parse_u64(v, &us)) {
+        std::fprintf(stderr, "fabtrace record: bad --min-offcpu-us\n");
+        return 2;
+      }
+      opt.bpf.min_offcpu_ns = us * 1000;
+    } else if (a == "--no-preload") {
+      preload = false;
+    } else if (a == "--list") {
+      list = true;
+    } else {
+      std::fprintf(stderr, "fabtrace record: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+  // FABTRACE_PRELOAD may be a list (a sanitizer runtime first): the probes live
+  // in the entry that is libfabtrace.so.
+  const std::string lib = find_preload();
+  for (size_t a = 0; a < lib.size();) {
+    size_t b = lib.find(':', a);
+    if (b == std::string::npos) b = lib.size();
+    const std::string one = lib.substr(a, b - a);
+    if (one.size() >= 14 && one.compare(one.size() - 14, 14, "libfabtrace.so") == 0)
+      opt.bpf.usdt_libraries.push_back(one);
+    a = b + 1;
+  }
+
+  if (list) {
+    std::string err;
+    const auto points = BpfSession::probe_all(opt.bpf, &err);
+    if (!err.empty()) std::printf("# %s\n", err.c_str());
+    std::printf("%-8s %-38s %-9s %s\n", "program", "attach point", "state", "detail");
+    for (const KernelAttach& a : points)
+      std::printf("%-8s %-38s %-9s %s\n", a.program.c_str(), a.point.c_str(), a.state.c_str(),
+                  a.detail.c_str());
+    return points.empty() ? 2 : 0;
+  }
+  if (!cmd.empty() && preload && lib.empty()) {
+    std::fprintf(stderr, "fabtrace record: libfabtrace.so not found (set FABTRACE_PRELOAD)\n");
+    return 2;
+  }
+  struct stat st;
+  if (stat(opt.dir.c_str(), &st) != 0 && mkdir(opt.dir.c_str(), 0755) != 0) {
+    std::fprintf(stderr, "fabtrace record: cannot create %s: %s\n", opt.dir.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  for (const std::string& c : cmd) opt.command += (opt.command.empty() ? "" : " ") + c;
+
+  Collector col(opt);
+  std::string err;
+  if (!col.start(&err)) {
+    std::fprintf(stderr,
+                 "fabtrace record: %s; nothing traced (the preload-only mode, fabtrace run, "
+                 "needs no privilege)\n",
+                 err.c_str());
+    return 2;
+  }
+  size_t attached = 0;
+  for (const KernelAttach& a : col.attach_list()) {
+    if (a.state == "attached") {
+      ++attached;
+    } else {
+      std::fprintf(stderr, "fabtrace record: %s %s %s: %s\n", a.program.c_str(), a.point.c_str(),
+                   a.state.c_str(), a.detail.c_str());
+    }
+  }
+  std::fprintf(stderr, "fabtrace record: %zu attach points attached; kernel log -> %s\n", attached,
+               col.log_path().c_str());
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  pid_t child = -1;
+  if (!cmd.empty()) {
+    std::vector<std::pair<std::string, std::string> > env = {{"FABTRACE_DIR", opt.dir}};
+    if (preload) {
+      std::string p = lib;
+      if (const char* old = std::getenv("LD_PRELOAD"); old && *old) p += std::string(":") + old;
+      env.push_back({"LD_PRELOAD", p});
+    }
+    child = launch(cmd, env, &err);
+    if (child < 0) {
+      std::fprintf(stderr, "fabtrace record: %s\n", err.c_str());
+      col.finish();
+      return 127;
+    }
+  }
+  const uint64_t t0 = mono_ns();
+  int status = 0;
+  bool child_done = child < 0;
+  while (!g_stop) {
+    col.step(50);
+    if (!child_done && waitpid(child, &status, WNOHANG) == child) {
+      child_done = true;
+      break;
+    }
+    if (duration_s && mono_ns() - t0 >= duration_s * 1000000000ULL) break;
+  }
+  if (!child_done) {
+    if (g_stop) kill(child, SIGTERM);
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    child_done = true;
+  }
+  col.finish();
+  const KernelStats s = col.stats();
+  std::fprintf(stderr,
+               "fabtrace record: %llu events written (%llu lost in the kernel, %llu malformed), "
+               "%zu processes traced -> %s\n",
+               static_cast<unsigned long long>(col.records()),
+               static_cast<unsigned long long>(s.lost_total()),
+               static_cast<unsigned long long>(col.malformed()), col.traced_processes(),
+               col.log_path().c_str());
+  if (!col.counters_path().empty())
+    std::fprintf(stderr, "fabtrace record: node NIC counters -> %s\n", col.counters_path().c_str());
+  return child < 0 ? 0 : exit_code_of(status);
+#endif
+}
+
+}  // namespace fabtrace

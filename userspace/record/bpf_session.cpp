@@ -1,0 +1,445 @@
+#include "userspace/record/bpf_session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "cxi.skel.h"
+#include "irq.skel.h"
+#include "mem.skel.h"
+#include "net.skel.h"
+#include "probes.skel.h"
+#include "sched.skel.h"
+
+namespace fabtrace {
+
+namespace {
+
+// libbpf's messages: kept (the last few lines) to explain a refusal in one line,
+// printed only with FABTRACE_BPF_DEBUG=1.
+std::mutex g_log_mu;
+std::string g_log;
+
+int libbpf_log(enum libbpf_print_level level, const char* fmt, va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  if (std::getenv("FABTRACE_BPF_DEBUG")) std::fputs(buf, stderr);
+  if (level == LIBBPF_DEBUG) return 0;
+  std::lock_guard<std::mutex> lk(g_log_mu);
+  g_log += buf;
+  if (g_log.size() > 8192) g_log.erase(0, g_log.size() - 8192);
+  return 0;
+}
+
+std::string take_log() {
+  std::lock_guard<std::mutex> lk(g_log_mu);
+  std::string s;
+  s.swap(g_log);
+  return s;
+}
+
+// The most telling line of libbpf's log: the verifier's or the kernel's words.
+std::string reason_of(const std::string& log, int err) {
+  std::string best;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t end = log.find('\n', pos);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty()) continue;
+    if (line.rfind("libbpf: ", 0) == 0) line = line.substr(8);
+    if (best.empty() || line.find("failed") != std::string::npos ||
+        line.find("invalid") != std::string::npos)
+      best = line;
+  }
+  const std::string e = std::strerror(err > 0 ? err : -err);
+  if (best.empty()) return e;
+  if (best.size() > 200) best.resize(200);
+  return best + " (" + e + ")";
+}
+
+// Which tracepoint a tp_btf/raw_tp program attaches to ("" for others).
+std::string tracepoint_of(const bpf_program* p) {
+  const std::string sec = bpf_program__section_name(p);
+  for (const char* pre : {"tp_btf/", "raw_tp/"})
+    if (sec.rfind(pre, 0) == 0) return sec.substr(std::strlen(pre));
+  return "";
+}
+
+// Classic tracepoints (SEC("tracepoint/...")) are found through tracefs: mount
+// it where the kernel has it and nobody did. Returns why not, or "".
+std::string ensure_tracefs() {
+  struct stat st;
+  if (stat("/sys/kernel/tracing/events", &st) == 0 ||
+      stat("/sys/kernel/debug/tracing/events", &st) == 0)
+    return "";
+  if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0)
+    return std::string("cannot mount tracefs: ") + std::strerror(errno);
+  return "";
+}
+
+struct Skel {
+  std::string name;  // "sched", ...
+  bpf_object* obj = nullptr;
+  std::function<int()> load;
+  std::function<void()> destroy;
+  bool loaded = false;
+};
+
+// The maps every object shares; the first object that loads owns them.
+const char* const kSharedMaps[] = {"traced", "threads",  "traced_socks",
+                                   "events", "counters", "run_log"};
+
+}  // namespace
+
+struct BpfSession::Impl {
+  BpfOptions opt;
+  std::vector<Skel> skels;
+  ftskel_probes* probes = nullptr;
+  ftskel_net* net = nullptr;
+  ftskel_cxi* cxi = nullptr;
+  std::map<std::string, int> shared;  // map name -> fd, from the first loaded object
+  std::vector<bpf_link*> links;
+  std::vector<std::string> usdt_paths;
+  ring_buffer* rb = nullptr;
+  const std::function<void(const void*, size_t)>* sink = nullptr;
+  std::vector<KernelAttach>* attach = nullptr;
+
+  ~Impl() {
+    if (rb) ring_buffer__free(rb);
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    for (Skel& s : skels)
+      if (s.destroy) s.destroy();
+  }
+
+  void note(const std::string& program, const std::string& point, const std::string& state,
+            const std::string& detail) {
+    attach->push_back({program, point, state, detail});
+  }
+
+  template <typename S>
+  S* open(const char* name, S* (*open_fn)(), int (*load_fn)(S*), void (*destroy_fn)(S*)) {
+    S* s = open_fn();
+    if (!s) {
+      note(name, "(object)", "failed", reason_of(take_log(), errno));
+      return nullptr;
+    }
+    s->rodata->ft_self_tgid = static_cast<__u32>(getpid());
+    Skel k;
+    k.name = name;
+    k.obj = s->obj;
+    k.load = [s, load_fn] { return load_fn(s); };
+    k.destroy = [s, destroy_fn] { destroy_fn(s); };
+    skels.push_back(std::move(k));
+    return s;
+  }
+
+  // Loads one object: shares the maps, leaves out programs whose tracepoint
+  // this kernel does not have (listed as absent).
+  void load(Skel& k, const btf* vmlinux) {
+    bpf_program* p;
+    bpf_object__for_each_program(p, k.obj) {
+      const std::string tp = tracepoint_of(p);
+      const std::string sec = bpf_program__section_name(p);
+      if (sec.rfind("tp_btf/", 0) != 0) continue;
+      const std::string type = "btf_trace_" + tp;
+      if (!vmlinux || btf__find_by_name_kind(vmlinux, type.c_str(), BTF_KIND_TYPEDEF) < 0) {
+        bpf_program__set_autoload(p, false);
+        note(k.name, sec, "absent", "this kernel has no tracepoint " + tp);
+      }
+    }
+    for (const char* m : kSharedMaps) {
+      bpf_map* map = bpf_object__find_map_by_name(k.obj, m);
+      const auto it = shared.find(m);
+      if (map && it != shared.end() && bpf_map__reuse_fd(map, it->second) != 0)
+        note(k.name, std::string("map ") + m, "failed", reason_of(take_log(), errno));
+    }
+    take_log();
+    const int err = k.load();
+    if (err) {
+      const std::string why = reason_of(take_log(), err);
+      bpf_object__for_each_program(p, k.obj) {
+        if (bpf_program__autoload(p)) note(k.name, bpf_program__section_name(p), "failed", why);
+      }
+      return;
+    }
+    k.loaded = true;
+    for (const char* m : kSharedMaps) {
+      bpf_map* map = bpf_object__find_map_by_name(k.obj, m);
+      if (map && !shared.count(m)) shared[m] = bpf_map__fd(map);
+    }
+  }
+
+  void attach_program(const Skel& k, bpf_program* p) {
+    const std::string sec = bpf_program__section_name(p);
+    take_log();
+    bpf_link* l = bpf_program__attach(p);
+    if (!l) {
+      const int err = errno;
+      // A raw tracepoint the kernel does not have (a module's, not loaded).
+      if (err == ENOENT && sec.rfind("raw_tp/", 0) == 0) {
+        note(k.name, sec, "absent", "no tracepoint " + tracepoint_of(p) + " (module not loaded)");
+        take_log();
+      } else {
+        note(k.name, sec, "failed", reason_of(take_log(), err));
+      }
+      return;
+    }
+    links.push_back(l);
+    note(k.name, sec, "attached", "");
+  }
+
+  void attach_usdt(const std::string& path) {
+    if (!probes) return;
+    for (const std::string& u : usdt_paths)
+      if (u == path) return;
+    usdt_paths.push_back(path);
+    struct Probe {
+      bpf_program* prog;
+      const char* name;
+      bool poll;
+    } const list[] = {{probes->progs.ft_thread_start, "thread_start", false},
+                      {probes->progs.ft_cq_stall, "cq_stall", false},
+                      {probes->progs.ft_slow_op, "slow_op", false},
+                      {probes->progs.ft_op_error, "op_error", false},
+                      {probes->progs.ft_poll_enter, "poll_enter", true},
+                      {probes->progs.ft_poll_exit, "poll_exit", true}};
+    for (const Probe& pr : list) {
+      const std::string point = std::string("usdt:fabtrace:") + pr.name;
+      if (pr.poll && !opt.polls) {
+        note("probes", point, "absent", "per-poll probes are off (--polls turns them on)");
+        continue;
+      }
+      take_log();
+      bpf_link* l =
+          bpf_program__attach_usdt(pr.prog, -1, path.c_str(), FT_USDT_PROVIDER, pr.name, nullptr);
+      if (!l) {
+        note("probes", point, "failed", path + ": " + reason_of(take_log(), errno));
+        continue;
+      }
+      links.push_back(l);
+      note("probes", point, "attached", path);
+    }
+  }
+};
+
+BpfSession::BpfSession() = default;
+BpfSession::~BpfSession() = default;
+
+size_t BpfSession::attached() const {
+  size_t n = 0;
+  for (const KernelAttach& a : attach_)
+    if (a.state == "attached") ++n;
+  return n;
+}
+
+bool BpfSession::start(const BpfOptions& opt, std::string* error) {
+  attach_.clear();
+  impl_ = std::make_unique<Impl>();
+  Impl& im = *impl_;
+  im.opt = opt;
+  im.attach = &attach_;
+  libbpf_set_print(libbpf_log);
+  if (geteuid() != 0) {
+    *error = "needs root (it loads BPF programs and attaches to kernel tracepoints)";
+    return false;
+  }
+  struct stat st;
+  if (stat("/sys/kernel/btf/vmlinux", &st) != 0) {
+    *error = "this kernel has no BTF (/sys/kernel/btf/vmlinux): the BPF programs cannot load";
+    return false;
+  }
+  btf* vmlinux = btf__load_vmlinux_btf();
+  const std::string tracefs = ensure_tracefs();
+
+  // The scheduler's object first: it owns the shared maps the others reuse.
+  if (auto* s = im.open("sched", ftskel_sched__open, ftskel_sched__load, ftskel_sched__destroy))
+    s->rodata->ft_min_offcpu_ns = opt.min_offcpu_ns;
+  im.open("irq", ftskel_irq__open, ftskel_irq__load, ftskel_irq__destroy);
+  im.open("mem", ftskel_mem__open, ftskel_mem__load, ftskel_mem__destroy);
+  if ((im.net = im.open("net", ftskel_net__open, ftskel_net__load, ftskel_net__destroy)))
+    im.net->rodata->ft_net_all = opt.net_all;
+  im.cxi = im.open("cxi", ftskel_cxi__open, ftskel_cxi__load, ftskel_cxi__destroy);
+  im.probes = im.open("probes", ftskel_probes__open, ftskel_probes__load, ftskel_probes__destroy);
+  for (Skel& k : im.skels) im.load(k, vmlinux);
+  btf__free(vmlinux);
+
+  for (Skel& k : im.skels) {
+    if (!k.loaded) continue;
+    if (k.name == "probes") continue;  // per library file, below
+    bpf_program* p;
+    bpf_object__for_each_program(p, k.obj) {
+      if (!bpf_program__autoload(p)) continue;
+      if (!tracefs.empty() &&
+          std::string(bpf_program__section_name(p)).rfind("tracepoint/", 0) == 0) {
+        im.note(k.name, bpf_program__section_name(p), "absent", tracefs);
+        continue;
+      }
+      if (k.name == "cxi" && tracepoint_of(p).rfind("workqueue", 0) == 0) {
+        if (opt.cxi_work.empty()) {
+          im.note("cxi", bpf_program__section_name(p), "absent",
+                  "the cxi driver is not loaded (no cxi work functions in /proc/kallsyms)");
+          continue;
+        }
+      }
+      im.attach_program(k, p);
+    }
+    if (k.name == "cxi") {
+      const int fd = bpf_map__fd(im.cxi->maps.cxi_work_funcs);
+      for (size_t i = 0; i < opt.cxi_work.size(); ++i) {
+        const __u64 addr = opt.cxi_work[i].addr;
+        const __u32 cls = static_cast<__u32>(i);
+        bpf_map_update_elem(fd, &addr, &cls, BPF_ANY);
+      }
+    }
+  }
+  bool probes_loaded = false;
+  for (const Skel& k : im.skels)
+    if (k.name == "probes" && k.loaded) probes_loaded = true;
+  if (!probes_loaded) im.probes = nullptr;
+  if (im.probes) {
+    if (opt.usdt_libraries.empty())
+      im.note("probes", "usdt:fabtrace:*", "absent", "no libfabtrace.so to attach the probes to");
+    for (const std::string& lib : opt.usdt_libraries) im.attach_usdt(lib);
+  }
+
+  const auto ev = im.shared.find("events");
+  if (ev == im.shared.end()) {
+    *error = "no BPF program could be loaded" +
+             (attach_.empty() ? std::string() : ": " + attach_.front().detail);
+    return false;
+  }
+  im.rb = ring_buffer__new(
+      ev->second,
+      [](void* ctx, void* data, size_t size) {
+        auto* self = static_cast<Impl*>(ctx);
+        if (self->sink) (*self->sink)(data, size);
+        return 0;
+      },
+      &im, nullptr);
+  if (!im.rb) {
+    *error = "cannot open the ring buffer: " + std::string(std::strerror(errno));
+    return false;
+  }
+  if (attached() == 0) {
+    *error = "no attach point could be attached";
+    return false;
+  }
+  return true;
+}
+
+void BpfSession::attach_usdt_library(const std::string& path) {
+  if (impl_) impl_->attach_usdt(path);
+}
+
+void BpfSession::trace_process(pid_t pid, uint64_t since_ns) {
+  if (!impl_ || !impl_->shared.count("traced")) return;
+  const __u32 key = static_cast<__u32>(pid);
+  ft_proc v{};
+  // Keep what the kernel side already knows (its since, the preload flag).
+  if (bpf_map_lookup_elem(impl_->shared["traced"], &key, &v) == 0) {
+    v.flags |= FT_PROC_SCANNED;
+  } else {
+    v.flags = FT_PROC_SCANNED;
+    v.since = since_ns;
+  }
+  bpf_map_update_elem(impl_->shared["traced"], &key, &v, BPF_ANY);
+}
+
+void BpfSession::trace_connection(const ft_tuple& t, pid_t owner) {
+  if (!impl_ || !impl_->shared.count("traced_socks")) return;
+  const __u32 v = static_cast<__u32>(owner);
+  bpf_map_update_elem(impl_->shared["traced_socks"], &t, &v, BPF_ANY);
+}
+
+void BpfSession::trace_listen_port(uint16_t port, pid_t owner) {
+  if (!impl_ || !impl_->net) return;
+  const __u32 v = static_cast<__u32>(owner);
+  bpf_map_update_elem(bpf_map__fd(impl_->net->maps.traced_ports), &port, &v, BPF_ANY);
+}
+
+int BpfSession::poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record) {
+  if (!impl_ || !impl_->rb) return -1;
+  impl_->sink = &on_record;
+  // The programs submit without wakeups (see ft_submit): wait, then drain.
+  if (timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  const int n = ring_buffer__consume(impl_->rb);
+  impl_->sink = nullptr;
+  return n < 0 && n != -EINTR ? -1 : (n < 0 ? 0 : n);
+}
+
+KernelStats BpfSession::stats() const {
+  KernelStats s;
+  if (!impl_ || !impl_->shared.count("counters")) return s;
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return s;
+  std::vector<__u64> v(static_cast<size_t>(ncpu));
+  const int fd = impl_->shared.at("counters");
+  auto sum = [&](__u32 key) {
+    __u64 t = 0;
+    if (bpf_map_lookup_elem(fd, &key, v.data()) == 0)
+      for (__u64 x : v) t += x;
+    return t;
+  };
+  for (__u32 k = 1; k < FT_EV_KINDS; ++k) {
+    s.emitted[k] = sum(k);
+    s.lost[k] = sum(FT_EV_KINDS + k);
+  }
+  s.untraced_retrans = sum(FT_CNT_UNTRACED_RETRANS);
+  s.untraced_drops = sum(FT_CNT_UNTRACED_DROP);
+  s.threads_full = sum(FT_CNT_THREADS_FULL);
+  s.in_without_out = sum(FT_CNT_IN_WITHOUT_OUT);
+  s.in_unseen = sum(FT_CNT_IN_UNSEEN);
+  for (const Skel& k : impl_->skels) {
+    if (!k.loaded) continue;
+    bpf_program* p;
+    bpf_object__for_each_program(p, k.obj) {
+      const int pfd = bpf_program__fd(p);
+      if (pfd < 0) continue;
+      bpf_prog_info info{};
+      __u32 len = sizeof(info);
+      if (bpf_obj_get_info_by_fd(pfd, &info, &len) == 0)
+        s.recursion_misses += info.recursion_misses;
+    }
+  }
+  return s;
+}
+
+std::vector<KernelSymbol> BpfSession::drop_reason_names() {
+  std::vector<KernelSymbol> out;
+  btf* b = btf__load_vmlinux_btf();
+  if (!b) return out;
+  const __s32 id = btf__find_by_name_kind(b, "skb_drop_reason", BTF_KIND_ENUM);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(b, static_cast<__u32>(id));
+    const struct btf_enum* e = btf_enum(t);
+    for (__u16 i = 0; i < btf_vlen(t); ++i) {
+      std::string n = btf__name_by_offset(b, e[i].name_off);
+      const std::string pre = "SKB_DROP_REASON_";
+      if (n.rfind(pre, 0) == 0) n = n.substr(pre.size());
+      out.push_back({static_cast<uint64_t>(static_cast<__u32>(e[i].val)), n, "drop_reason"});
+    }
+  }
+  btf__free(b);
+  return out;
+}
+
+std::vector<KernelAttach> BpfSession::probe_all(const BpfOptions& opt, std::string* error) {
+  BpfSession s;
+  BpfOptions o = opt;
+  o.polls = true;
+  s.start(o, error);
+  return s.attach_list();  // destroyed (detached) on return
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,78 @@
+// The BPF half of `fabtrace record`: opens the skeletons of bpf/ (one per
+// concern), makes them share one set of maps and one ring buffer, loads and
+// attaches every program this machine supports, and says for each attach point
+// whether it is attached, absent (this kernel or node does not have it) or
+// failed (it exists but was refused, with libbpf's reason).
+//
+// Nothing here is required: a missing tracepoint, a refused program, a node
+// without the cxi driver each cost one line in the attach list, and the rest
+// runs. Only when nothing at all attaches does the collector give up.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/kernel_log.h"
+
+namespace fabtrace {
+
+struct BpfOptions {
+  bool polls = false;                       // attach the per-poll probes (--polls)
+  bool net_all = false;                     // record net events of sockets not traced
+  uint64_t min_offcpu_ns = 0;               // off-CPU intervals shorter than this: history only
+  std::vector<std::string> usdt_libraries;  // libfabtrace.so files to attach the probes to
+  // cxi work functions (kallsyms address -> "name") to filter the workqueue on;
+  // empty: the driver is not loaded, the workqueue programs stay unattached.
+  std::vector<KernelSymbol> cxi_work;
+};
+
+class BpfSession {
+ public:
+  BpfSession();
+  ~BpfSession();
+  BpfSession(const BpfSession&) = delete;
+  BpfSession& operator=(const BpfSession&) = delete;
+
+  // Opens, loads and attaches. False only when BPF cannot be used at all (not
+  // root, no BTF, bpf(2) refused), with one line in *error; otherwise the
+  // attach list says what runs.
+  bool start(const BpfOptions& opt, std::string* error);
+  const std::vector<KernelAttach>& attach_list() const { return attach_; }
+  size_t attached() const;  // attach points attached
+
+  // Attaches the preload's USDT probes to one more library file (a copy of
+  // libfabtrace.so found in a process started after the session). Idempotent.
+  void attach_usdt_library(const std::string& path);
+
+  // Marks a process traced (from the /proc scan), and its TCP connections.
+  void trace_process(pid_t pid, uint64_t since_ns);
+  void trace_connection(const ft_tuple& t, pid_t owner);
+  void trace_listen_port(uint16_t port, pid_t owner);
+
+  // Drains the ring buffer: calls on_record for each record, for at most
+  // timeout_ms waiting. Returns the records consumed, or -1 on error.
+  int poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record);
+
+  KernelStats stats() const;  // the kernel-side counters, summed over CPUs
+
+  // The list of every program and attach point with its state on this machine
+  // (`fabtrace record --list`): loads and attaches, then detaches everything.
+  static std::vector<KernelAttach> probe_all(const BpfOptions& opt, std::string* error);
+
+  // The names of the kernel's drop reasons (enum skb_drop_reason, from its BTF),
+  // as symbols of class "drop_reason": their values differ between kernels.
+  static std::vector<KernelSymbol> drop_reason_names();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  std::vector<KernelAttach> attach_;
+};
+
+}  // namespace fabtrace

@@ -1,0 +1,188 @@
+#include "userspace/record/collector.h"
+
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/clock.h"
+#include "common/cxi_counters.h"
+#include "common/kernel_classify.h"
+
+namespace fabtrace {
+
+namespace {
+
+constexpr uint64_t kScanNs = 500000000;    // /proc rescan
+constexpr uint64_t kStatsNs = 2000000000;  // kernel counters into the log
+
+std::string host_name() {
+  char h[256] = {};
+  if (gethostname(h, sizeof(h) - 1) != 0) return "unknown";
+  return h;
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  if (s.size() > 256) s.resize(256);
+  return s;
+}
+
+std::string read_kallsyms() {
+  std::ifstream in("/proc/kallsyms");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+// The node's Cassini counters, sampled once for all its ranks (every device).
+struct Collector::NodeCounters {
+  explicit NodeCounters(CounterSampler::Config c) : sampler(std::move(c)) {}
+  CounterSampler sampler;
+};
+
+Collector::Collector(CollectorOptions opt) : opt_(std::move(opt)), scanner_(opt_.proc_root) {}
+
+bool Collector::start(std::string* error) {
+  start_ns_ = mono_ns();
+  if (opt_.bpf.cxi_work.empty()) opt_.bpf.cxi_work = cxi_work_symbols(read_kallsyms());
+  // The preloads already running or about to be launched: their USDT probes.
+  for (const ScannedProcess& p : scanner_.scan(getpid()))
+    if (p.preload) opt_.bpf.usdt_libraries.push_back(p.preload_path);
+  if (!session_.start(opt_.bpf, error)) return false;
+
+  KernelLogMeta m;
+  m.host = host_name();
+  m.pid = getpid();
+  struct utsname u;
+  if (uname(&u) == 0) m.kernel = u.release;
+  m.boot_id = read_small("/proc/sys/kernel/random/boot_id");
+  m.command = opt_.command;
+  m.mono_ns = mono_ns();
+  m.real_ns = real_ns();
+  m.options["polls"] = opt_.bpf.polls ? "1" : "0";
+  m.options["net_all"] = opt_.bpf.net_all ? "1" : "0";
+  m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
+  m.attach = session_.attach_list();
+  const std::string path = opt_.dir + "/" + kernel_log::file_name(m.host, m.pid);
+  if (!log_.create(path, m)) {
+    *error = "cannot write the kernel log: " + log_.error();
+    return false;
+  }
+  std::vector<KernelSymbol> syms = opt_.bpf.cxi_work;
+  for (const KernelSymbol& d : BpfSession::drop_reason_names()) syms.push_back(d);
+  log_.write_symbols(syms);
+
+  if (opt_.node_counters) {
+    // The same settings as the preload's sampler, but every device of the node
+    // (unless FABTRACE_NIC_DEV names some): one file for all its ranks.
+    CounterSampler::Config c = CounterSampler::config_from_env();
+    if (!std::getenv("FABTRACE_NIC_DEV")) c.devices = "all";
+    // A node without cxi devices: nothing to say (as the preload's sampler).
+    struct stat st;
+    if (c.enabled && ::stat(c.sysfs_root.c_str(), &st) == 0) {
+      counters_ = std::make_shared<NodeCounters>(c);
+      if (!counters_->sampler.start()) counters_.reset();  // no cxi device: silent
+    }
+  }
+  scan();
+  return true;
+}
+
+void Collector::scan() {
+  last_scan_ = mono_ns();
+  std::vector<ScannedProcess> found;
+  if (opt_.discover) found = scanner_.scan(getpid());
+  for (pid_t pid : opt_.pids) {
+    ScannedProcess p;
+    if (!scanner_.inspect(pid, &p)) {
+      // Traced at the kernel level even without libfabric mapped.
+      p.pid = pid;
+      std::ifstream in(opt_.proc_root + "/" + std::to_string(pid) + "/comm");
+      if (!in) continue;
+      std::getline(in, p.comm);
+    }
+    found.push_back(p);
+  }
+  std::vector<KernelTask> tasks;
+  for (const ScannedProcess& p : found) {
+    const bool is_new = known_.insert(p.pid).second;
+    if (is_new) {
+      session_.trace_process(p.pid, mono_ns());
+      if (p.preload) session_.attach_usdt_library(p.preload_path);
+      for (const ScannedThread& t : p.threads)
+        tasks.push_back({p.pid, t.tid, t.comm, p.rank, p.exe, p.preload});
+      if (p.threads.empty()) tasks.push_back({p.pid, p.pid, p.comm, p.rank, p.exe, p.preload});
+    }
+    // Connections change while the job runs: the traced process's sockets are
+    // registered at every scan (an update of what is there is cheap).
+    for (const ScannedConn& c : scanner_.tcp_conns(p.pid)) {
+      if (c.state == 0x0A)
+        session_.trace_listen_port(c.tuple.sport, p.pid);
+      else
+        session_.trace_connection(c.tuple, p.pid);
+    }
+  }
+  if (!tasks.empty()) log_.write_tasks(tasks);
+}
+
+void Collector::on_record(const void* data, size_t size) {
+  if (size < sizeof(ft_hdr)) {
+    ++malformed_;
+    return;
+  }
+  ft_hdr h;
+  std::memcpy(&h, data, sizeof(h));
+  if (h.size != size && !(h.size <= size && size - h.size < 8)) {
+    ++malformed_;
+    return;
+  }
+  if (!log_.append(data, h.size) && !log_failed_) {
+    log_failed_ = true;
+    std::fprintf(stderr, "fabtrace record: %s\n", log_.error().c_str());
+  }
+}
+
+void Collector::step(int wait_ms) {
+  session_.poll(wait_ms, [this](const void* d, size_t n) { on_record(d, n); });
+  const uint64_t now = mono_ns();
+  if (now - last_scan_ >= kScanNs) scan();
+  if (now - last_flush_ >= opt_.flush_ms * 1000000ULL) {
+    log_.flush();
+    last_flush_ = now;
+  }
+  if (now - last_stats_ >= kStatsNs) {
+    log_.write_stats(session_.stats());
+    last_stats_ = now;
+  }
+}
+
+void Collector::finish() {
+  // What the programs emitted up to now.
+  for (int i = 0; i < 100; ++i)
+    if (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) <= 0) break;
+  log_.write_stats(session_.stats());
+  log_.write_end(mono_ns() - start_ns_);
+  log_.close();
+  if (counters_) {
+    counters_->sampler.stop();
+    if (counters_->sampler.samples()) {
+      const std::string host = host_name();
+      counters_path_ = opt_.dir + "/fabtrace_nic." + host + ".node.p" +
+                       std::to_string(static_cast<long>(getpid())) + ".csv";
+      if (!counters_->sampler.write_csv(counters_path_, host, "node", getpid()))
+        counters_path_.clear();
+    }
+  }
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,73 @@
+// The collector of `fabtrace record`: one per node, as root. Keeps the BPF
+// session's view of "which processes are traced" current (a /proc scan every
+// half second, besides the preload's own registration probe), drains the ring
+// buffer into the kernel log, writes the kernel's counters every few seconds, and
+// samples the node's Cassini counters once for all its ranks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/kernel_log.h"
+#include "userspace/record/bpf_session.h"
+#include "userspace/record/proc_scan.h"
+
+namespace fabtrace {
+
+struct CollectorOptions {
+  std::string dir = ".";  // where the kernel log goes (the ranks' FABTRACE_DIR)
+  BpfOptions bpf;
+  std::vector<pid_t> pids;  // --pid: these too, mapped libfabric or not
+  bool discover = true;     // trace every libfabric/preload process found
+  std::string command;      // for the log's header
+  uint64_t flush_ms = 200;  // events reach the file at least this often
+  std::string proc_root = "/proc";
+  bool node_counters = true;  // sample the node's cxi counters (FABTRACE_NIC=0: off)
+};
+
+class Collector {
+ public:
+  explicit Collector(CollectorOptions opt);
+
+  // Starts the BPF session and creates the log. False with one line in *error
+  // when nothing can be traced.
+  bool start(std::string* error);
+  const std::vector<KernelAttach>& attach_list() const { return session_.attach_list(); }
+  const std::string& log_path() const { return log_.path(); }
+
+  // One turn of the loop: drain for up to `wait_ms`, and do what is due (scan,
+  // flush, stats). Call until done.
+  void step(int wait_ms);
+  // Drains what is left, writes the final counters and the end block.
+  void finish();
+
+  uint64_t records() const { return log_.records(); }
+  KernelStats stats() const { return session_.stats(); }
+  uint64_t malformed() const { return malformed_; }
+  const std::string& counters_path() const { return counters_path_; }
+  size_t traced_processes() const { return known_.size(); }
+
+ private:
+  void scan();
+  void on_record(const void* data, size_t size);
+
+  CollectorOptions opt_;
+  BpfSession session_;
+  ProcScanner scanner_;
+  KernelLogWriter log_;
+  std::set<pid_t> known_;
+  uint64_t start_ns_ = 0, last_scan_ = 0, last_flush_ = 0, last_stats_ = 0;
+  uint64_t malformed_ = 0;
+  std::string counters_path_;
+  struct NodeCounters;
+  std::shared_ptr<NodeCounters> counters_;
+  bool log_failed_ = false;
+};
+
+}  // namespace fabtrace
