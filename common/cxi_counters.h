@@ -169,6 +169,11 @@ class CounterSampler {
   pthread_t thread_{};
 };
 
+// The rank field of the node-wide series that `fabtrace record` samples once per
+// node (fabtrace_nic.<host>.node.p<pid>.csv); the report shows it with that
+// host's ranks.
+constexpr const char* kNodeCountersRank = "node";
+
 // A counters CSV read back.
 struct CounterSeries {
   struct Device {

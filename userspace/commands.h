@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 namespace fabtrace {
@@ -18,11 +19,14 @@ int cmd_export(int argc, char** argv);
 // fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]
 int cmd_report(int argc, char** argv);
 
-// fabtrace export kernel FILE [--csv]
+// fabtrace export kernel FILE [--csv] [--kind K,...] [--top N]
 int cmd_export_kernel(int argc, char** argv);
 // Writes the kernel log `in` (fabtrace record) as text or CSV to `out`, one row
-// per event. Returns 0, or 1 when `in` is unusable or the output fails.
+// per event (only `kinds` when not empty; only the `top` longest, longest first,
+// when not 0). Returns 0, or 1 when `in` is unusable or the output fails.
 int export_kernel(const std::string& in, bool csv, std::FILE* out);
+int export_kernel(const std::string& in, bool csv, const std::set<std::string>& kinds, size_t top,
+                  std::FILE* out);
 
 // Writes the oplog file `in` as CSV to `out` (a comment line with the clock
 // anchors, a header row, one row per op in file order, times in

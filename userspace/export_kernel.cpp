@@ -1,8 +1,14 @@
 // fabtrace export kernel: a kernel log (fabtrace record) as text or CSV, one row
-// per event, for people and scripts.
+// per event, for people and scripts; optionally only some kinds, or only the
+// longest N events.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/kernel_explain.h"
 #include "common/kernel_log.h"
@@ -14,11 +20,47 @@ namespace fabtrace {
 
 namespace {
 
-void usage(std::FILE* f) { std::fprintf(f, "usage: fabtrace export kernel FILE [--csv]\n"); }
+void usage(std::FILE* f) {
+  std::fprintf(f,
+               "usage: fabtrace export kernel FILE [--csv] [--kind K[,K...]] [--top N]\n"
+               "  --kind   only these kinds (offcpu, irq, softirq, faults, retransmit, drop,\n"
+               "           cxi_work, cxi_err, thread, stall, slow_op, op_error, poll, exit)\n"
+               "  --top N  only the N longest events, longest first\n");
+}
+
+void write_row(std::FILE* out, bool csv, uint64_t t0, const KernelRow& row, bool* ok) {
+  int n;
+  if (csv) {
+    n = std::fprintf(out, "%llu,%s,%u,%u,%u,%llu,%llu,%s,%u,%s,%s\n",
+                     static_cast<unsigned long long>(row.ts_ns), row.kind.c_str(), row.cpu,
+                     row.pid, row.tid, static_cast<unsigned long long>(row.start_ns),
+                     static_cast<unsigned long long>(row.dur_ns),
+                     report::csv_quote(row.cause).c_str(), row.other_pid,
+                     report::csv_quote(row.other_comm).c_str(),
+                     report::csv_quote(row.detail).c_str());
+  } else {
+    const double t = row.ts_ns >= t0 ? static_cast<double>(row.ts_ns - t0) / 1e9
+                                     : -static_cast<double>(t0 - row.ts_ns) / 1e9;
+    std::string other;
+    if (row.other_pid || !row.other_comm.empty())
+      other = " [" + row.other_comm +
+              (row.other_pid ? ":" + std::to_string(row.other_pid) : std::string()) + "]";
+    const std::string dur = row.dur_ns ? human_ns(row.dur_ns) : "-";
+    n = std::fprintf(out, "%12.6f %-10s %7u/%-7u cpu%-3u %12s  %s%s%s%s\n", t, row.kind.c_str(),
+                     row.pid, row.tid, row.cpu, dur.c_str(), row.cause.c_str(), other.c_str(),
+                     row.detail.empty() ? "" : "  ", row.detail.c_str());
+  }
+  if (n < 0) *ok = false;
+}
 
 }  // namespace
 
 int export_kernel(const std::string& in, bool csv, std::FILE* out) {
+  return export_kernel(in, csv, {}, 0, out);
+}
+
+int export_kernel(const std::string& in, bool csv, const std::set<std::string>& kinds,
+                  size_t top, std::FILE* out) {
   KernelLogReader r;
   std::string err;
   if (!r.open(in, &err)) {
@@ -51,52 +93,49 @@ int export_kernel(const std::string& in, bool csv, std::FILE* out) {
     for (const KernelTask& t : r.tasks())
       std::fprintf(out, "# task pid %ld tid %ld %s rank %s%s\n", t.pid, t.tid, t.comm.c_str(),
                    t.rank.empty() ? "-" : t.rank.c_str(), t.preload ? " (preload)" : "");
-    std::fprintf(out, "# time (s since the session started)  event  pid/tid  cpu  what\n");
+    std::fprintf(out,
+                 "# time (s since the session started)  event  pid/tid  cpu  duration  what\n");
   }
   bool write_ok = true;
+  // --top keeps the N longest in a min-heap: bounded memory on any log.
+  auto longer = [](const KernelRow& a, const KernelRow& b) { return a.dur_ns > b.dur_ns; };
+  std::vector<KernelRow> heap;
   const bool ok = r.read_all(
       [&](const ft_hdr& h, const uint8_t* rec) {
-        const KernelRow row = kernel_row(h, rec, names);
-        int n;
-        if (csv) {
-          n = std::fprintf(out, "%llu,%s,%u,%u,%u,%llu,%llu,%s,%u,%s,%s\n",
-                           static_cast<unsigned long long>(row.ts_ns), row.kind.c_str(), row.cpu,
-                           row.pid, row.tid, static_cast<unsigned long long>(row.start_ns),
-                           static_cast<unsigned long long>(row.dur_ns),
-                           report::csv_quote(row.cause).c_str(), row.other_pid,
-                           report::csv_quote(row.other_comm).c_str(),
-                           report::csv_quote(row.detail).c_str());
-        } else {
-          const double t = row.ts_ns >= t0 ? static_cast<double>(row.ts_ns - t0) / 1e9
-                                           : -static_cast<double>(t0 - row.ts_ns) / 1e9;
-          std::string other;
-          if (row.other_pid || !row.other_comm.empty())
-            other = " [" + row.other_comm +
-                    (row.other_pid ? ":" + std::to_string(row.other_pid) : "") + "]";
-          n = std::fprintf(out, "%12.6f %-10s %u/%u cpu%u %s%s%s%s%s\n", t, row.kind.c_str(),
-                           row.pid, row.tid, row.cpu, row.cause.c_str(),
-                           row.dur_ns ? (" " + human_ns(row.dur_ns)).c_str() : "", other.c_str(),
-                           row.detail.empty() ? "" : " ", row.detail.c_str());
+        if (!kinds.empty() && !kinds.count(kernel_log::kind_name(h.kind))) return;
+        KernelRow row = kernel_row(h, rec, names);
+        if (!top) {
+          write_row(out, csv, t0, row, &write_ok);
+          return;
         }
-        if (n < 0) write_ok = false;
+        if (heap.size() < top) {
+          heap.push_back(std::move(row));
+          std::push_heap(heap.begin(), heap.end(), longer);
+        } else if (row.dur_ns > heap.front().dur_ns) {
+          std::pop_heap(heap.begin(), heap.end(), longer);
+          heap.back() = std::move(row);
+          std::push_heap(heap.begin(), heap.end(), longer);
+        }
       },
       &err);
   if (!ok) {
     std::fprintf(stderr, "fabtrace: %s\n", err.c_str());
     return 1;
   }
+  std::sort_heap(heap.begin(), heap.end(), longer);
+  for (const KernelRow& row : heap) write_row(out, csv, t0, row, &write_ok);
   const KernelStats& s = r.stats();
   if (!csv)
-    std::fprintf(
-        out,
-        "# %llu events; %llu lost in the kernel (ring buffer full), %llu program runs missed; "
-        "%llu returns to a CPU without a departure seen, %llu without an arrival seen%s\n",
-        static_cast<unsigned long long>(r.records_read()),
-        static_cast<unsigned long long>(s.lost_total()),
-        static_cast<unsigned long long>(s.recursion_misses),
-        static_cast<unsigned long long>(s.in_without_out),
-        static_cast<unsigned long long>(s.in_unseen),
-        r.has_end() ? "" : "; no end block: the collector did not stop cleanly");
+    std::fprintf(out,
+                 "# %llu events; %llu lost in the kernel (ring buffer full), %llu program runs "
+                 "missed; %llu returns to a CPU without a departure seen, %llu without an "
+                 "arrival seen%s\n",
+                 static_cast<unsigned long long>(r.records_read()),
+                 static_cast<unsigned long long>(s.lost_total()),
+                 static_cast<unsigned long long>(s.recursion_misses),
+                 static_cast<unsigned long long>(s.in_without_out),
+                 static_cast<unsigned long long>(s.in_unseen),
+                 r.has_end() ? "" : "; no end block: the collector did not stop cleanly");
   if (r.truncated())
     std::fprintf(stderr, "fabtrace: %s: cut short (%s); the events before it are shown\n",
                  in.c_str(), r.truncation().c_str());
@@ -113,10 +152,33 @@ int export_kernel(const std::string& in, bool csv, std::FILE* out) {
 int cmd_export_kernel(int argc, char** argv) {
   std::string in;
   bool csv = false;
+  std::set<std::string> kinds;
+  size_t top = 0;
   for (int i = 0; i < argc; ++i) {
     const char* a = argv[i];
     if (!std::strcmp(a, "--csv")) {
       csv = true;
+    } else if (!std::strcmp(a, "--kind") && i + 1 < argc) {
+      std::stringstream ss(argv[++i]);
+      std::string k;
+      while (std::getline(ss, k, ',')) {
+        bool known = false;
+        for (uint16_t n = 1; n < FT_EV_KINDS; ++n) known = known || kernel_log::kind_name(n) == k;
+        if (!known) {
+          std::fprintf(stderr, "fabtrace export kernel: unknown kind '%s'\n", k.c_str());
+          usage(stderr);
+          return 2;
+        }
+        kinds.insert(k);
+      }
+    } else if (!std::strcmp(a, "--top") && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(argv[++i], &end, 10);
+      if (*end || n == 0 || n > 1000000) {
+        std::fprintf(stderr, "fabtrace export kernel: bad --top (1 .. 1000000)\n");
+        return 2;
+      }
+      top = n;
     } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
       usage(stdout);
       return 0;
@@ -135,7 +197,7 @@ int cmd_export_kernel(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  return export_kernel(in, csv, stdout);
+  return export_kernel(in, csv, kinds, top, stdout);
 }
 
 }  // namespace fabtrace

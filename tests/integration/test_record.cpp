@@ -21,6 +21,8 @@
 #include <thread>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/sample_stepper.h"
+#include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
 namespace {
@@ -146,9 +148,10 @@ struct StreamSession {
   int rank0 = -1;
 
   explicit StreamSession(const std::string& tag, std::vector<std::string> prefix = {},
-                         std::vector<std::string> app_args = {}) {
+                         std::vector<std::string> app_args = {}, Env env = {},
+                         std::string stop_file = "") {
     dir = make_temp_dir(tag);
-    stop = dir + "/stop";
+    stop = stop_file.empty() ? dir + "/stop" : stop_file;
     std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", dir, "--"};
     for (const auto& p : prefix) argv.push_back(p);
     for (const std::string& a :
@@ -157,7 +160,8 @@ struct StreamSession {
       argv.push_back(a);
     if (app_args.empty()) app_args = {"--count", "1000000"};
     for (const auto& a : app_args) argv.push_back(a);
-    record = spawn(argv, {{"FABTRACE_PRELOAD", preload_list()}}, dir + "/record.log", false);
+    env.push_back({"FABTRACE_PRELOAD", preload_list()});
+    record = spawn(argv, env, dir + "/record.log", false);
   }
 
   // Rank 0 (ft_app's parent process) has polled its CQ at least once: the
@@ -403,6 +407,48 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
   }
   EXPECT_EQ(drops, 5u) << "the filter dropped 5 data segments of the traced connection";
   EXPECT_EQ(retrans, retrans_segs) << "the namespace's TCP counted " << retrans_segs;
+}
+
+// The node's Cassini counters are sampled once, by the session, for every device;
+// the preloads see the session and leave theirs alone; the report shows the
+// node's series with the host's ranks. The fake tree moves one step per read of
+// the session's sampler (SampleStepper), and the ranks run until it has seen 8.
+TEST(Record, NodeCountersSampledOnceForTheNode) {
+  REQUIRE_ROOT();
+  FakeCxiTree tree;
+  tree.populate_standard();
+  const std::string stop_dir = make_temp_dir("rec-nic-stop");
+  SampleStepper stepper(tree, tree.telemetry_path("cxi1", "hni_sts_tx_ok_octets"), 8,
+                        stop_dir + "/stop");
+  ASSERT_TRUE(stepper.watching()) << stepper.error();
+  StreamSession s("rec-nic", {}, {"--count", "1000000"},
+                  {{"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
+                   {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
+                   {"FABTRACE_NIC_MS", "5"}},
+                  stepper.release_path());  // the stream stops once 8 reads were seen
+  ASSERT_EQ(wait_for(s.record, 240), 0) << s.record_log();
+  EXPECT_EQ(stepper.steps_taken(), 8);
+
+  const auto node = list_files(s.dir, "fabtrace_nic.", ".csv");
+  ASSERT_EQ(node.size(), 1u) << "one series for the node, none from the ranks\n"
+                             << s.record_log();
+  EXPECT_NE(node[0].find(".node.p"), std::string::npos) << node[0];
+  std::ifstream in(node[0]);
+  std::stringstream csv;
+  csv << in.rdbuf();
+  EXPECT_NE(csv.str().find(" devices=cxi0,cxi1 "), std::string::npos)  // every device of the node
+      << csv.str().substr(0, 400);
+
+  const RunResult rep =
+      run({FABTRACE_CLI, "report", s.dir, "-o", s.dir + "/out", "--no-trace"}, {}, false);
+  ASSERT_EQ(rep.exit_code, 0) << rep.output;
+  EXPECT_EQ(rep.output.find("fabtrace_nic."), std::string::npos)
+      << "the node's series was skipped:\n"
+      << rep.output;
+  std::ifstream h(s.dir + "/out/report.html");
+  std::stringstream html;
+  html << h.rdbuf();
+  EXPECT_NE(html.str().find("class=\"chart line-chart\""), std::string::npos) << "no counter plot";
 }
 
 TEST(Record, NotRootGetsOneClearLine) {

@@ -224,7 +224,14 @@ struct BpfSession::Impl {
       bpf_link* l =
           bpf_program__attach_usdt(pr.prog, -1, path.c_str(), FT_USDT_PROVIDER, pr.name, nullptr);
       if (!l) {
-        note("probes", point, "failed", path + ": " + reason_of(take_log(), errno));
+        const int err = errno;
+        const std::string log = take_log();
+        // A copy built without <sys/sdt.h>, or older than the probes: nothing to attach.
+        if (log.find("no USDT notes") != std::string::npos ||
+            log.find("unable to find USDT") != std::string::npos)
+          note("probes", point, "absent", path + " has no such probe (an older or SDT-less build)");
+        else
+          note("probes", point, "failed", path + ": " + reason_of(log, err));
         continue;
       }
       links.push_back(l);

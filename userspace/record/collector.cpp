@@ -177,9 +177,9 @@ void Collector::finish() {
     counters_->sampler.stop();
     if (counters_->sampler.samples()) {
       const std::string host = host_name();
-      counters_path_ = opt_.dir + "/fabtrace_nic." + host + ".node.p" +
+      counters_path_ = opt_.dir + "/fabtrace_nic." + host + "." + kNodeCountersRank + ".p" +
                        std::to_string(static_cast<long>(getpid())) + ".csv";
-      if (!counters_->sampler.write_csv(counters_path_, host, "node", getpid()))
+      if (!counters_->sampler.write_csv(counters_path_, host, kNodeCountersRank, getpid()))
         counters_path_.clear();
     }
   }

@@ -164,7 +164,15 @@ void attach_counters(const std::string& path, const LoadOptions& opt, std::map<K
     job->skipped.push_back({path, without_path(err, path)});
     return;
   }
-  const auto it = by_key.find(Key{cs.host, cs.rank, cs.pid});
+  auto it = by_key.find(Key{cs.host, cs.rank, cs.pid});
+  if (it == by_key.end() && cs.rank == kNodeCountersRank) {
+    // The node's series, sampled once by `fabtrace record` for all its ranks:
+    // shown with the host's first rank that has no series of its own.
+    for (auto k = by_key.begin(); k != by_key.end(); ++k) {
+      if (std::get<0>(k->first) != cs.host || !job->ranks[k->second].counters_path.empty()) continue;
+      if (it == by_key.end() || rank_less(std::get<1>(k->first), std::get<1>(it->first))) it = k;
+    }
+  }
   if (it == by_key.end()) {
     job->skipped.push_back({path, "NIC counters of host " + cs.host + " rank " + cs.rank + " pid " +
                                       std::to_string(cs.pid) + " have no report beside them"});
