@@ -192,6 +192,11 @@ struct CounterSeries {
 // newline (the writer was cut short) is dropped and sets truncated. False with a
 // message in *error for a missing file, a wrong format line or version, a missing
 // header row, or a malformed complete row.
+// The file must be a regular file within common/input_limits.h's bounds, as
+// must its strings, times and number of values.
 bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* error);
+// The same on the text of such a file; `path` only names it in messages.
+bool parse_counter_csv(const std::string& text, const std::string& path, CounterSeries* out,
+                       std::string* error);
 
 }  // namespace fabtrace
