@@ -1,0 +1,59 @@
+#include "tests/fuzz/fuzz_targets.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "userspace/report/perfetto_trace.h"
+
+namespace fabtrace::fuzz {
+
+const std::vector<FuzzTarget>& fuzz_targets() {
+  static const std::vector<FuzzTarget> targets = {
+      {"report_json", report_json},
+      {"oplog", oplog},
+      {"counter_csv", counter_csv},
+  };
+  return targets;
+}
+
+FuzzFn fuzz_target(const std::string& name) {
+  for (const FuzzTarget& t : fuzz_targets())
+    if (name == t.name) return t.fn;
+  return nullptr;
+}
+
+MemFile::MemFile(const uint8_t* data, size_t size) {
+  fd_ = ::memfd_create("fabtrace-fuzz", MFD_CLOEXEC);
+  if (fd_ < 0) std::abort();  // the harness itself is broken: say so loudly
+  size_t off = 0;
+  while (off < size) {
+    const ssize_t w = ::write(fd_, data + off, size - off);
+    if (w <= 0) std::abort();
+    off += static_cast<size_t>(w);
+  }
+  path_ = "/proc/self/fd/" + std::to_string(fd_);
+}
+
+MemFile::~MemFile() { ::close(fd_); }
+
+const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/fabtrace-fuzz.XXXXXX";
+    if (!::mkdtemp(tmpl)) std::abort();
+    return std::string(tmpl);
+  }();
+  return dir;
+}
+
+void render_perfetto(const report::Job& job) {
+  report::PerfettoOptions opt;
+  report::PerfettoStats stats;
+  std::vector<std::string> files;
+  std::string err;
+  report::write_perfetto_stats(job, scratch_dir(), opt, &files, &stats, &err);
+}
+
+}  // namespace fabtrace::fuzz
