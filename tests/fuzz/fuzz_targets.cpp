@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "userspace/report/perfetto_trace.h"
 
@@ -40,12 +42,21 @@ MemFile::MemFile(const uint8_t* data, size_t size) {
 MemFile::~MemFile() { ::close(fd_); }
 
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/fabtrace-fuzz.XXXXXX";
-    if (!::mkdtemp(tmpl)) std::abort();
-    return std::string(tmpl);
-  }();
-  return dir;
+  // Removed at exit: every replay and fuzzing run makes one.
+  struct Scratch {
+    std::string dir;
+    Scratch() {
+      char tmpl[] = "/tmp/fabtrace-fuzz.XXXXXX";
+      if (!::mkdtemp(tmpl)) std::abort();
+      dir = tmpl;
+    }
+    ~Scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const Scratch scratch;
+  return scratch.dir;
 }
 
 void render_perfetto(const report::Job& job) {
