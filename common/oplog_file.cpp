@@ -400,6 +400,12 @@ bool OplogReader::open(const std::string& path, std::string* error) {
     fd_ = -1;
     return false;
   };
+  // Nothing is read past the size the file states: a special file that
+  // passes for a regular one (under /proc) states 0 and may block on a read.
+  uint64_t size = 0;
+  if (!file_size(&size, error)) return close_fail(*error);
+  if (size < sizeof(oplog::FileHeader))
+    return close_fail(path + " is not a fabtrace oplog file (too short)");
   oplog::FileHeader fh;
   switch (read_at(0, &fh, sizeof(fh), error)) {
     case ReadResult::kOk:
@@ -419,6 +425,8 @@ bool OplogReader::open(const std::string& path, std::string* error) {
 
   oplog::BlockHeader bh;
   const uint64_t off = fh.header_bytes;
+  if (off + sizeof(bh) > size)
+    return close_fail(path + ": oplog file cut short before its metadata block");
   switch (read_at(off, &bh, sizeof(bh), error)) {
     case ReadResult::kOk:
       break;
@@ -427,8 +435,6 @@ bool OplogReader::open(const std::string& path, std::string* error) {
     default:
       return close_fail(path + ": oplog file cut short before its metadata block");
   }
-  uint64_t size = 0;
-  if (!file_size(&size, error)) return close_fail(*error);
   if (bh.magic != oplog::kBlockMagic || bh.type != oplog::kMeta ||
       bh.payload_bytes > oplog::kMaxJsonBlockBytes)
     return close_fail(path + ": corrupt oplog metadata block");
@@ -502,6 +508,11 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
   };
   for (;;) {
     oplog::BlockHeader h;
+    if (off + sizeof(h) > size) {  // past the size seen so far: the file may have grown
+      if (!file_size(&size, error)) return false;
+      if (off >= size) break;
+      if (off + sizeof(h) > size) return stop("");
+    }
     const ReadResult hr = read_at(off, &h, sizeof(h), error);
     if (hr == ReadResult::kEof) break;
     if (hr == ReadResult::kError) return false;
