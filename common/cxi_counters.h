@@ -130,8 +130,10 @@ class CounterSampler {
   // False when not open or when the sample was dropped (memory cap).
   bool sample_once();
 
-  // Writes the CSV described above. Safe while sampling runs (writes the samples
-  // stored so far). False (with one message) when the file cannot be written.
+  // Writes the CSV described above into the new file `path` (common/safe_output.h:
+  // never over an existing file or through a symlink). Safe while sampling runs
+  // (writes the samples stored so far). False (with one message) when the file
+  // cannot be created or written.
   bool write_csv(const std::string& path, const std::string& host, const std::string& rank,
                  long pid) const;
 
