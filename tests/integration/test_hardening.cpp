@@ -102,14 +102,8 @@ TEST(Hardening, PreloadNeverWritesThroughPlantedLinks) {
       "done; exec \"$@\"";
   std::vector<std::string> argv = {"sh", "-c", plant, "sh", dir, victims};
   for (const std::string& a : ft_app(20, stepper.release_path())) argv.push_back(a);
-  const RunResult r = run(argv,
-                          {{"FABTRACE_DIR", dir},
-                           {"FABTRACE_OPS_RANKS", "all"},
-                           {"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
-                           {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
-                           {"FABTRACE_NIC_MS", "5"},
-                           {"SLURM_LOCALID", "0"}},
-                          true, 240);
+  const RunResult r = run(
+      argv, sampled_env(tree, {{"FABTRACE_DIR", dir}, {"FABTRACE_OPS_RANKS", "all"}}), true, 240);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const std::string& k : kinds)
     EXPECT_EQ(slurp(victims + "/" + k), "precious " + k + "\n") << k << " overwritten\n"
