@@ -98,6 +98,7 @@
 #include "preload/completion.h"
 #include "preload/inflight.h"
 #include "preload/objects.h"
+#include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
 
@@ -701,6 +702,16 @@ void bm_step_my_shard(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fabtrace::my_shard());
 }
 
+// The USDT probe sites with no session attached: the semaphore checks a poll
+// makes (per-poll probes, stall probe) and an op makes (slow-op probe).
+void bm_step_probe_checks(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(fabtrace::probes::polls_on());
+    benchmark::DoNotOptimize(fabtrace::probes::cq_stall_on());
+    benchmark::DoNotOptimize(fabtrace::probes::slow_op_on());
+  }
+}
+
 void bm_step_cell(benchmark::State& state) {
   Stack* s = stack(Mode::kTraced, state);
   if (!s) return;
@@ -822,6 +833,7 @@ void register_parent() {
   reg("BM_Step/nic_add_trylock", 1, [](benchmark::State& st) { bm_step_nic(st, false); });
   reg("BM_Step/nic_add_serial", 1, [](benchmark::State& st) { bm_step_nic(st, true); });
   reg("BM_Step/my_shard", 1, bm_step_my_shard);
+  reg("BM_Step/probe_checks", 1, bm_step_probe_checks);
   reg("BM_Step/shard_cell", 1, bm_step_cell);
   reg("BM_Step/histogram_record", 1, bm_step_histogram);
   reg("BM_Step/complete_ok", 1, bm_step_complete);
@@ -995,7 +1007,8 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
   }
   std::printf("\npreload steps (ns per call; where the added time goes)\n");
   for (const char* c : {"ring_claim_release", "ring_owned", "nic_add_trylock", "nic_add_serial",
-                        "my_shard", "shard_cell", "histogram_record", "complete_ok"}) {
+                        "my_shard", "probe_checks", "shard_cell", "histogram_record",
+                        "complete_ok"}) {
     const double v = get(m, std::string("BM_Step/") + c);
     if (!std::isnan(v)) std::printf("%-26s %9.2f\n", c, v);
   }

@@ -1,5 +1,7 @@
 #include "common/block_file.h"
 
+#include "common/input_limits.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -115,16 +117,16 @@ bool BlockFileReader::open(const std::string& path, const char magic[8], uint32_
                            std::string* error) {
   path_ = path;
   if (fd_ >= 0) ::close(fd_);
-  // O_NONBLOCK: a FIFO planted at the name must not hang the open; it is then
-  // refused as not a regular file.
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  // A FIFO or device planted at the name is refused before any read.
+  std::string why;
+  fd_ = open_regular_file(path, &why);
   if (fd_ < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
+    *error = path + ": " + why;
     return false;
   }
   struct stat st;
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = path + ": not a regular file";
+  if (::fstat(fd_, &st) != 0) {
+    *error = path + ": cannot stat: " + std::strerror(errno);
     return false;
   }
   size_ = static_cast<uint64_t>(st.st_size);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/env.h"
+#include "common/input_limits.h"
 
 namespace fabtrace {
 namespace clock_detail {
@@ -16,6 +17,24 @@ namespace {
 std::once_flag g_once;
 ClockFit* g_fit = nullptr;  // never destroyed: used from exit handlers
 }  // namespace
+
+bool Calibration::valid_from_file() const {
+  return ns_per_tick_ok(ns_per_tick) && time_ns_ok(mono0_ns) && time_ns_ok(real0_ns) &&
+         finite_in(residual_ns, 0.0, static_cast<double>(limits::kMaxTimeNs));
+}
+
+bool Calibration::mono_ns_checked(uint64_t ticks, int64_t* out) const {
+  // The tick difference as a signed value (a tick before tick0 is a time
+  // before the anchor), scaled in double, then bounded before any integer
+  // arithmetic so that neither the cast nor the sum can overflow.
+  const double d = static_cast<double>(static_cast<int64_t>(ticks - tick0)) * ns_per_tick;
+  constexpr double kMax = static_cast<double>(limits::kMaxTimeNs);
+  if (!time_ns_ok(mono0_ns) || !finite_in(d, -kMax, kMax)) return false;
+  const int64_t t = static_cast<int64_t>(mono0_ns) + std::llround(d);
+  if (t < 0 || !time_ns_ok(static_cast<uint64_t>(t))) return false;
+  *out = t;
+  return true;
+}
 
 ClockPair sample_clock_pair() {
   ClockPair best{};

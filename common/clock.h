@@ -66,6 +66,12 @@ struct Calibration {
     return mono0_ns + static_cast<uint64_t>(static_cast<int64_t>(d));
   }
   uint64_t ns_to_ticks(double ns) const { return static_cast<uint64_t>(ns / ns_per_tick); }
+  // to_mono_ns for ticks and a calibration read back from a file: false when
+  // the result is not a time in [0, limits::kMaxTimeNs] (where to_mono_ns
+  // would overflow). The calibration itself must pass valid_from_file().
+  bool mono_ns_checked(uint64_t ticks, int64_t* out) const;
+  // Slope, anchors and residual within common/input_limits.h's bounds.
+  bool valid_from_file() const;
 };
 
 // One reading of the tick clock, CLOCK_MONOTONIC and CLOCK_REALTIME at (nearly)

@@ -22,7 +22,9 @@
 
 #include "common/clock.h"
 #include "common/env.h"
+#include "common/input_limits.h"
 #include "common/rank.h"
+#include "common/safe_output.h"
 
 namespace fabtrace {
 
@@ -242,14 +244,6 @@ std::string read_property(const std::string& path) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) <= ' ' || c == ',' || c == '=' || c == 0x7f) c = '_';
   return s.empty() ? "?" : s;
-}
-
-// Keeps host/rank text on one "key=value" token.
-std::string sanitize_token(const std::string& s) {
-  std::string out = s.empty() ? "?" : s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) <= ' ' || c == ',' || c == 0x7f) c = '_';
-  return out;
 }
 
 // One selection token of FABTRACE_NIC_COUNTERS.
@@ -818,9 +812,10 @@ bool CounterSampler::write_csv(const std::string& path, const std::string& host,
                                       1e6 / static_cast<double>(n - 1)
                                 : 0.0;
 
-  std::FILE* f = std::fopen(path.c_str(), "we");
+  std::string why;
+  std::FILE* f = create_new_stream(path, &why);
   if (!f) {
-    log_line("cannot write NIC counters to %s: %s", path.c_str(), std::strerror(errno));
+    log_line("cannot write NIC counters to %s: %s", path.c_str(), why.c_str());
     return false;
   }
   std::vector<char> iobuf;
@@ -831,8 +826,8 @@ bool CounterSampler::write_csv(const std::string& path, const std::string& host,
     // keep stdio's own buffer
   }
 
-  std::fprintf(f, "# fabtrace-counters v1 host=%s rank=%s pid=%ld\n", sanitize_token(host).c_str(),
-               sanitize_token(rank).c_str(), pid);
+  std::fprintf(f, "# fabtrace-counters v1 host=%s rank=%s pid=%ld\n", output_token(host).c_str(),
+               output_token(rank).c_str(), pid);
   std::fprintf(f,
                "# interval_ms=%" PRIu64
                " achieved_mean_ms=%.3f devices=%s counters=%zu samples=%" PRIu64 " dropped=%" PRIu64
@@ -916,15 +911,27 @@ bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* 
     return false;
   };
   *out = CounterSeries();
-  std::FILE* f = std::fopen(path.c_str(), "re");
-  if (!f) return fail(path + ": " + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, got);
-  const bool read_failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (read_failed) return fail(path + ": read error");
+  std::string text, why;
+  if (!read_bounded_file(path, limits::kMaxCounterCsvBytes, &text, &why))
+    return fail(path + ": " + why);
+  return parse_counter_csv(text, path, out, error);
+}
+
+bool parse_counter_csv(const std::string& text, const std::string& path, CounterSeries* out,
+                       std::string* error) {
+  auto fail = [error](const std::string& msg) {
+    if (error) *error = msg;
+    return false;
+  };
+  *out = CounterSeries();
+  // Strings kept from the file are bounded; a longer one is not of our writer.
+  auto bounded = [&](const std::string& v, const std::string& where, const char* what) {
+    if (v.size() <= limits::kMaxStringBytes) return true;
+    fail(where + what + " is " + std::to_string(v.size()) + " bytes long, more than " +
+         std::to_string(limits::kMaxStringBytes));
+    return false;
+  };
+  uint64_t values = 0;
 
   bool saw_format = false, saw_header = false;
   size_t line_no = 0;
@@ -950,15 +957,25 @@ bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* 
                     ")");
       saw_format = true;
       for (const auto& kv : key_values(line)) {
+        if (!bounded(kv.second, where, kv.first.c_str())) return false;
         if (kv.first == "host") out->host = kv.second;
         if (kv.first == "rank") out->rank = kv.second;
-        if (kv.first == "pid") out->pid = std::strtol(kv.second.c_str(), nullptr, 10);
+        if (kv.first == "pid") {
+          uint64_t pid = 0;
+          if (!parse_u64(kv.second, &pid) || pid > static_cast<uint64_t>(INT32_MAX))
+            return fail(where + "pid is not a process id");
+          out->pid = static_cast<long>(pid);
+        }
       }
       continue;
     }
     if (!line.empty() && line[0] == '#') {
       if (saw_header) return fail(where + "comment after the header row");
       if (line.compare(0, 6, "# dev ") == 0) {
+        if (out->device_info.size() >= limits::kMaxCounterDevices)
+          return fail(where + "more than " + std::to_string(limits::kMaxCounterDevices) +
+                      " devices");
+        if (!bounded(line, where, "the line")) return false;
         CounterSeries::Device d;
         const size_t e = line.find(' ', 6);
         d.name = line.substr(6, e == std::string::npos ? std::string::npos : e - 6);
@@ -968,11 +985,14 @@ bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* 
         }
         out->device_info.push_back(std::move(d));
       } else if (line.compare(0, 14, "# interval_ms=") == 0) {
+        if (!bounded(line, where, "the line")) return false;
         for (const auto& kv : key_values(line)) {
           const std::string& k = kv.first;
           if (k == "interval_ms") parse_u64(kv.second, &out->interval_ms);
-          if (k == "achieved_mean_ms")
-            out->achieved_mean_ms = std::strtod(kv.second.c_str(), nullptr);
+          if (k == "achieved_mean_ms") {
+            const double ms = std::strtod(kv.second.c_str(), nullptr);
+            out->achieved_mean_ms = finite_in(ms, 0, limits::kMaxSeconds * 1e3) ? ms : 0.0;
+          }
           if (k == "devices") out->devices = split_commas(kv.second);
           if (k == "counters") parse_u64(kv.second, &out->counters);
           if (k == "samples") parse_u64(kv.second, &out->samples);
@@ -984,7 +1004,12 @@ bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* 
     }
     if (line.empty()) continue;
     if (!saw_header) {
+      if (std::count(line.begin(), line.end(), ',') >=
+          static_cast<std::ptrdiff_t>(limits::kMaxCounterColumns))
+        return fail(where + "more than " + std::to_string(limits::kMaxCounterColumns) + " columns");
       out->columns = split_commas(line);
+      for (const std::string& c : out->columns)
+        if (!bounded(c, where, "a column name")) return false;
       if (out->columns.size() < 2 || out->columns[0] != "t_mono_ns" || out->columns[1] != "wall_ns")
         return fail(where + "header row does not start with t_mono_ns,wall_ns");
       saw_header = true;
@@ -1000,12 +1025,21 @@ bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* 
       if (!parse_u64(line.substr(i, j - i), &v))
         return fail(where + "field " + std::to_string(row.size() + 1) + " is not a number");
       row.push_back(v);
-      if (j == line.size()) break;
+      if (j == line.size() || row.size() > out->columns.size()) break;
       i = j + 1;
     }
     if (row.size() != out->columns.size())
       return fail(where + std::to_string(row.size()) + " fields, the header has " +
                   std::to_string(out->columns.size()));
+    // The two clocks of the row are times: later arithmetic on them must not wrap.
+    if (!time_ns_ok(row[0]) || !time_ns_ok(row[1]))
+      return fail(where + "t_mono_ns or wall_ns is beyond any clock (" + std::to_string(row[0]) +
+                  ", " + std::to_string(row[1]) + ")");
+    values += row.size();
+    if (values > limits::kMaxCounterValues || out->rows.size() >= limits::kMaxCounterRows)
+      return fail(where + "more samples than fabtrace reads (" +
+                  std::to_string(limits::kMaxCounterRows) + " rows, " +
+                  std::to_string(limits::kMaxCounterValues) + " values)");
     out->rows.push_back(std::move(row));
   }
   if (!saw_format) return fail(path + ": empty file");

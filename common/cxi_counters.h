@@ -130,8 +130,10 @@ class CounterSampler {
   // False when not open or when the sample was dropped (memory cap).
   bool sample_once();
 
-  // Writes the CSV described above. Safe while sampling runs (writes the samples
-  // stored so far). False (with one message) when the file cannot be written.
+  // Writes the CSV described above into the new file `path` (common/safe_output.h:
+  // never over an existing file or through a symlink). Safe while sampling runs
+  // (writes the samples stored so far). False (with one message) when the file
+  // cannot be created or written.
   bool write_csv(const std::string& path, const std::string& host, const std::string& rank,
                  long pid) const;
 
@@ -197,6 +199,11 @@ struct CounterSeries {
 // newline (the writer was cut short) is dropped and sets truncated. False with a
 // message in *error for a missing file, a wrong format line or version, a missing
 // header row, or a malformed complete row.
+// The file must be a regular file within common/input_limits.h's bounds, as
+// must its strings, times and number of values.
 bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* error);
+// The same on the text of such a file; `path` only names it in messages.
+bool parse_counter_csv(const std::string& text, const std::string& path, CounterSeries* out,
+                       std::string* error);
 
 }  // namespace fabtrace

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/printable.h"
+
 namespace fabtrace {
 
 void log_line(const char* fmt, ...) {
@@ -19,14 +21,18 @@ void log_line(const char* fmt, ...) {
   std::memcpy(buf, kPrefix, kPrefixLen);
   size_t len = kPrefixLen;
   if (fmt) {
+    char raw[1024];
     va_list ap;
     va_start(ap, fmt);
-    // Leave one byte for the newline; vsnprintf NUL-terminates inside the room it is given.
-    const int n = std::vsnprintf(buf + len, sizeof(buf) - len - 1, fmt, ap);
+    const int n = std::vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
     if (n > 0) {
-      const size_t room = sizeof(buf) - len - 2;  // characters vsnprintf could store
-      len += static_cast<size_t>(n) < room ? static_cast<size_t>(n) : room;
+      const size_t got =
+          static_cast<size_t>(n) < sizeof(raw) ? static_cast<size_t>(n) : sizeof(raw) - 1;
+      // Values in the message (settings, paths, names) may hold line breaks or
+      // terminal controls: escaped, so every message is one line. The newline
+      // below is the only one; one byte is left for it.
+      len += printable_into(buf + len, sizeof(buf) - len - 1, raw, got);
     }
   }
   buf[len++] = '\n';
@@ -142,6 +148,13 @@ uint64_t env_u64(const char* name, uint64_t def, uint64_t lo, uint64_t hi) {
              "] (optional k/m/g suffix); using %" PRIu64,
              name, raw, lo, hi, def);
   return def;
+}
+
+std::string env_trimmed(const char* name) {
+  const char* raw = name ? std::getenv(name) : nullptr;
+  const char *b, *e;
+  if (!trimmed(raw, &b, &e)) return std::string();
+  return std::string(b, e);
 }
 
 std::string env_str(const char* name, const char* def) {

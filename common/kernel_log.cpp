@@ -1,5 +1,7 @@
 #include "common/kernel_log.h"
 
+#include "common/input_limits.h"
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -79,34 +81,28 @@ namespace {
 using nlohmann::json;
 
 // Parses one JSON block of a log that may come from anyone: nesting deeper than
-// a kernel log ever writes is refused before it can exhaust the stack.
+// the readers' bound is refused before parsing, so it cannot exhaust the stack.
 bool parse_block_json(const uint8_t* p, size_t len, json* out) {
-  constexpr int kMaxDepth = 16;
-  try {
-    *out = json::parse(
-        p, p + len,
-        [](int depth, json::parse_event_t, json&) {
-          if (depth > kMaxDepth) throw std::runtime_error("too deep");
-          return true;
-        },
-        /*allow_exceptions=*/true);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
+  const char* text = reinterpret_cast<const char*>(p);
+  if (!json_depth_within(text, len, limits::kMaxJsonDepth)) return false;
+  *out = json::parse(text, text + len, nullptr, /*allow_exceptions=*/false);
+  return !out->is_discarded();
 }
 
 std::string str_of(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return "";
   std::string s = it->get<std::string>();
-  if (s.size() > kernel_log::kMaxString) s.resize(kernel_log::kMaxString);
+  if (s.size() > limits::kMaxStringBytes) s.resize(limits::kMaxStringBytes);
   return s;
 }
 
+// A count or time: 0 when absent or out of the readers' bounds.
 uint64_t u64_of(const json& j, const char* key) {
   const auto it = j.find(key);
-  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+  if (it == j.end() || !it->is_number_unsigned()) return 0;
+  const uint64_t v = it->get<uint64_t>();
+  return count_ok(v) ? v : 0;
 }
 
 long long_of(const json& j, const char* key) {

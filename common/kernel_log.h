@@ -46,10 +46,9 @@ enum BlockType : uint16_t {
   kStats = 5,
   kEnd = 6
 };
-// The writer cuts kEvents blocks at this size (and at every flush).
+// The writer cuts kEvents blocks at this size (and at every flush). Strings read
+// from a log are cut at limits::kMaxStringBytes (common/input_limits.h).
 constexpr size_t kEventsBlockBytes = 1u << 20;
-// Strings read from a log are cut at this length.
-constexpr size_t kMaxString = 4096;
 
 // The size of a whole record of `kind`, 0 for a kind this build does not know.
 size_t record_size(uint16_t kind);

@@ -14,8 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/env.h"
+#include "common/input_limits.h"
 #include "common/json_writer.h"
 #include "common/op_kinds.h"
+#include "common/safe_output.h"
 
 namespace fabtrace {
 
@@ -72,8 +74,13 @@ bool OplogFileWriter::open(const std::string& path, const OplogMeta& meta) {
   path_ = path;
   failed_ = false;
   bytes_ = 0;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) return fail("open", errno);
+  std::string why;
+  fd_ = create_new_file(path, &why);
+  if (fd_ < 0) {
+    failed_ = true;
+    log_line("warning: cannot create %s: %s; per-op timeline off", path_.c_str(), why.c_str());
+    return false;
+  }
 
   std::string text;
   const bool ok = json_text(&text, [&](JsonWriter& w) {
@@ -168,8 +175,11 @@ bool OplogFileWriter::write_links(const std::vector<OplogLink>& links) {
     const uint32_t count = static_cast<uint32_t>(end - i);
     for (; i < end; ++i) {
       const OplogLink& l = links[i];
-      const uint16_t ll = static_cast<uint16_t>(std::min<size_t>(l.local.size(), 0xFFFF));
-      const uint16_t rl = static_cast<uint16_t>(std::min<size_t>(l.remote.size(), 0xFFFF));
+      // Clipped to what the reader accepts (common/input_limits.h).
+      const uint16_t ll =
+          static_cast<uint16_t>(std::min<size_t>(l.local.size(), limits::kMaxStringBytes));
+      const uint16_t rl =
+          static_cast<uint16_t>(std::min<size_t>(l.remote.size(), limits::kMaxStringBytes));
       char head[8];
       std::memcpy(head, &l.id, 4);
       std::memcpy(head + 4, &ll, 2);
@@ -235,15 +245,19 @@ bool get_double(const json& j, const char* k, double* out) {
   return true;
 }
 
+// A string of at most limits::kMaxStringBytes; a longer one is refused.
 bool get_string(const json& j, const char* k, std::string* out) {
   const auto it = j.find(k);
   if (it == j.end() || !it->is_string()) return false;
+  if (it->get_ref<const std::string&>().size() > limits::kMaxStringBytes) return false;
   *out = it->get<std::string>();
   return true;
 }
 
 json parse_object(const void* p, size_t len) {
   const char* c = static_cast<const char*>(p);
+  if (len > oplog::kMaxJsonBlockBytes || !json_depth_within(c, len, limits::kMaxJsonDepth))
+    return json();
   json j = json::parse(c, c + len, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return json();
   return j;
@@ -255,13 +269,24 @@ bool parse_meta(const void* p, size_t len, OplogHeaderInfo* h) {
     if (j.is_null()) return false;
     std::string format;
     if (!get_string(j, "format", &format) || format != oplog::kFormatName) return false;
-    get_string(j, "host", &h->meta.host);
-    get_string(j, "rank", &h->meta.rank);
+    for (const char* k : {"host", "rank"})
+      if (j.contains(k) && !get_string(j, k, k[0] == 'h' ? &h->meta.host : &h->meta.rank))
+        return false;  // not a string, or too long
     const auto pid = j.find("pid");
-    if (pid != j.end() && pid->is_number_integer()) h->meta.pid = pid->get<long>();
+    if (pid != j.end() && pid->is_number_integer()) {
+      const int64_t v = pid->get<int64_t>();
+      if (v < INT32_MIN || v > INT32_MAX) return false;
+      h->meta.pid = static_cast<long>(v);
+    }
     const auto names = j.find("op_names");
     if (names != j.end() && names->is_array()) {
-      for (const json& n : *names) h->op_names.push_back(n.is_string() ? n.get<std::string>() : "");
+      // OpEntry::kind is a byte: 256 names at most, each a short word.
+      if (names->size() > 256) return false;
+      for (const json& n : *names) {
+        std::string name;
+        if (n.is_string() && !get_string(json{{"n", n}}, "n", &name)) return false;
+        h->op_names.push_back(name);
+      }
     }
     return true;
   } catch (const std::exception&) {
@@ -282,6 +307,7 @@ bool parse_calib(const void* p, size_t len, OplogCalib* c) {
     get_u64(j, "real0_ns", &r.real0_ns);
     get_double(j, "residual_ns", &r.residual_ns);
     get_u64(j, "pairs", &r.pairs);
+    if (!r.valid_from_file()) return false;
     *c = r;
     return true;
   } catch (const std::exception&) {
@@ -315,6 +341,7 @@ bool parse_links(const char* p, size_t len, uint32_t count, std::map<uint32_t, O
     std::memcpy(&rl, p + off + 6, 2);
     off += 8;
     if (len - off < static_cast<size_t>(ll) + rl) return false;
+    if (ll > limits::kMaxStringBytes || rl > limits::kMaxStringBytes) return false;
     OplogLink l;
     l.id = id;
     l.local.assign(p + off, ll);
@@ -323,7 +350,10 @@ bool parse_links(const char* p, size_t len, uint32_t count, std::map<uint32_t, O
     off += static_cast<size_t>(ll) + rl;
   }
   if (off != len) return false;
-  for (OplogLink& l : got) (*out)[l.id] = std::move(l);
+  for (OplogLink& l : got) {
+    if (out->size() >= oplog::kMaxReaderLinks && !out->count(l.id)) return false;
+    (*out)[l.id] = std::move(l);
+  }
   return true;
 }
 
@@ -358,9 +388,10 @@ bool OplogReader::open(const std::string& path, std::string* error) {
   path_ = path;
   header_ = OplogHeaderInfo();
   reset_tracking();
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string why;
+  fd_ = open_regular_file(path, &why);
   if (fd_ < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
+    *error = path + ": " + why;
     return false;
   }
   const auto close_fail = [&](const std::string& msg) {
@@ -369,6 +400,12 @@ bool OplogReader::open(const std::string& path, std::string* error) {
     fd_ = -1;
     return false;
   };
+  // Nothing is read past the size the file states: a special file that
+  // passes for a regular one (under /proc) states 0 and may block on a read.
+  uint64_t size = 0;
+  if (!file_size(&size, error)) return close_fail(*error);
+  if (size < sizeof(oplog::FileHeader))
+    return close_fail(path + " is not a fabtrace oplog file (too short)");
   oplog::FileHeader fh;
   switch (read_at(0, &fh, sizeof(fh), error)) {
     case ReadResult::kOk:
@@ -388,6 +425,8 @@ bool OplogReader::open(const std::string& path, std::string* error) {
 
   oplog::BlockHeader bh;
   const uint64_t off = fh.header_bytes;
+  if (off + sizeof(bh) > size)
+    return close_fail(path + ": oplog file cut short before its metadata block");
   switch (read_at(off, &bh, sizeof(bh), error)) {
     case ReadResult::kOk:
       break;
@@ -397,8 +436,11 @@ bool OplogReader::open(const std::string& path, std::string* error) {
       return close_fail(path + ": oplog file cut short before its metadata block");
   }
   if (bh.magic != oplog::kBlockMagic || bh.type != oplog::kMeta ||
-      bh.payload_bytes > oplog::kMaxPayloadBytes)
+      bh.payload_bytes > oplog::kMaxJsonBlockBytes)
     return close_fail(path + ": corrupt oplog metadata block");
+  // Before allocating what the header claims: is it there at all?
+  if (off + sizeof(bh) + bh.payload_bytes > size)
+    return close_fail(path + ": oplog file cut short in its metadata block");
   std::string text(bh.payload_bytes, '\0');
   switch (read_at(off + sizeof(bh), &text[0], text.size(), error)) {
     case ReadResult::kOk:
@@ -415,11 +457,28 @@ bool OplogReader::open(const std::string& path, std::string* error) {
   return true;
 }
 
+bool OplogReader::file_size(uint64_t* size, std::string* error) const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    if (error) *error = "cannot stat " + path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
+bool OplogReader::stop(const std::string& why) {
+  truncated_ = true;
+  stop_reason_ = why;
+  return true;
+}
+
 void OplogReader::reset_tracking() {
   calib_ = OplogCalib();
   has_calib_ = false;
   links_.clear();
   truncated_ = false;
+  stop_reason_.clear();
   ops_read_ = 0;
   has_end_ = false;
   end_ops_ = end_dropped_ = end_filtered_ = 0;
@@ -441,31 +500,39 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
     return false;
   }
   reset_tracking();
+  uint64_t size = 0;  // the file's size, read again when a block reaches past it (it may grow)
+  if (!file_size(&size, error)) return false;
   uint64_t off = data_start_;
+  const auto at = [&off](const char* what) {
+    return "block at offset " + std::to_string(off) + ": " + what;
+  };
   for (;;) {
     oplog::BlockHeader h;
+    if (off + sizeof(h) > size) {  // past the size seen so far: the file may have grown
+      if (!file_size(&size, error)) return false;
+      if (off >= size) break;
+      if (off + sizeof(h) > size) return stop("");
+    }
     const ReadResult hr = read_at(off, &h, sizeof(h), error);
     if (hr == ReadResult::kEof) break;
     if (hr == ReadResult::kError) return false;
-    if (hr == ReadResult::kShort || h.magic != oplog::kBlockMagic ||
-        h.payload_bytes > oplog::kMaxPayloadBytes ||
-        (h.type == oplog::kOps &&
-         static_cast<uint64_t>(h.count) * sizeof(oplog::OpEntry) != h.payload_bytes)) {
-      truncated_ = true;
-      break;
-    }
+    if (hr == ReadResult::kShort) return stop("");
+    if (h.magic != oplog::kBlockMagic) return stop(at("no block header"));
+    const bool json_block =
+        h.type == oplog::kMeta || h.type == oplog::kCalib || h.type == oplog::kEnd;
+    if (h.payload_bytes > (json_block ? oplog::kMaxJsonBlockBytes : oplog::kMaxPayloadBytes))
+      return stop(at("payload size out of range"));
+    if (h.type == oplog::kOps &&
+        static_cast<uint64_t>(h.count) * sizeof(oplog::OpEntry) != h.payload_bytes)
+      return stop(at("op count does not match its size"));
     const uint64_t payload_off = off + sizeof(h);
     const uint64_t next = payload_off + h.payload_bytes;
+    // Never allocate for a payload the file does not hold.
+    if (next > size) {
+      if (!file_size(&size, error)) return false;
+      if (next > size) return stop("");
+    }
     if (h.type == oplog::kOps && skip_ops) {
-      struct stat st;
-      if (::fstat(fd_, &st) != 0) {
-        *error = "cannot stat " + path_ + ": " + std::strerror(errno);
-        return false;
-      }
-      if (static_cast<uint64_t>(st.st_size) < next) {
-        truncated_ = true;
-        break;
-      }
       ops_read_ += h.count;
       off = next;
       continue;
@@ -475,15 +542,9 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
     if (h.payload_bytes > 0) {
       const ReadResult pr = read_at(payload_off, p, h.payload_bytes, error);
       if (pr == ReadResult::kError) return false;
-      if (pr != ReadResult::kOk) {
-        truncated_ = true;
-        break;
-      }
+      if (pr != ReadResult::kOk) return stop("");
     }
-    if (crc32_of(p, h.payload_bytes) != h.crc32) {
-      truncated_ = true;
-      break;
-    }
+    if (crc32_of(p, h.payload_bytes) != h.crc32) return stop(at("checksum mismatch"));
     bool ok = true;
     switch (h.type) {
       case oplog::kOps:
@@ -510,10 +571,10 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
       default:  // a second kMeta, or a block type from a newer writer: skipped
         break;
     }
-    if (!ok) {  // checksum right but content malformed: treat like a corrupt block
-      truncated_ = true;
-      break;
-    }
+    if (!ok)  // checksum right but content malformed or out of range: a corrupt block
+      return stop(at(h.type == oplog::kCalib   ? "clock calibration malformed or out of range"
+                     : h.type == oplog::kLinks ? "link dictionary malformed or too large"
+                                               : "end record malformed"));
     off = next;
   }
   return true;

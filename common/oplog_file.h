@@ -30,8 +30,13 @@ constexpr const char* kFormatName = "fabtrace-oplog";  // kMeta "format"
 constexpr size_t kMaxOpsPerBlock = 65536;
 // The writer splits write_links() into blocks of at most this many entries.
 constexpr size_t kMaxLinksPerBlock = 4096;
-// The reader treats a block announcing a larger payload as corrupt.
+// The reader treats a block announcing a larger payload as corrupt (and any
+// payload that would end past the end of the file, before allocating it).
 constexpr uint32_t kMaxPayloadBytes = 256u << 20;
+// JSON blocks (metadata, calibration, end record) are small.
+constexpr uint32_t kMaxJsonBlockBytes = 1u << 20;
+// The reader keeps at most this many links (the writer's table has 65536).
+constexpr size_t kMaxReaderLinks = 1u << 20;
 }  // namespace oplog
 
 struct OplogMeta {
@@ -44,7 +49,7 @@ using OplogCalib = Calibration;
 
 struct OplogLink {
   uint32_t id = 0;
-  std::string local, remote;  // at most 65535 bytes each are stored
+  std::string local, remote;  // at most limits::kMaxStringBytes each are stored
 };
 
 // Appends blocks to a new oplog file. Each block (header + payload) goes out in
@@ -59,7 +64,8 @@ class OplogFileWriter {
   OplogFileWriter(const OplogFileWriter&) = delete;
   OplogFileWriter& operator=(const OplogFileWriter&) = delete;
 
-  // Creates (truncates) `path`, writes the file header and the kMeta block.
+  // Creates the new file `path` (common/safe_output.h: never over an existing
+  // file, never through a symlink), writes the file header and the kMeta block.
   bool open(const std::string& path, const OplogMeta& meta);
   bool write_calib(const OplogCalib& c);
   bool write_links(const std::vector<OplogLink>& links);  // n == 0: writes nothing
@@ -94,15 +100,19 @@ class OplogReader {
   OplogReader(const OplogReader&) = delete;
   OplogReader& operator=(const OplogReader&) = delete;
 
-  // Opens `path`, checks magic and version and reads the kMeta block. On
-  // failure returns false and sets *error to one line naming the file.
+  // Opens `path` (a regular file only: a FIFO is refused, not waited on),
+  // checks magic and version and reads the kMeta block. On failure returns
+  // false and sets *error to one line naming the file.
   bool open(const std::string& path, std::string* error);
 
   // Walks every block from the first after kMeta. Calls on_ops for each kOps
   // block (the entries are valid during the call only); tracks kCalib (the
   // last one wins), kLinks (accumulated; a later entry replaces an earlier one
   // with the same id) and kEnd. Stops at EOF or at the first incomplete or
-  // corrupt block (then truncated() is true). Returns false only on a hard
+  // corrupt block (then truncated() is true and stop_reason() says what was
+  // wrong there). Blocks are checked against common/input_limits.h: a payload
+  // past the end of the file, a calibration out of range, a string too long
+  // stop the walk like a corrupt block. Returns false only on a hard
   // error (a failing read(2)), with *error set. May be called again: each call
   // starts over from the first block and resets what it tracks.
   bool read_all(const std::function<void(const oplog::OpEntry*, size_t)>& on_ops,
@@ -119,6 +129,8 @@ class OplogReader {
   bool has_calib() const { return has_calib_; }
   const std::map<uint32_t, OplogLink>& links() const { return links_; }
   bool truncated() const { return truncated_; }
+  // Why the last walk stopped early ("" when it did not or the file just ends).
+  const std::string& stop_reason() const { return stop_reason_; }
   // Ops in the whole kOps blocks read by the last read_all/scan.
   uint64_t ops_read() const { return ops_read_; }
   bool has_end() const { return has_end_; }
@@ -133,6 +145,8 @@ class OplogReader {
   bool walk(const std::function<void(const oplog::OpEntry*, size_t)>* on_ops, bool skip_ops,
             std::string* error);
   void reset_tracking();
+  bool stop(const std::string& why);
+  bool file_size(uint64_t* size, std::string* error) const;
 
   int fd_ = -1;
   std::string path_;
@@ -142,6 +156,7 @@ class OplogReader {
   bool has_calib_ = false;
   std::map<uint32_t, OplogLink> links_;
   bool truncated_ = false;
+  std::string stop_reason_;
   uint64_t ops_read_ = 0;
   bool has_end_ = false;
   uint64_t end_ops_ = 0, end_dropped_ = 0, end_filtered_ = 0;

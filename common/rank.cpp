@@ -35,13 +35,23 @@ bool parse_env_number(const char* raw, long* out) {
 
 }  // namespace
 
+std::string output_token(const std::string& s) {
+  constexpr size_t kMaxToken = 64;
+  std::string out = s.empty() ? "?" : s.substr(0, kMaxToken);
+  for (char& c : out) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u <= ' ' || c == ',' || c == '/' || u == 0x7f) c = '_';
+  }
+  return out;
+}
+
 RankId detect_rank() {
   RankId id;
   for (const char* name :
        {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK"}) {
     const char* raw = std::getenv(name);
     if (!raw || !*raw) continue;
-    id.text = raw;
+    id.text = output_token(raw);
     long v;
     id.value = parse_env_number(raw, &v) ? v : -1;
     return id;

@@ -7,9 +7,17 @@
 
 namespace fabtrace {
 
+// The one rule for host and rank text wherever fabtrace writes it: in output
+// file names, in the report JSON, in the oplog and in the counter CSV's
+// "key=value" header. Blanks, control bytes, ',' and '/' become '_' (a rank
+// "1,2" or "../x" can neither split a field nor leave the directory), at most
+// 64 bytes are kept, and empty text is "?". Readers match files by these tokens.
+std::string output_token(const std::string& s);
+
 struct RankId {
-  std::string text;  // as the launcher wrote it, "NA" when no launcher variable is set
-  long value = -1;   // parsed rank, -1 when unknown or not a number
+  std::string
+      text;  // output_token of what the launcher wrote, "NA" when no launcher variable is set
+  long value = -1;  // parsed rank, -1 when unknown or not a number
 };
 
 // First of SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, RANK that is set.

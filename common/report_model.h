@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/input_limits.h"
+
 namespace fabtrace {
 
 // One (op, size) of one link.
@@ -25,7 +27,7 @@ struct OpRow {
   double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
   double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
   bool recv = false;
-  uint64_t issued() const { return count + errors + untimed + unfinished; }
+  uint64_t issued() const { return sat_add(sat_add(count, errors), sat_add(untimed, unfinished)); }
 };
 
 struct LinkReport {

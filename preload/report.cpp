@@ -12,6 +12,7 @@
 #include "common/report_writer.h"
 #include "preload/completion.h"
 #include "preload/names.h"
+#include "preload/outputs.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
 #include "preload/timeline.h"
@@ -54,27 +55,21 @@ void merge_into(Cell& dst, const Cell& src) {
   dst.lat.merge(src.lat);
 }
 
-bool open_outputs(const Runtime& rt, const std::string& host, std::FILE** txt, std::FILE** json,
-                  std::string* txt_path) {
+// The text report goes to its file, or to stderr when there is none; the JSON
+// beside it. A file that cannot be created is one line, and never stops the
+// rest (preload/outputs.h: a bad FABTRACE_DIR was already said once).
+void open_outputs(const Runtime& rt, std::FILE** txt, std::FILE** json, std::string* txt_path) {
   *txt = stderr;
   *json = nullptr;
-  if (rt.cfg.to_stderr) return true;
-  const std::string base = rt.cfg.dir + "/fabtrace." + host + ".r" + rt.rank.text + ".p" +
-                           std::to_string(static_cast<long>(getpid()));
-  *txt_path = base + ".txt";
-  std::FILE* f = std::fopen(txt_path->c_str(), "w");
-  if (!f) {
-    log_line("warning: cannot write %s; report goes to stderr", txt_path->c_str());
+  const std::string base = output_path("fabtrace", "txt");
+  if (base.empty()) return;
+  *txt_path = base;
+  *txt = create_output(base, "the report goes to stderr");
+  if (!*txt) {
+    *txt = stderr;
     txt_path->clear();
-    return true;
   }
-  *txt = f;
-  if (rt.cfg.json) {
-    const std::string jp = base + ".json";
-    *json = std::fopen(jp.c_str(), "w");
-    if (!*json) log_line("warning: cannot write %s", jp.c_str());
-  }
-  return true;
+  if (rt.cfg.json) *json = create_output(output_path("fabtrace", "json"), "no JSON report");
 }
 
 // The Cassini counter series beside the report: same clock, same anchors.
@@ -82,9 +77,8 @@ void write_counters(const Runtime& rt, const ProcessReport& rep) {
   if (!rt.nic_sampler) return;
   rt.nic_sampler->stop();
   if (!rt.nic_sampler->samples()) return;
-  const std::string dir = rt.cfg.to_stderr ? "." : rt.cfg.dir;
-  const std::string path =
-      dir + "/fabtrace_nic." + rep.host + ".r" + rep.rank + ".p" + std::to_string(rep.pid) + ".csv";
+  const std::string path = output_path("fabtrace_nic", "csv");
+  if (path.empty()) return;  // no files: said at the start (FABTRACE_DIR)
   if (rt.nic_sampler->write_csv(path, rep.host, rep.rank, rep.pid))
     log_line("%s rank %s NIC counters -> %s (%llu samples x %zu counters)", rep.host.c_str(),
              rep.rank.c_str(), path.c_str(),
@@ -145,9 +139,7 @@ void write_report() {
   if (!activity) return;  // a process that did no fabric I/O writes nothing
 
   ProcessReport rep;
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '?';
-  rep.host = host;
+  rep.host = output_host();
   rep.rank = rt.rank.text;
   rep.pid = getpid();
   rep.tsc = cal.tsc;
@@ -248,7 +240,7 @@ void write_report() {
   std::FILE* txt = nullptr;
   std::FILE* json = nullptr;
   std::string txt_path;
-  open_outputs(rt, rep.host, &txt, &json, &txt_path);
+  open_outputs(rt, &txt, &json, &txt_path);
   write_report_text(txt, rep);
   write_counters(rt, rep);
   if (txt != stderr) {

@@ -9,6 +9,7 @@
 #include "common/env.h"
 #include "preload/issue.h"
 #include "preload/probes.h"
+#include "preload/outputs.h"
 #include "preload/stats.h"
 #include "preload/timeline.h"
 
@@ -64,16 +65,30 @@ void at_exit() { write_report(); }
 void start_timeline(Runtime& rt) {
   const TimelineConfig tc = Timeline::config_from_env(rt.rank.value);
   if (!tc.on) return;
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '?';
-  const std::string dir = rt.cfg.to_stderr ? "." : rt.cfg.dir;
-  const std::string path = dir + "/fabtrace_ops." + host + ".r" + rt.rank.text + ".p" +
-                           std::to_string(static_cast<long>(getpid())) + ".oplog";
+  // FABTRACE_DIR=stderr writes no files, and the timeline is one.
+  if (rt.cfg.to_stderr) {
+    log_line("per-op timeline off: FABTRACE_DIR=%s writes no files", rt.cfg.dir.c_str());
+    return;
+  }
+  const std::string path = output_path("fabtrace_ops", "oplog");
+  if (path.empty()) return;  // FABTRACE_DIR unusable: said once
   OplogMeta meta;
-  meta.host = host;
+  meta.host = output_host();
   meta.rank = rt.rank.text;
   meta.pid = getpid();
   rt.timeline_on = timeline().start(tc, path, meta);
+}
+
+// The NIC counter series is a file: with FABTRACE_DIR=stderr there is none to
+// write, so the sampler does not run (one line when it was asked for).
+void start_counters(Runtime& rt) {
+  if (rt.cfg.to_stderr) {
+    if (std::getenv("FABTRACE_NIC_DEV") || env_bool("FABTRACE_NIC", false))
+      log_line("NIC counters off: FABTRACE_DIR=%s writes no files", rt.cfg.dir.c_str());
+    return;
+  }
+  rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
+  rt.nic_sampler->start();
 }
 }  // namespace
 
@@ -102,10 +117,7 @@ void runtime_activate() {
     // process the job forks inherits the preload, and only those that use the
     // fabric should sample (and write a counter file). Silent and free on a
     // node without cxi devices.
-    if (!session) {
-      rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
-      rt.nic_sampler->start();
-    }
+    if (!session) start_counters(rt);
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(at_exit);
   });

@@ -17,7 +17,7 @@ namespace fabtrace {
 
 struct Config {
   bool enabled = true;    // FABTRACE (0 = loaded but inert)
-  std::string dir = ".";  // FABTRACE_DIR ("stderr" or "-" = text report to stderr)
+  std::string dir = ".";  // FABTRACE_DIR ("stderr" or "-": text report to stderr, no files)
   bool to_stderr = false;
   uint64_t inflight = 16384;     // FABTRACE_INFLIGHT: records in the ring
   uint64_t max_cells = 1 << 20;  // FABTRACE_MAX_CELLS: (link, op, size) rows per thread

@@ -46,8 +46,9 @@ Timeline& timeline() {
 
 TimelineConfig Timeline::config_from_env(long rank) {
   TimelineConfig c;
-  c.nic = env_str("FABTRACE_OPS_NIC", "");
-  const std::string ranks = env_str("FABTRACE_OPS_RANKS", "");
+  // Only white space is no filter (it would match every address).
+  c.nic = env_trimmed("FABTRACE_OPS_NIC");
+  const std::string ranks = env_trimmed("FABTRACE_OPS_RANKS");
   bool selected = false;
   if (ranks == "all") {
     selected = true;
@@ -76,10 +77,12 @@ bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const O
   // little pays little physical memory.
   pool_ = static_cast<OpChunk*>(std::malloc(static_cast<size_t>(pool_n_) * sizeof(OpChunk)));
   links_ = new (std::nothrow) LinkSlot[kMaxLinks];
-  if (!pool_ || !links_ || !file_.open(path, meta)) {
-    log_line("warning: per-op timeline off (cannot allocate or open %s)", path.c_str());
+  if (!pool_ || !links_) {
+    log_line("warning: per-op timeline off (cannot allocate %llu MiB for it)",
+             static_cast<unsigned long long>(cfg.mb));
     return false;
   }
+  if (!file_.open(path, meta)) return false;  // the writer said why, in one line
   path_ = path;
   write_calib();
   staging_.reserve(OpChunk::kEntries);

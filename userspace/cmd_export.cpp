@@ -10,6 +10,7 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
+#include "common/printable.h"
 #include "userspace/commands.h"
 
 namespace fabtrace {
@@ -94,14 +95,8 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
     return 1;
   }
   const bool has_calib = r.has_calib();
-  const OplogCalib cal = r.calib();
-  const double ns_per_tick = has_calib ? cal.ns_per_tick : 1.0;
-  const uint64_t tick0 = has_calib ? cal.tick0 : 0;
-  const int64_t mono0 = has_calib ? static_cast<int64_t>(cal.mono0_ns) : 0;
-  const auto to_ns = [&](uint64_t ticks) -> int64_t {
-    const int64_t d = static_cast<int64_t>(ticks - tick0);
-    return mono0 + std::llround(static_cast<double>(d) * ns_per_tick);
-  };
+  // Without a calibration the ticks are taken as ns (the identity).
+  const OplogCalib cal = has_calib ? r.calib() : OplogCalib();
 
   // ",local,remote" per link id, made once.
   std::unordered_map<uint32_t, std::string> link_cols;
@@ -133,7 +128,7 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
   o.end_row();
 
   // Second pass: stream the ops.
-  uint64_t rows = 0;
+  uint64_t rows = 0, bad_times = 0;
   uint32_t last_id = 0;
   const std::string* last_cols = nullptr;
   static const std::string kNoLink = ",,";
@@ -141,8 +136,12 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
       [&](const oplog::OpEntry* e, size_t n) {
         for (size_t i = 0; i < n; ++i) {
           const oplog::OpEntry& op = e[i];
-          const int64_t s = to_ns(op.start_ticks);
-          const int64_t t = to_ns(op.end_ticks);
+          int64_t s, t;
+          if (!cal.mono_ns_checked(op.start_ticks, &s) || !cal.mono_ns_checked(op.end_ticks, &t)) {
+            ++bad_times;  // not a time on any clock: left out, counted
+            continue;
+          }
+          ++rows;
           if (!last_cols || op.link_id != last_id) {
             auto it = link_cols.find(op.link_id);
             if (it == link_cols.end()) {
@@ -169,7 +168,6 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
           o.num(op.tid);
           o.end_row();
         }
-        rows += n;
       },
       &err);
   const bool write_ok = o.ok();
@@ -184,8 +182,9 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
     return 1;
   }
   if (r.truncated()) {
-    std::fprintf(stderr, "fabtrace: %s was cut short after %llu ops (exported those)\n", in.c_str(),
-                 static_cast<unsigned long long>(rows));
+    const std::string why = r.stop_reason().empty() ? "" : " (" + r.stop_reason() + ")";
+    std::fprintf(stderr, "fabtrace: %s was cut short after %llu ops%s (exported those)\n",
+                 printable(in).c_str(), static_cast<unsigned long long>(rows), why.c_str());
   } else if (!r.has_end()) {
     std::fprintf(stderr,
                  "fabtrace: %s has no end record after %llu ops: the traced process did not "
@@ -196,6 +195,11 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
     std::fprintf(stderr, "fabtrace: note: the tracer dropped %llu ops that are not in %s\n",
                  static_cast<unsigned long long>(r.end_dropped()), in.c_str());
   }
+  if (bad_times > 0)
+    std::fprintf(stderr,
+                 "fabtrace: %s: %llu ops left out: their times are beyond any clock with the "
+                 "file's calibration\n",
+                 printable(in).c_str(), static_cast<unsigned long long>(bad_times));
   if (rows > 0 && !has_calib) {
     std::fprintf(stderr, "fabtrace: %s has no clock calibration: times are raw ticks\n",
                  in.c_str());

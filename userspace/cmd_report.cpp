@@ -1,6 +1,8 @@
 // fabtrace report DIR [-o OUTDIR]: the job-wide view of every rank's outputs
 // under DIR: a summary on stdout, and in OUTDIR the HTML report, the link and
 // NIC tables and the Perfetto trace.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +12,8 @@
 #include <system_error>
 #include <vector>
 
+#include "common/printable.h"
+#include "common/safe_output.h"
 #include "userspace/commands.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
@@ -135,7 +139,8 @@ int cmd_report(int argc, char** argv) {
     return 1;
   }
   for (const report::Skipped& s : job.skipped)
-    std::fprintf(stderr, "fabtrace report: skipped %s: %s\n", s.path.c_str(), s.why.c_str());
+    std::fprintf(stderr, "fabtrace report: skipped %s: %s\n", printable(s.path).c_str(),
+                 printable(s.why).c_str());
   if (job.ranks.empty()) {
     std::fprintf(stderr,
                  "fabtrace report: no usable fabtrace report (fabtrace.<host>.r<rank>.p<pid>.json) "
@@ -144,12 +149,21 @@ int cmd_report(int argc, char** argv) {
     return 1;
   }
 
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir)) {
-    std::fprintf(stderr, "fabtrace report: cannot create the output directory %s: %s\n",
-                 out_dir.c_str(), ec ? ec.message().c_str() : "not a directory");
-    return 1;
+  // The output directory is ours: made here, or one of ours that is not a
+  // symlink (common/safe_output.h), so nobody else can place or swap what is
+  // written in it. Its parents are the user's choice.
+  {
+    std::error_code ec;
+    const fs::path parent = fs::path(out_dir).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    std::string why;
+    const int fd = open_own_dir(out_dir, true, &why);
+    if (fd < 0) {
+      std::fprintf(stderr, "fabtrace report: cannot use the output directory %s\n",
+                   printable(why).c_str());
+      return 1;
+    }
+    ::close(fd);
   }
 
   int rc = 0;
@@ -187,7 +201,11 @@ int cmd_report(int argc, char** argv) {
   sopt.outputs = outputs;
   sopt.skipped_on_stderr = job.skipped.size();
   std::fflush(stderr);
-  report::write_summary(stdout, job, sopt);
+  if (!report::write_summary(stdout, job, sopt)) {
+    std::fprintf(stderr, "fabtrace report: writing the summary to stdout failed: %s\n",
+                 std::strerror(errno));
+    rc = 1;
+  }
   return rc;
 }
 

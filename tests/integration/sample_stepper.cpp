@@ -10,6 +10,14 @@
 
 namespace fabtrace::test {
 
+Env sampled_env(const FakeCxiTree& tree, Env more) {
+  more.insert(more.end(), {{"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
+                           {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
+                           {"FABTRACE_NIC_MS", "5"},
+                           {"SLURM_LOCALID", "0"}});
+  return more;
+}
+
 SampleStepper::SampleStepper(FakeCxiTree& tree, const std::string& watched_file, int steps,
                              std::string release_path)
     : tree_(tree), steps_(steps), release_(std::move(release_path)) {

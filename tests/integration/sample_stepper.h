@@ -20,9 +20,14 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/harness.h"
 #include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
+
+// The environment of a traced run that samples `tree` every 5 ms, both ranks
+// on cxi0, plus `more`.
+Env sampled_env(const FakeCxiTree& tree, Env more);
 
 class SampleStepper {
  public:

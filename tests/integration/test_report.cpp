@@ -65,17 +65,13 @@ std::string ftapp_run() {
   SampleStepper stepper(tree, tree.telemetry_path("cxi0", "hni_sts_tx_ok_octets"), 8,
                         dir + "/release");
   EXPECT_TRUE(stepper.watching()) << stepper.error();
-  const RunResult r =
-      run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "400", "--size", "4096",
-           "--timeout", "100", "--hold-until", stepper.release_path()},
-          {{"FABTRACE_DIR", dir},
-           {"FABTRACE_OPS_RANKS", "all"},
-           {"FABTRACE_OPS_MIN_BYTES", "0"},
-           {"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
-           {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
-           {"FABTRACE_NIC_MS", "5"},
-           {"SLURM_LOCALID", "0"}},
-          true, 240);
+  const RunResult r = run(
+      {FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "400", "--size", "4096",
+       "--timeout", "100", "--hold-until", stepper.release_path()},
+      sampled_env(
+          tree,
+          {{"FABTRACE_DIR", dir}, {"FABTRACE_OPS_RANKS", "all"}, {"FABTRACE_OPS_MIN_BYTES", "0"}}),
+      true, 240);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(stepper.steps_taken(), 8);
   ::unlink(stepper.release_path().c_str());  // not one of the job's files

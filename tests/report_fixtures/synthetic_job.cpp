@@ -67,6 +67,17 @@ std::string SyntheticJob::host(int node) {
   return b;
 }
 
+std::string report_json_text(const ProcessReport& r) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  write_report_json(f, r);
+  std::fclose(f);
+  std::string s(buf, len);
+  std::free(buf);
+  return s;
+}
+
 std::string make_fixture_dir(const std::string& tag) {
   const char* base = std::getenv("TMPDIR");
   std::string t =

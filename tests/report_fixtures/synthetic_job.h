@@ -72,6 +72,9 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt = SyntheticOptions()
 std::vector<std::string> write_synthetic_job(const SyntheticJob& job, const std::string& dir,
                                              bool per_node_dirs = false);
 
+// The JSON text the preload's writer makes of a report.
+std::string report_json_text(const ProcessReport& r);
+
 // A new empty directory under $TMPDIR (or /tmp), and its removal.
 std::string make_fixture_dir(const std::string& tag);
 void remove_tree(const std::string& dir);

@@ -1026,6 +1026,7 @@ TEST_F(CxiCounterStdTest, CsvWhileSampling) {
   ASSERT_TRUE(s.start());
   const std::string path = tree_.root() + "/live.csv";
   for (int i = 0; i < 5; ++i) {
+    ::unlink(path.c_str());  // write_csv creates a new file, never over an existing one
     ASSERT_TRUE(s.write_csv(path, "h", "0", 1));
     CounterSeries cs;
     std::string err;

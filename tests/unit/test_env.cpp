@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "preload/timeline.h"
+
 namespace fabtrace {
 namespace {
 
@@ -50,6 +52,26 @@ TEST_F(EnvTest, LogLineTruncatesLongMessages) {
   EXPECT_EQ(out.find('\n'), out.size() - 1);  // one line
   EXPECT_LT(out.size(), big.size());
   EXPECT_GT(out.size(), 500u);
+}
+
+// 13. A value holding a line break split a warning in two.
+TEST_F(EnvTest, LogLineEscapesControlCharactersOfValues) {
+  set("12\nFAKE LINE\x1b[2J");
+  const std::string out = stderr_of([] { (void)env_u64(kVar, 7); });
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << out;  // one line
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_NE(out.find("12\\nFAKE LINE\\x1b[2J"), std::string::npos) << out;
+}
+
+// 13. Only white space in FABTRACE_OPS_NIC matched every address and turned
+// the per-op timeline on in every rank.
+TEST_F(EnvTest, BlankOpsNicIsNoFilter) {
+  ASSERT_EQ(setenv("FABTRACE_OPS_NIC", " \t ", 1), 0);
+  unsetenv("FABTRACE_OPS_RANKS");
+  const TimelineConfig c = Timeline::config_from_env(0);
+  unsetenv("FABTRACE_OPS_NIC");
+  EXPECT_FALSE(c.on);
+  EXPECT_TRUE(c.nic.empty());
 }
 
 // ---- env_bool ---------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/input_limits.h"
 #include "common/op_kinds.h"
 #include "userspace/commands.h"
 
@@ -199,6 +200,7 @@ TEST_F(OplogFileTest, ClockGettimeCalibAndEmptyFile) {
   EXPECT_FALSE(r.has_calib());
   EXPECT_FALSE(r.has_end());
 
+  ::unlink(p.c_str());  // the writer creates a new file, never over an existing one
   ASSERT_TRUE(w.open(p, meta()));
   ASSERT_TRUE(w.write_calib(calib(1.0, 0, 0, 5, 0, 0, /*tsc=*/false)));
   w.close();
@@ -215,7 +217,7 @@ TEST_F(OplogFileTest, LargeLinkListSplitsIntoBlocks) {
   std::vector<OplogLink> links;
   for (uint32_t i = 0; i < oplog::kMaxLinksPerBlock * 2 + 5; ++i)
     links.push_back({i, "l" + std::to_string(i), "r" + std::to_string(i)});
-  links.push_back({99999, std::string(70000, 'x'), "long"});  // clipped to 65535
+  links.push_back({99999, std::string(70000, 'x'), "long"});  // clipped to kMaxStringBytes
   OplogFileWriter w;
   ASSERT_TRUE(w.open(p, meta()));
   ASSERT_TRUE(w.write_links(links));
@@ -227,13 +229,14 @@ TEST_F(OplogFileTest, LargeLinkListSplitsIntoBlocks) {
   EXPECT_FALSE(r.truncated());
   ASSERT_EQ(r.links().size(), links.size());
   EXPECT_EQ(r.links().at(4100).remote, "r4100");
-  EXPECT_EQ(r.links().at(99999).local, std::string(65535, 'x'));
+  EXPECT_EQ(r.links().at(99999).local, std::string(limits::kMaxStringBytes, 'x'));
   EXPECT_EQ(r.links().at(99999).remote, "long");
 }
 
 // Writes meta, calib, links, ops(10), then a last block; returns the size
 // before the last block.
 uint64_t write_with_last_block(const std::string& p, int last) {
+  ::unlink(p.c_str());  // the writer creates a new file, never over an existing one
   OplogFileWriter w;
   EXPECT_TRUE(w.open(p, meta()));
   EXPECT_TRUE(w.write_calib(calib(0.5, 0, 0, 0, 0, 1)));

@@ -256,3 +256,27 @@ TEST_F(RankEnvTest, EachLocalVariableIsRecognised) {
 
 }  // namespace
 }  // namespace fabtrace
+
+namespace fabtrace {
+namespace {
+
+// 6. The rank text is one token everywhere it is written (file names, the
+// report JSON, the oplog, the counter CSV): the launcher's "1,2" was written
+// raw in two of them and sanitized in the third, and "../x" left the directory.
+TEST(RankId, LauncherTextBecomesOneSafeToken) {
+  const char* vars[] = {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK"};
+  for (const char* v : vars) unsetenv(v);
+  ASSERT_EQ(setenv("SLURM_PROCID", "1,2", 1), 0);
+  EXPECT_EQ(detect_rank().text, "1_2");
+  ASSERT_EQ(setenv("SLURM_PROCID", "../../etc/x y", 1), 0);
+  EXPECT_EQ(detect_rank().text, ".._.._etc_x_y");
+  ASSERT_EQ(setenv("SLURM_PROCID", "7", 1), 0);
+  EXPECT_EQ(detect_rank().text, "7");
+  EXPECT_EQ(detect_rank().value, 7);
+  unsetenv("SLURM_PROCID");
+  EXPECT_EQ(output_token(std::string(500, 'r')).size(), 64u);
+  EXPECT_EQ(output_token(""), "?");
+}
+
+}  // namespace
+}  // namespace fabtrace

@@ -20,16 +20,7 @@
 namespace fabtrace::report {
 namespace {
 
-std::string json_of(const ProcessReport& r) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = open_memstream(&buf, &len);
-  write_report_json(f, r);
-  std::fclose(f);
-  std::string s(buf, len);
-  std::free(buf);
-  return s;
-}
+std::string json_of(const ProcessReport& r) { return test::report_json_text(r); }
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

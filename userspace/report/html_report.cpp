@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "common/safe_output.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/svg.h"
 
@@ -784,18 +785,14 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
 bool write_html_report(const Job& job, const std::string& path, const HtmlOptions& opt,
                        std::string* error) {
   const std::string html = html_report(job, opt);
-  std::FILE* f = std::fopen(path.c_str(), "we");
-  if (!f) {
-    if (error) *error = "cannot create " + path + ": " + std::strerror(errno);
+  ReplacingFile f;
+  if (!f.open(path, error)) return false;
+  std::FILE* stream = f.stream();
+  if (!stream || std::fwrite(html.data(), 1, html.size(), stream) != html.size()) {
+    if (error) *error = "writing " + path + " failed: " + std::strerror(errno);
     return false;
   }
-  const bool ok = std::fwrite(html.data(), 1, html.size(), f) == html.size();
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    if (error) *error = "writing " + path + " failed: " + std::strerror(ok ? errno : err);
-    return false;
-  }
-  return true;
+  return f.commit(error);
 }
 
 }  // namespace fabtrace::report

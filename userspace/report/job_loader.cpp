@@ -19,7 +19,9 @@
 #include <utility>
 
 #include "common/cxi_counters.h"
+#include "common/input_limits.h"
 #include "common/oplog_file.h"
+#include "common/rank.h"
 #include "userspace/report/job.h"
 #include "userspace/report/report_reader.h"
 
@@ -71,6 +73,16 @@ struct Found {
   std::vector<std::string> reports, texts, oplogs, counters;
 };
 
+// The key of a process: host and rank by the writer's one rule (output_token),
+// so that files written by older versions, which applied it to the counter
+// CSV only, still meet.
+Key key_of(const std::string& host, const std::string& rank, long pid) {
+  return Key{output_token(host), output_token(rank), pid};
+}
+
+// Every directory under dir, without following symlinks to directories (no
+// cycles) and without recursion (any depth). A directory that cannot be
+// listed is named in `skipped`, never passed over in silence.
 void walk(const std::string& dir, const LoadOptions& opt, Found* found,
           std::vector<Skipped>* skipped) {
   std::set<std::string> excluded;
@@ -79,21 +91,29 @@ void walk(const std::string& dir, const LoadOptions& opt, Found* found,
     const fs::path c = fs::weakly_canonical(d, ec);
     if (!ec) excluded.insert(c.string());
   }
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-  if (ec) {
-    skipped->push_back({dir, std::string("cannot read the directory: ") + ec.message()});
-    return;
-  }
-  while (it != end) {
-    const fs::directory_entry& e = *it;
-    std::error_code tec;
-    const bool is_dir = e.is_directory(tec);
-    if (is_dir) {
-      std::error_code cec;
-      const fs::path c = fs::weakly_canonical(e.path(), cec);
-      if (!cec && excluded.count(c.string())) it.disable_recursion_pending();
-    } else if (e.is_regular_file(tec)) {
+  std::vector<fs::path> todo{fs::path(dir)};
+  while (!todo.empty()) {
+    const fs::path d = std::move(todo.back());
+    todo.pop_back();
+    std::error_code ec;
+    fs::directory_iterator it(d, ec), end;
+    if (ec) {
+      skipped->push_back({d.string(), "cannot read the directory: " + ec.message()});
+      continue;
+    }
+    for (; it != end; it.increment(ec)) {
+      const fs::directory_entry& e = *it;
+      std::error_code tec;
+      if (e.is_symlink(tec)) {
+        if (!e.is_regular_file(tec)) continue;  // a link to a directory is not walked
+      } else if (e.is_directory(tec)) {
+        std::error_code cec;
+        const fs::path c = fs::weakly_canonical(e.path(), cec);
+        if (cec || !excluded.count(c.string())) todo.push_back(e.path());
+        continue;
+      } else if (!e.is_regular_file(tec)) {
+        continue;
+      }
       const std::string name = e.path().filename().string();
       const std::string path = e.path().string();
       if (starts_with(name, "fabtrace.") && ends_with(name, ".json"))
@@ -105,14 +125,7 @@ void walk(const std::string& dir, const LoadOptions& opt, Found* found,
       else if (starts_with(name, "fabtrace_nic.") && ends_with(name, ".csv"))
         found->counters.push_back(path);
     }
-    it.increment(ec);
-    if (ec) {
-      // An entry that vanished or a subdirectory that cannot be listed: note it
-      // and go on with the rest.
-      skipped->push_back(
-          {it == end ? dir : it->path().string(), std::string("cannot read: ") + ec.message()});
-      ec.clear();
-    }
+    if (ec) skipped->push_back({d.string(), "cannot read the directory: " + ec.message()});
   }
   for (auto* v : {&found->reports, &found->texts, &found->oplogs, &found->counters})
     std::sort(v->begin(), v->end());
@@ -126,12 +139,26 @@ void attach_oplog(const std::string& path, std::map<Key, size_t>& by_key, Job* j
     return;
   }
   const OplogMeta& m = r.header().meta;
-  const auto it = by_key.find(Key{m.host, m.rank, m.pid});
+  const auto it = by_key.find(key_of(m.host, m.rank, m.pid));
   if (it == by_key.end()) {
-    job->skipped.push_back(
-        {path, "per-op timeline of host " + m.host + " rank " + m.rank + " pid " +
-                   std::to_string(m.pid) +
-                   " has no report beside it (the process did not exit cleanly?)"});
+    // Why there is no report tells the reader what happened to the process.
+    const std::string who =
+        "per-op timeline of host " + m.host + " rank " + m.rank + " pid " + std::to_string(m.pid);
+    std::string why;
+    if (!r.scan(&err))
+      why = " has no report beside it, and cannot be read: " + without_path(err, path);
+    else if (r.has_end() && r.ops_read() == 0 && r.end_ops() == 0)
+      why =
+          " holds no ops and ends cleanly: the process did no data-path ops, so it wrote no "
+          "report (nothing to report)";
+    else if (r.has_end())
+      why = " ends cleanly with " + std::to_string(r.ops_read()) +
+            " ops but has no report beside it (its report was removed, or written elsewhere)";
+    else
+      why =
+          " has no report beside it and no end record: the process did not exit cleanly "
+          "(killed or crashed)";
+    job->skipped.push_back({path, who + why});
     return;
   }
   Rank& rank = job->ranks[it->second];
@@ -150,8 +177,10 @@ void attach_oplog(const std::string& path, std::map<Key, size_t>& by_key, Job* j
   rank.oplog_ended = r.has_end();
   rank.oplog_dropped = r.has_end() ? r.end_dropped() : 0;
   if (r.truncated())
-    job->partial.push_back({path, "cut short after " + std::to_string(r.ops_read()) +
-                                      " ops (the rest of the file is unreadable)"});
+    job->partial.push_back(
+        {path, "cut short after " + std::to_string(r.ops_read()) + " ops (" +
+                   (r.stop_reason().empty() ? std::string("incomplete block") : r.stop_reason()) +
+                   "; the rest of the file is not read)"});
   else if (!r.has_end())
     job->partial.push_back({path, "no end record: the process did not exit cleanly"});
 }
@@ -164,7 +193,7 @@ void attach_counters(const std::string& path, const LoadOptions& opt, std::map<K
     job->skipped.push_back({path, without_path(err, path)});
     return;
   }
-  auto it = by_key.find(Key{cs.host, cs.rank, cs.pid});
+  auto it = by_key.find(key_of(cs.host, cs.rank, cs.pid));
   if (it == by_key.end() && cs.rank == kNodeCountersRank) {
     // The node's series, sampled once by `fabtrace record` for all its ranks:
     // shown with the host's first rank that has no series of its own.
@@ -273,9 +302,11 @@ void build_job_tables(Job* job) {
         job->first_wall_ns = r.start_wall_ns;
       job->last_wall_ns = std::max(job->last_wall_ns, end);
     }
-    job->ring_full += r.report.ring_full;
-    job->cells_full += r.report.cells_full;
-    job->ops_dropped += r.oplog_dropped;
+    // Counts are bounded per file (common/input_limits.h); their sums over
+    // ranks saturate rather than wrap.
+    job->ring_full = sat_add(job->ring_full, r.report.ring_full);
+    job->cells_full = sat_add(job->cells_full, r.report.cells_full);
+    job->ops_dropped = sat_add(job->ops_dropped, r.oplog_dropped);
     for (const LinkReport& l : r.report.links) {
       for (const OpRow& o : l.rows) {
         LinkRow row;
@@ -286,14 +317,14 @@ void build_job_tables(Job* job) {
         row.remote = l.remote;
         row.row = o;
         job->links.push_back(std::move(row));
-        job->ops += o.issued();
-        job->completed += o.count;
-        if (!o.recv) job->bytes += o.bytes * o.count;
-        job->errors += o.errors;
-        job->eagain += o.eagain;
-        job->untimed += o.untimed;
-        job->unfinished += o.unfinished;
-        job->refused += o.refused;
+        job->ops = sat_add(job->ops, o.issued());
+        job->completed = sat_add(job->completed, o.count);
+        if (!o.recv) job->bytes = sat_add(job->bytes, sat_mul(o.bytes, o.count));
+        job->errors = sat_add(job->errors, o.errors);
+        job->eagain = sat_add(job->eagain, o.eagain);
+        job->untimed = sat_add(job->untimed, o.untimed);
+        job->unfinished = sat_add(job->unfinished, o.unfinished);
+        job->refused = sat_add(job->refused, o.refused);
         if (o.recv && o.imm > 0) {
           LateReceiver lr;
           lr.host = r.host;
@@ -377,7 +408,7 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
       job->skipped.push_back({path, why});
       continue;
     }
-    const Key key{rep.host, rep.rank, rep.pid};
+    const Key key = key_of(rep.host, rep.rank, rep.pid);
     if (const auto it = by_key.find(key); it != by_key.end()) {
       job->skipped.push_back({path, "a second report of the same process (" +
                                         job->ranks[it->second].report_path + " is used)"});

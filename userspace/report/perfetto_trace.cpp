@@ -15,6 +15,7 @@
 #include "common/cxi_counters.h"
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
+#include "common/printable.h"
 #include "userspace/report/perfetto_writer.h"
 
 namespace fabtrace::report {
@@ -498,24 +499,17 @@ bool Builder::write_ops(RankTrack& r) {
   }
   std::fill(std::begin(op_gen_), std::end(op_gen_), 0u);
 
-  double ns_per_tick = 1.0;
-  uint64_t tick0 = 0;
-  int64_t mono0 = 0;
+  // Without a calibration the ticks are taken as ns (the identity). The
+  // reader has checked the calibration's range; each op's times are checked
+  // by mono_ns_checked, and wall offsets are differences of checked times.
+  const OplogCalib cal = rd.has_calib() ? rd.calib() : OplogCalib();
   if (rd.has_calib()) {
-    ns_per_tick = rd.calib().ns_per_tick;
-    tick0 = rd.calib().tick0;
-    mono0 = static_cast<int64_t>(rd.calib().mono0_ns);
     // No wall anchor from the rank's report: use the oplog's own.
-    if (rank.start_wall_ns == 0 && rd.calib().real0_ns != 0)
-      r.wall_offset = static_cast<int64_t>(rd.calib().real0_ns) - mono0;
+    if (rank.start_wall_ns == 0 && cal.real0_ns != 0)
+      r.wall_offset = static_cast<int64_t>(cal.real0_ns) - static_cast<int64_t>(cal.mono0_ns);
   } else if (rd.ops_read() > 0) {
     warn(rank.oplog_path + " has no clock calibration: its times are taken as ns");
   }
-  const int64_t base = mono0 + r.wall_offset;
-  const auto to_wall = [&](uint64_t ticks) -> int64_t {
-    const double d = static_cast<double>(static_cast<int64_t>(ticks - tick0)) * ns_per_tick;
-    return base + static_cast<int64_t>(d >= 0 ? d + 0.5 : d - 0.5);
-  };
 
   links_.clear();
   link_by_name_.clear();
@@ -534,8 +528,13 @@ bool Builder::write_ops(RankTrack& r) {
         for (size_t i = 0; i < n; ++i) {
           const oplog::OpEntry& op = e[i];
           Pending p;
-          p.start = to_wall(op.start_ticks);
-          p.end = to_wall(op.end_ticks);
+          if (!cal.mono_ns_checked(op.start_ticks, &p.start) ||
+              !cal.mono_ns_checked(op.end_ticks, &p.end)) {
+            ++stats_->bad_times;  // not a time on any clock: not drawn
+            continue;
+          }
+          p.start += r.wall_offset;
+          p.end += r.wall_offset;
           if (p.end < p.start) {
             p.end = p.start;
             ++stats_->bad_times;
@@ -556,7 +555,10 @@ bool Builder::write_ops(RankTrack& r) {
   while (!window_.empty()) window_.pop();
   if (!ok) return false;
   if (!read_ok) warn("per-op timeline cut short: " + err);
-  if (rd.truncated()) warn(rank.oplog_path + " is cut short: its ops up to the damage are shown");
+  if (rd.truncated())
+    warn(rank.oplog_path + " is cut short" +
+         (rd.stop_reason().empty() ? "" : " (" + rd.stop_reason() + ")") +
+         ": its ops up to the damage are shown");
   return true;
 }
 
@@ -771,7 +773,12 @@ bool write_perfetto(const report::Job& job, const std::string& out_dir, const Pe
   PerfettoStats stats;
   const bool ok = write_perfetto_stats(job, out_dir, opt, files_written, &stats, error);
   for (const std::string& w : stats.warnings)
-    std::fprintf(stderr, "fabtrace: perfetto: %s\n", w.c_str());
+    std::fprintf(stderr, "fabtrace: perfetto: %s\n", printable(w).c_str());
+  if (stats.bad_times > 0)
+    std::fprintf(stderr,
+                 "fabtrace: perfetto: %llu ops with impossible times (ending before they start, "
+                 "or beyond any clock)\n",
+                 static_cast<unsigned long long>(stats.bad_times));
   if (stats.overlap_dropped > 0)
     std::fprintf(stderr,
                  "fabtrace: perfetto: %llu ops not drawn: more than %u overlapping on one link\n",

@@ -64,7 +64,8 @@ struct PerfettoStats {
   uint64_t overlap_dropped = 0;  // ops not drawn: kPerfettoMaxLanes lanes of their link busy
   uint64_t late_ops = 0;         // ops starting before an op already laid out (outside the window);
                                  // drawn anyway when a lane was free
-  uint64_t bad_times = 0;        // ops whose end preceded their start (drawn with zero length)
+  uint64_t bad_times = 0;        // ops whose end preceded their start (drawn with zero length), or
+                                 // whose times are beyond any clock (not drawn)
   uint64_t stall_instants = 0;   // long CQ poll gaps
   uint64_t counter_tracks = 0;
   uint64_t counter_values = 0;

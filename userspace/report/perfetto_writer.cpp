@@ -64,11 +64,8 @@ bool PerfettoWriter::open(const std::string& path, uint64_t snapshot_ns, std::st
   pending_event_names_.clear();
   pending_annotation_names_.clear();
   pending_ = false;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    if (error) *error = "cannot create " + path + ": " + errno_text(errno);
-    return false;
-  }
+  if (!file_.open(path, error)) return false;
+  fd_ = file_.fd();
   begin_packet(true, snapshot_ns, pf::kSeqIncrementalStateCleared);
   enc_.begin_nested(pf::kPacketClockSnapshot);
   enc_.begin_nested(pf::kClockSnapshotClocks);
@@ -116,11 +113,16 @@ bool PerfettoWriter::close(std::string* error) {
     return false;
   }
   flush();
-  if (::close(fd_) != 0 && errno != EINTR && !failed_) {
-    failed_ = true;
-    error_ = "closing " + path_ + " failed: " + errno_text(errno);
-  }
   fd_ = -1;
+  if (failed_) {
+    file_.abandon();
+  } else {
+    std::string err;
+    if (!file_.commit(&err)) {
+      failed_ = true;
+      error_ = err;
+    }
+  }
   if (failed_ && error) *error = error_;
   return !failed_;
 }

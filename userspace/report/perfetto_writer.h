@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/safe_output.h"
 #include "userspace/report/protobuf_encoder.h"
 
 namespace fabtrace::report {
@@ -151,7 +152,8 @@ class PerfettoWriter {
   PerfettoWriter(const PerfettoWriter&) = delete;
   PerfettoWriter& operator=(const PerfettoWriter&) = delete;
 
-  // Creates (truncates) `path` and writes the first packet: the ClockSnapshot
+  // Creates `path` (a new file renamed over an earlier one at close(): see
+  // common/safe_output.h's ReplacingFile) and writes the first packet: the ClockSnapshot
   // (BOOTTIME = REALTIME = snapshot_ns), which clears the sequence's
   // incremental state. Interned names and generation() start afresh.
   bool open(const std::string& path, uint64_t snapshot_ns, std::string* error);
@@ -219,7 +221,8 @@ class PerfettoWriter {
                   std::vector<std::pair<uint64_t, std::string>>* pending, std::string_view name);
 
   ProtoEncoder enc_;
-  int fd_ = -1;
+  ReplacingFile file_;
+  int fd_ = -1;  // file_'s
   std::string path_;
   uint64_t flushed_ = 0;
   uint64_t packets_ = 0;

@@ -1,12 +1,16 @@
 #include "userspace/report/report_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/input_limits.h"
 #include "common/op_kinds.h"
 
 namespace fabtrace::report {
@@ -27,6 +31,8 @@ const char* file_problem_name(FileProblem p) {
       return "foreign";
     case FileProblem::kVersion:
       return "unsupported version";
+    case FileProblem::kTooLarge:
+      return "too large";
   }
   return "?";
 }
@@ -42,9 +48,9 @@ struct BadField {
 
 std::string type_name(const json& v) { return v.type_name(); }
 
-// A JSON number as uint64; null (NaN or inf in the writer) reads as 0.
-uint64_t get_u64(const json& obj, const char* key, const std::string& where,
-                 bool required = false) {
+// A non-negative JSON integer (a float only when it is one); null (NaN or inf
+// in the writer) reads as 0. Bounded by the callers below.
+uint64_t get_number(const json& obj, const char* key, const std::string& where, bool required) {
   const auto it = obj.find(key);
   if (it == obj.end()) {
     if (required) throw BadField{where + key + " is missing"};
@@ -53,23 +59,45 @@ uint64_t get_u64(const json& obj, const char* key, const std::string& where,
   if (it->is_null()) return 0;
   if (it->is_number_unsigned()) return it->get<uint64_t>();
   if (it->is_number_integer()) {
-    const int64_t v = it->get<int64_t>();
-    if (v < 0) throw BadField{where + key + " is negative"};
-    return static_cast<uint64_t>(v);
+    if (it->get<int64_t>() < 0) throw BadField{where + key + " is negative"};
+    return static_cast<uint64_t>(it->get<int64_t>());
   }
   if (it->is_number_float()) {
-    const double d = it->get<double>();
-    if (d < 0 || d != d) throw BadField{where + key + " is not a count"};
-    return static_cast<uint64_t>(d);
+    uint64_t v = 0;
+    // Checked before the cast: a double beyond uint64 would make it undefined.
+    if (!double_to_count(it->get<double>(), &v))
+      throw BadField{where + key + " is not a count (" + it->dump() + ")"};
+    return v;
   }
   throw BadField{where + key + " is " + type_name(*it) + ", not a number"};
 }
 
-double get_double(const json& obj, const char* key, const std::string& where) {
+// A count (at most limits::kMaxCount).
+uint64_t get_u64(const json& obj, const char* key, const std::string& where,
+                 bool required = false) {
+  const uint64_t v = get_number(obj, key, where, required);
+  if (!count_ok(v)) throw BadField{where + key + " is out of range (" + std::to_string(v) + ")"};
+  return v;
+}
+
+// A time in ns (at most limits::kMaxTimeNs).
+uint64_t get_time_ns(const json& obj, const char* key, const std::string& where) {
+  const uint64_t v = get_number(obj, key, where, false);
+  if (!time_ns_ok(v))
+    throw BadField{where + key + " is beyond any clock (" + std::to_string(v) + ")"};
+  return v;
+}
+
+// A finite number in [lo, hi] (by default a non-negative time in ns, a
+// rate or a share: every double of a report is one of those).
+double get_double(const json& obj, const char* key, const std::string& where, double lo = 0.0,
+                  double hi = static_cast<double>(limits::kMaxTimeNs)) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return 0.0;
   if (!it->is_number()) throw BadField{where + key + " is " + type_name(*it) + ", not a number"};
-  return it->get<double>();
+  const double v = it->get<double>();
+  if (!finite_in(v, lo, hi)) throw BadField{where + key + " is out of range (" + it->dump() + ")"};
+  return v;
 }
 
 std::string get_string(const json& obj, const char* key, const std::string& where,
@@ -79,7 +107,13 @@ std::string get_string(const json& obj, const char* key, const std::string& wher
     if (required) throw BadField{where + key + " is missing"};
     return "";
   }
-  if (it->is_string()) return it->get<std::string>();
+  if (it->is_string()) {
+    const std::string& v = it->get_ref<const std::string&>();
+    if (v.size() > limits::kMaxStringBytes)
+      throw BadField{where + key + " is " + std::to_string(v.size()) + " bytes long, more than " +
+                     std::to_string(limits::kMaxStringBytes)};
+    return v;
+  }
   // A launcher-given rank written as a number by another tool: accept it.
   if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
   throw BadField{where + key + " is " + type_name(*it) + ", not a string"};
@@ -104,16 +138,21 @@ void parse_fields(const json& j, ProcessReport* r) {
     const auto it = j.find("pid");
     if (it == j.end()) throw BadField{"pid is missing"};
     if (!it->is_number_integer()) throw BadField{"pid is " + type_name(*it) + ", not an integer"};
-    r->pid = static_cast<long>(it->get<int64_t>());
+    const int64_t pid = it->get<int64_t>();
+    if (pid < INT32_MIN || pid > INT32_MAX) throw BadField{"pid is out of range"};
+    r->pid = static_cast<long>(pid);
   }
   r->providers = get_string(j, "providers", "");
-  r->start_mono_ns = get_u64(j, "start_mono_ns", "");
-  r->start_wall_ns = get_u64(j, "start_wall_ns", "");
-  r->duration_s = get_double(j, "duration_s", "");
+  r->start_mono_ns = get_time_ns(j, "start_mono_ns", "");
+  r->start_wall_ns = get_time_ns(j, "start_wall_ns", "");
+  r->duration_s = get_double(j, "duration_s", "", 0.0, limits::kMaxSeconds);
   if (const auto c = j.find("clock"); c != j.end() && !c->is_null()) {
     const json& clk = as_object(*c, "clock");
     r->tsc = get_string(clk, "source", "clock.") == "tsc";
-    r->ns_per_tick = clk.contains("ns_per_tick") ? get_double(clk, "ns_per_tick", "clock.") : 1.0;
+    r->ns_per_tick =
+        clk.contains("ns_per_tick")
+            ? get_double(clk, "ns_per_tick", "clock.", limits::kMinNsPerTick, limits::kMaxNsPerTick)
+            : 1.0;
     r->clock_residual_ns = get_double(clk, "residual_ns", "clock.");
     r->clock_pairs = get_u64(clk, "pairs", "clock.");
   }
@@ -147,7 +186,7 @@ void parse_fields(const json& j, ProcessReport* r) {
         for (int k = 0; k < 6; ++k) x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
       }
       x.max_gap_ns = get_double(c, "max_gap_ns", w);
-      x.max_gap_end_s = get_double(c, "max_gap_end_s", w);
+      x.max_gap_end_s = get_double(c, "max_gap_end_s", w, 0.0, limits::kMaxSeconds);
       r->cqs.push_back(x);
     }
   }
@@ -201,6 +240,12 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
   if (problem) *problem = FileProblem::kNone;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(why, problem, FileProblem::kEmpty, "empty file");
+  // Checked before parsing: a parsed document is walked recursively (dump(),
+  // comparisons), so depth is what would overflow the stack.
+  if (!json_depth_within(text.data(), text.size(), limits::kMaxJsonDepth))
+    return fail(
+        why, problem, FileProblem::kCorrupt,
+        "corrupt: JSON nested deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
   json j;
   try {
     j = json::parse(text);
@@ -254,20 +299,14 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
 bool read_process_report(const std::string& path, ProcessReport* out, std::string* why,
                          FileProblem* problem) {
   *out = ProcessReport();
-  std::FILE* f = std::fopen(path.c_str(), "re");
-  if (!f)
-    return fail(why, problem, FileProblem::kUnreadable,
-                std::string("cannot open: ") + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, got);
-  const bool bad = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (bad)
-    return fail(why, problem, FileProblem::kUnreadable,
-                std::string("read error: ") + std::strerror(err));
+  std::string text, err;
+  if (!read_bounded_file(path, limits::kMaxReportBytes, &text, &err)) {
+    struct stat st;
+    const bool big =
+        ::stat(path.c_str(), &st) == 0 &&
+        (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > limits::kMaxReportBytes);
+    return fail(why, problem, big ? FileProblem::kTooLarge : FileProblem::kUnreadable, err);
+  }
   return parse_process_report(text, out, why, problem);
 }
 

@@ -28,12 +28,16 @@ enum class FileProblem {
   kCorrupt,     // not JSON, or fields of the wrong type
   kForeign,     // valid JSON, but not a fabtrace report
   kVersion,     // a fabtrace report of a newer format version
+  kTooLarge,    // larger than common/input_limits.h allows, or not a regular file
 };
 const char* file_problem_name(FileProblem p);  // "truncated", "foreign", ...
 
 // Parses the text of a report. False with *why (one line, without the file
 // name) and *problem on failure. Unknown fields are ignored; absent optional
-// fields keep their defaults; host, rank and pid are required.
+// fields keep their defaults; host, rank and pid are required. Every field is
+// checked against common/input_limits.h (nesting depth before parsing; string
+// lengths, times, counts and the clock slope after): a report outside them is
+// rejected as corrupt, since later arithmetic on its values must not overflow.
 bool parse_process_report(const std::string& text, ProcessReport* out, std::string* why,
                           FileProblem* problem = nullptr);
 bool read_process_report(const std::string& path, ProcessReport* out, std::string* why,

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "common/printable.h"
+
 namespace fabtrace::report {
 
 namespace {
@@ -36,7 +38,7 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 // "node1 r0 10.0.0.1:5 -> 10.0.0.2:7 fi_tsend 4 KiB"
 std::string row_name(const LinkRow& l) {
   return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + " -> " + short_addr(l.remote) +
-         "  " + l.row.op + " " + fmt_size(l.row.bytes);
+         "  " + printable(l.row.op) + " " + fmt_size(l.row.bytes);
 }
 
 // Appends words to lines no wider than `width`, each continuation indented.
@@ -71,8 +73,8 @@ void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
     return field(a->row) > field(b->row);
   });
   for (size_t i = 0; i < rows.size() && i < n; ++i)
-    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + rows[i]->row.op + " " +
-           fmt_size(rows[i]->row.bytes) + " x" + fmt_count(field(rows[i]->row)));
+    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + printable(rows[i]->row.op) +
+           " " + fmt_size(rows[i]->row.bytes) + " x" + fmt_count(field(rows[i]->row)));
   if (rows.size() > n) w->add("(+" + std::to_string(rows.size() - n) + " more rows)");
 }
 
@@ -142,14 +144,17 @@ std::string fmt_wall(uint64_t wall_ns, bool with_date) {
   return printf_str("%s.%06lu UTC", buf, us);
 }
 
+// Host, rank, address, provider and op text comes from files anyone may have
+// written: it reaches the terminal through printable() (no raw ESC or BEL, no
+// line breaks).
 std::string short_addr(const std::string& addr) {
   const size_t p = addr.find("://");
-  if (p == std::string::npos || p + 3 >= addr.size()) return addr;
-  return addr.substr(p + 3);
+  if (p == std::string::npos || p + 3 >= addr.size()) return printable(addr);
+  return printable(addr.substr(p + 3));
 }
 
 std::string who(const std::string& host, const std::string& rank, long pid) {
-  std::string s = host + " r" + rank;
+  std::string s = printable(host) + " r" + printable(rank);
   if (rank == "NA" || rank.empty()) s += " p" + std::to_string(pid);
   return s;
 }
@@ -194,7 +199,7 @@ double outlier_median_ns(const LinkRow& row) {
 std::string summary_text(const Job& job, const SummaryOptions& opt) {
   std::string s;
   constexpr size_t kWidth = 110;
-  s += "fabtrace report" + (opt.dir.empty() ? std::string() : " of " + opt.dir) + "\n";
+  s += "fabtrace report" + (opt.dir.empty() ? std::string() : " of " + printable(opt.dir)) + "\n";
 
   // Job shape.
   const std::vector<std::string> hosts = job.hosts();
@@ -206,7 +211,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     std::string h = plural(hosts.size(), "node", "nodes");
     if (!hosts.empty() && hosts.size() <= 4) {
       h += " (";
-      for (size_t i = 0; i < hosts.size(); ++i) h += (i ? ", " : "") + hosts[i];
+      for (size_t i = 0; i < hosts.size(); ++i) h += (i ? ", " : "") + printable(hosts[i]);
       h += ")";
     }
     w.add(h + ",");
@@ -232,7 +237,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     std::stable_sort(v.begin(), v.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
     Wrapper w(&s, "ops       ", kWidth);
-    for (const auto& kv : v) w.add(kv.first + " " + fmt_count(kv.second));
+    for (const auto& kv : v) w.add(printable(kv.first) + " " + fmt_count(kv.second));
     if (v.empty()) w.add("(no data-path ops)");
     w.done();
   }
@@ -281,7 +286,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       const NicRow* n = shown[i];
       if (nics.size() > max_rows && i == max_rows / 2)
         s += "  ... " + std::to_string(nics.size() - max_rows) + " more in nics.csv ...\n";
-      s += "  " + who(n->host, n->rank, n->pid) + "  " + n->nic.domain + " " +
+      s += "  " + who(n->host, n->rank, n->pid) + "  " + printable(n->nic.domain) + " " +
            short_addr(n->nic.local) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
            plural(n->nic.ops, "op", "ops") + ", " + fmt_bytes(n->nic.bytes) + ", busy " +
            fmt_ns(n->nic.busy_ns) + ")\n";
@@ -311,9 +316,10 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   {
     for (size_t i = 0; i < late.size() && i < opt.top; ++i) {
       const LateReceiver* l = late[i];
-      s += "  " + who(l->host, l->rank, l->pid) + "  " + l->op + " " + fmt_size(l->bytes) + " " +
-           short_addr(l->local) + " <- " + short_addr(l->remote) + "  " + fmt_count(l->imm) +
-           " of " + fmt_count(l->count) + printf_str(" = %.1f%%", 100 * l->share()) + "\n";
+      s += "  " + who(l->host, l->rank, l->pid) + "  " + printable(l->op) + " " +
+           fmt_size(l->bytes) + " " + short_addr(l->local) + " <- " + short_addr(l->remote) + "  " +
+           fmt_count(l->imm) + " of " + fmt_count(l->count) +
+           printf_str(" = %.1f%%", 100 * l->share()) + "\n";
     }
     if (late.size() > opt.top)
       s += "  (+" + std::to_string(late.size() - opt.top) + " more rows)\n";
@@ -357,7 +363,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       "(the timeline writer fell behind; raise FABTRACE_OPS_MB)");
   for (const Skipped& p : job.partial) {
     any = true;
-    s += "  " + p.path + ": " + p.why + "\n";
+    s += "  " + printable(p.path) + ": " + printable(p.why) + "\n";
   }
   if (!any) s += "  none: no errors, refusals, untimed, unfinished or dropped ops\n";
   if (!job.skipped.empty())
@@ -365,16 +371,16 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
          (opt.skipped_on_stderr ? " (named on stderr)" : "") + "\n";
   if (!opt.outputs.empty()) {
     Wrapper w(&s, "outputs   ", kWidth);
-    for (const std::string& o : opt.outputs) w.add(o);
+    for (const std::string& o : opt.outputs) w.add(printable(o));
     w.done();
   }
   return s;
 }
 
-void write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt) {
+bool write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt) {
   const std::string s = summary_text(job, opt);
-  std::fwrite(s.data(), 1, s.size(), out);
-  std::fflush(out);
+  const bool wrote = std::fwrite(s.data(), 1, s.size(), out) == s.size();
+  return std::fflush(out) == 0 && wrote && !std::ferror(out);
 }
 
 }  // namespace fabtrace::report

@@ -22,7 +22,8 @@ struct SummaryOptions {
 
 // The summary, a few dozen lines at most whatever the job's size.
 std::string summary_text(const Job& job, const SummaryOptions& opt);
-void write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
+// False when the summary could not be written whole (a full disk, a closed pipe).
+bool write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
 
 // ---- selections (pointers into job) ----
 

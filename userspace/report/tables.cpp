@@ -6,6 +6,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/safe_output.h"
+
 namespace fabtrace::report {
 
 namespace {
@@ -159,18 +161,14 @@ bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::s
               {"nics.json", write_nics_json}};
   for (const auto& o : outs) {
     const std::string path = out_dir + "/" + o.name;
-    std::FILE* f = std::fopen(path.c_str(), "we");
-    if (!f) {
-      if (error) *error = "cannot create " + path + ": " + std::strerror(errno);
+    ReplacingFile f;
+    if (!f.open(path, error)) return false;
+    std::FILE* stream = f.stream();
+    if (!stream || !o.fn(job, stream)) {
+      if (error) *error = "writing " + path + " failed: " + std::strerror(errno);
       return false;
     }
-    const bool ok = o.fn(job, f);
-    const int err = errno;
-    const bool closed = std::fclose(f) == 0;
-    if (!ok || !closed) {
-      if (error) *error = "writing " + path + " failed: " + std::strerror(ok ? errno : err);
-      return false;
-    }
+    if (!f.commit(error)) return false;
     if (files) files->push_back(path);
   }
   return true;

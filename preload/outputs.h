@@ -1,0 +1,26 @@
+// Where this process's files go and what they are called. FABTRACE_DIR is
+// checked once, on the first output: a directory that cannot be used gets one
+// line and every output falls back (the text report to stderr, no files), so a
+// bad setting costs each rank one message, not one per file.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+namespace fabtrace {
+
+// The host as it appears in output names and inside the files (the same
+// token everywhere: output_token of gethostname()).
+std::string output_host();
+
+// "<FABTRACE_DIR>/<prefix>.<host>.r<rank>.p<pid>.<ext>" for this process; empty
+// when no file is written (FABTRACE_DIR=stderr, or a directory that cannot be
+// used, which has been said once).
+std::string output_path(const char* prefix, const char* ext);
+
+// Creates the new file at `path` (common/safe_output.h: never through a
+// symlink, never over an existing file). nullptr after one line naming it and
+// what happened instead (`instead`, e.g. "the report goes to stderr").
+std::FILE* create_output(const std::string& path, const char* instead);
+
+}  // namespace fabtrace
