@@ -295,12 +295,13 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
           case kernel_log::kEvents: {
             size_t off = 0;
             uint32_t seen = 0;
-            while (off + sizeof(ft_hdr) <= b.len) {
-              ft_hdr h;
-              std::memcpy(&h, b.payload + off, sizeof(h));
+            while (off < b.len) {
+              ft_hdr h{};
+              if (b.len - off >= sizeof(h)) std::memcpy(&h, b.payload + off, sizeof(h));
               const size_t want = kernel_log::record_size(h.kind);
-              // A size that is not the kind's, or that runs past the block, makes
-              // the rest of the block unreadable: count what is left as bad.
+              // A size that is not the kind's, or that runs past the block (a
+              // fragment too short for a header included), makes the rest of the
+              // block unreadable: count what is left as bad.
               if (h.size < sizeof(ft_hdr) || h.size % 8 != 0 || h.size > b.len - off ||
                   (want && h.size != want)) {
                 bad_records_ += b.count > seen ? b.count - seen : 1;
