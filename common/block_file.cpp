@@ -17,8 +17,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "block files are little-endian and written as in memory");
 
 namespace blockfile {
-uint32_t crc32_of(const void* data, size_t len) {
-  uLong c = crc32(0L, Z_NULL, 0);
+uint32_t crc32_of(const void* data, size_t len, uint32_t crc) {
+  uLong c = crc;
   const Bytef* p = static_cast<const Bytef*>(data);
   while (len > 0) {
     const uInt n = len > (1u << 30) ? (1u << 30) : static_cast<uInt>(len);
@@ -27,6 +27,12 @@ uint32_t crc32_of(const void* data, size_t len) {
     len -= n;
   }
   return static_cast<uint32_t>(c);
+}
+
+uint32_t block_crc(const BlockHeader& h, const void* payload, size_t len) {
+  BlockHeader z = h;
+  z.crc32 = 0;
+  return crc32_of(payload, len, crc32_of(&z, sizeof(z)));
 }
 }  // namespace blockfile
 
@@ -94,7 +100,7 @@ bool BlockFileWriter::write_block(uint16_t type, uint32_t count, const void* pay
   h.type = type;
   h.payload_bytes = static_cast<uint32_t>(len);
   h.count = count;
-  h.crc32 = blockfile::crc32_of(payload, len);
+  h.crc32 = blockfile::block_crc(h, payload, len);
   struct iovec iov[2];
   int n = 0;
   iov[n++] = {&h, sizeof(h)};
@@ -188,7 +194,7 @@ bool BlockFileReader::walk(const std::function<bool(const BlockView&)>& on_block
       if (r == 0) return stop("incomplete block");
       have += static_cast<size_t>(r);
     }
-    if (blockfile::crc32_of(p, h.payload_bytes) != h.crc32) return stop("checksum mismatch");
+    if (blockfile::block_crc(h, p, h.payload_bytes) != h.crc32) return stop("checksum mismatch");
     BlockView v{h.type, h.count, p, h.payload_bytes, off};
     off += sizeof(h) + h.payload_bytes;
     if (!on_block(v)) return true;

@@ -1,9 +1,10 @@
 // The block framing shared by fabtrace's binary files (the kernel log; the
-// per-op timeline uses the same layout): a 16-byte file header, then blocks, each
-// a 24-byte header (magic, type, payload length, entry count, CRC-32) and its
-// payload. A block goes out in one writev(2), straight to the file, so a writer
-// killed at any moment leaves a file that reads up to its last whole block. All
-// integers are little-endian.
+// per-op timeline uses the same layout, its CRC covering the payload only): a
+// 16-byte file header, then blocks, each a 24-byte header (magic, type, payload
+// length, entry count, CRC-32 of the header and the payload) and its payload. A
+// block goes out in one writev(2), straight to the file, so a writer killed at
+// any moment leaves a file that reads up to its last whole block. All integers
+// are little-endian.
 //
 // The reader treats its input as hostile: it refuses non-regular files, checks
 // every announced length against the file's size and a fixed cap before
@@ -37,7 +38,7 @@ struct BlockHeader {
   uint16_t reserved;
   uint32_t payload_bytes;  // bytes after this header
   uint32_t count;          // entries in the payload (format-defined), 0 for JSON blocks
-  uint32_t crc32;          // CRC-32 (IEEE) of the payload
+  uint32_t crc32;          // CRC-32 (IEEE) of this header (with crc32 = 0), then the payload
   uint32_t reserved2;
 };
 static_assert(sizeof(BlockHeader) == 24, "layout");
@@ -45,7 +46,11 @@ static_assert(sizeof(BlockHeader) == 24, "layout");
 // A block announcing a larger payload is corrupt.
 constexpr uint32_t kMaxPayloadBytes = 64u << 20;
 
-uint32_t crc32_of(const void* data, size_t len);
+// CRC-32 of `data`, continuing from `crc` (the CRC of what came before it).
+uint32_t crc32_of(const void* data, size_t len, uint32_t crc = 0);
+// The checksum a block header carries: every header field but crc32 counts, so
+// that a flipped type, count or reserved bit is caught like a flipped payload bit.
+uint32_t block_crc(const BlockHeader& h, const void* payload, size_t len);
 
 }  // namespace blockfile
 

@@ -26,10 +26,16 @@ IrqName classify_irq(const std::string& name) {
   if (!cxi_prefix(name, &dev, &rest)) return n;
   n.device = dev;
   if (starts_with(rest, "comp")) {
+    // K: decimal digits only (strtol would take " 3", "+3" and overflow to a
+    // wrong index).
     const std::string k = rest.substr(4);
-    char* end = nullptr;
-    const long v = std::strtol(k.c_str(), &end, 10);
-    if (!k.empty() && *end == '\0' && v >= 0) {
+    long v = 0;
+    bool digits = !k.empty() && k.size() <= 9;
+    for (size_t i = 0; digits && i < k.size(); ++i) {
+      digits = k[i] >= '0' && k[i] <= '9';
+      v = v * 10 + (k[i] - '0');
+    }
+    if (digits) {
       n.cls = IrqClass::kCxiCompletion;
       n.index = static_cast<int>(v);
       return n;

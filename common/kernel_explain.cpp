@@ -25,9 +25,11 @@ std::string task(const ft_task_time& t) {
 
 std::string human_ns(uint64_t ns) {
   char b[32];
-  if (ns >= 1000000000ULL)
+  // The unit is chosen on the rounded value: 999999 ns is "1.000 ms", not
+  // "1000.0 us".
+  if (ns >= 999999500ULL)
     std::snprintf(b, sizeof(b), "%.3f s", static_cast<double>(ns) / 1e9);
-  else if (ns >= 1000000)
+  else if (ns >= 999950)
     std::snprintf(b, sizeof(b), "%.3f ms", static_cast<double>(ns) / 1e6);
   else if (ns >= 1000)
     std::snprintf(b, sizeof(b), "%.1f us", static_cast<double>(ns) / 1e3);

@@ -105,6 +105,12 @@ uint64_t u64_of(const json& j, const char* key) {
   return count_ok(v) ? v : 0;
 }
 
+// An address (kernel addresses use the top bits: no count bound).
+uint64_t addr_of(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
 long long_of(const json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number_integer() ? it->get<long>() : 0;
@@ -291,12 +297,13 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
           case kernel_log::kEvents: {
             size_t off = 0;
             uint32_t seen = 0;
-            while (off + sizeof(ft_hdr) <= b.len) {
-              ft_hdr h;
-              std::memcpy(&h, b.payload + off, sizeof(h));
+            while (off < b.len) {
+              ft_hdr h{};
+              if (b.len - off >= sizeof(h)) std::memcpy(&h, b.payload + off, sizeof(h));
               const size_t want = kernel_log::record_size(h.kind);
-              // A size that is not the kind's, or that runs past the block, makes
-              // the rest of the block unreadable: count what is left as bad.
+              // A size that is not the kind's, or that runs past the block (a
+              // fragment too short for a header included), makes the rest of the
+              // block unreadable: count what is left as bad.
               if (h.size < sizeof(ft_hdr) || h.size % 8 != 0 || h.size > b.len - off ||
                   (want && h.size != want)) {
                 bad_records_ += b.count > seen ? b.count - seen : 1;
@@ -326,7 +333,7 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
             if (parse_block_json(b.payload, b.len, &j) && j.is_array())
               for (const json& s : j)
                 if (s.is_object())
-                  symbols_.push_back({u64_of(s, "addr"), str_of(s, "name"), str_of(s, "class")});
+                  symbols_.push_back({addr_of(s, "addr"), str_of(s, "name"), str_of(s, "class")});
             return true;
           case kernel_log::kStats:
             if (parse_block_json(b.payload, b.len, &j) && j.is_object()) {

@@ -178,7 +178,10 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       r.cause = "cass_err";
       kv(&r.detail, "csr_flag", e.csr_flag);
       kv(&r.detail, "bit", e.bit);
-      kv(&r.detail, "hw_time", std::to_string(e.sec) + "." + std::to_string(e.nsec));
+      char t[48];  // seconds and nanoseconds: "1700000000.000000005"
+      std::snprintf(t, sizeof(t), "%llu.%09llu", static_cast<unsigned long long>(e.sec),
+                    static_cast<unsigned long long>(e.nsec));
+      kv(&r.detail, "hw_time", t);
       break;
     }
     case FT_EV_THREAD: {

@@ -1,0 +1,130 @@
+// IRQ names and cxi driver work functions (common/kernel_classify.*).
+#include "common/kernel_classify.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace fabtrace {
+namespace {
+
+struct IrqCase {
+  const char* name;
+  IrqClass cls;
+  const char* device;
+  int index;
+};
+
+TEST(KernelClassify, IrqNames) {
+  const std::vector<IrqCase> cases = {
+      {"cxi0_comp3", IrqClass::kCxiCompletion, "cxi0", 3},
+      {"cxi0_comp0", IrqClass::kCxiCompletion, "cxi0", 0},
+      {"cxi3_comp127", IrqClass::kCxiCompletion, "cxi3", 127},
+      {"cxi12_err_pct", IrqClass::kCxiError, "cxi12", -1},
+      {"cxi0_err", IrqClass::kCxiError, "cxi0", -1},
+      {"cxi0_odp_pri", IrqClass::kCxiOdp, "cxi0", -1},
+      {"cxi1_atu_cq", IrqClass::kCxiAtu, "cxi1", -1},
+      {"cxi0_foo", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_", IrqClass::kCxiOther, "cxi0", -1},
+      // "comp" without a plain decimal vector number is not a completion vector.
+      {"cxi0_comp", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_compX", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_comp3x", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_comp-1", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_comp+3", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_comp 3", IrqClass::kCxiOther, "cxi0", -1},
+      {"cxi0_comp99999999999", IrqClass::kCxiOther, "cxi0", -1},
+      // Not the driver's: no device number, no '_', other drivers.
+      {"cxi_0", IrqClass::kOther, "", -1},
+      {"cxi", IrqClass::kOther, "", -1},
+      {"cxi0", IrqClass::kOther, "", -1},
+      {"cxiA_comp1", IrqClass::kOther, "", -1},
+      {"xcxi0_comp1", IrqClass::kOther, "", -1},
+      {"eth0-rx-0", IrqClass::kOther, "", -1},
+      {"virtio0-input.0", IrqClass::kOther, "", -1},
+      {"", IrqClass::kOther, "", -1},
+  };
+  for (const IrqCase& c : cases) {
+    const IrqName n = classify_irq(c.name);
+    EXPECT_EQ(n.cls, c.cls) << '"' << c.name << '"';
+    EXPECT_EQ(n.device, c.device) << '"' << c.name << '"';
+    EXPECT_EQ(n.index, c.index) << '"' << c.name << '"';
+  }
+}
+
+TEST(KernelClassify, IrqClassNames) {
+  EXPECT_STREQ(irq_class_name(IrqClass::kCxiCompletion), "cxi-completion");
+  EXPECT_STREQ(irq_class_name(IrqClass::kCxiError), "cxi-error");
+  EXPECT_STREQ(irq_class_name(IrqClass::kCxiOdp), "cxi-page-request");
+  EXPECT_STREQ(irq_class_name(IrqClass::kCxiAtu), "cxi-atu");
+  EXPECT_STREQ(irq_class_name(IrqClass::kCxiOther), "cxi-other");
+  EXPECT_STREQ(irq_class_name(IrqClass::kOther), "other");
+  EXPECT_STREQ(irq_class_name(classify_irq("cxi2_comp7").cls), "cxi-completion");
+}
+
+TEST(KernelClassify, WorkFunctionClasses) {
+  const std::vector<std::pair<const char*, const char*>> known = {
+      {"error_irq_worker", "error"},
+      {"cass_pri_worker", "page-request"},
+      {"pause_timeout_worker", "pause-timeout"},
+      {"cass_link_worker", "link"},
+      {"cxi_link_worker", "link"},
+      {"cass_phy_worker", "link"},
+      {"cass_uc_worker", "microcontroller"},
+      {"cass_sbl_worker", "link"},
+      {"cass_tc_worker", "traffic-class"},
+  };
+  for (const auto& k : known) EXPECT_EQ(cxi_work_class(k.first), k.second) << k.first;
+  for (const char* f : {"", "error_irq_worker.cold", "Error_irq_worker", "error_irq_worke",
+                        "vmstat_update", "flush_to_ldisc", "cass_pri_worker "})
+    EXPECT_EQ(cxi_work_class(f), "") << '"' << f << '"';
+}
+
+TEST(KernelClassify, WorkSymbolsFromKallsyms) {
+  const std::string text =
+      // Kernel (non-module) lines, even with a known name: not the driver's.
+      "ffffffff81000000 T _stext\n"
+      "ffffffff81234560 t error_irq_worker\n"
+      // The driver's work functions in its modules.
+      "ffffffffc0a01230 t error_irq_worker\t[cxi_ss1]\n"
+      "ffffffffc0a04560 t cass_pri_worker\t[cxi_ss1]\n"
+      "ffffffffc0b00010 T cxi_link_worker\t[cxi_core]\n"
+      // Other symbols of the driver, other symbol types, other modules.
+      "ffffffffc0a05000 t cass_irq_handler\t[cxi_ss1]\n"
+      "ffffffffc0a06000 d cass_uc_worker\t[cxi_ss1]\n"
+      "ffffffffc0c00000 t pause_timeout_worker\t[mlx5_core]\n"
+      "ffffffffc0c00000 t cass_tc_worker\t[cxi\n"
+      "ffffffffc0c00000 t cass_tc_worker\tcxi_ss1]\n"
+      // Read without privilege: zero addresses.
+      "0000000000000000 t cass_phy_worker\t[cxi_ss1]\n"
+      // Malformed lines.
+      "\n"
+      "garbage\n"
+      "ffffffffc0a0zzzz t cass_sbl_worker\t[cxi_ss1]\n"
+      "ffffffffc0a07000 t\n"
+      // Last line without a newline.
+      "ffffffffc0a08000 t cass_tc_worker [cxi_ss1]";
+  const std::vector<KernelSymbol> want = {
+      {0xffffffffc0a01230ULL, "error_irq_worker", "error"},
+      {0xffffffffc0a04560ULL, "cass_pri_worker", "page-request"},
+      {0xffffffffc0b00010ULL, "cxi_link_worker", "link"},
+      {0xffffffffc0a08000ULL, "cass_tc_worker", "traffic-class"},
+  };
+  const std::vector<KernelSymbol> syms = cxi_work_symbols(text);
+  ASSERT_EQ(syms.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(syms[i].addr, want[i].addr) << i;
+    EXPECT_EQ(syms[i].name, want[i].name) << i;
+    EXPECT_EQ(syms[i].cls, want[i].cls) << i;
+  }
+
+  EXPECT_TRUE(cxi_work_symbols("").empty());
+  // A whole unprivileged read: nothing.
+  EXPECT_TRUE(cxi_work_symbols("0000000000000000 t error_irq_worker\t[cxi_ss1]\n"
+                               "0000000000000000 t cass_pri_worker\t[cxi_ss1]\n")
+                  .empty());
+}
+
+}  // namespace
+}  // namespace fabtrace

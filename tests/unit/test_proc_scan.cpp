@@ -1,0 +1,291 @@
+// Discovery of the traced processes in /proc (userspace/record/proc_scan.*): the
+// parsers on exact /proc texts, and ProcScanner on a /proc tree the test builds.
+#include "userspace/record/proc_scan.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/unit/scratch_dir.h"
+#include "userspace/report/kernel_rows.h"
+
+namespace fabtrace {
+namespace {
+
+using test::ScratchDir;
+
+std::string env(std::initializer_list<const char*> vars) {
+  std::string s;
+  for (const char* v : vars) {
+    s += v;
+    s += '\0';
+  }
+  return s;
+}
+
+TEST(ProcScan, ParseMaps) {
+  const std::string maps =
+      "55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1311 /usr/bin/app\n"
+      "7f1c2a000000-7f1c2a100000 r-xp 00000000 08:01 2001 /opt/fabtrace/lib/libfabtrace.so\n"
+      "7f1c2a100000-7f1c2a101000 rw-p 00100000 08:01 2001 /opt/fabtrace/lib/libfabtrace.so\n"
+      "7f1c2b000000-7f1c2b200000 r-xp 00000000 08:01 3001 /usr/lib64/libfabric.so.1.18.0\n"
+      "7f1c2c000000-7f1c2c021000 rw-p 00000000 00:00 0 \n"
+      "7ffd1e000000-7ffd1e021000 rw-p 00000000 00:00 0                          [stack]\n"
+      "7ffd1e100000-7ffd1e102000 r-xp 00000000 00:00 0                          [vdso]";
+  std::string preload, fabric;
+  parse_maps(maps, &preload, &fabric);
+  EXPECT_EQ(preload, "/opt/fabtrace/lib/libfabtrace.so");
+  EXPECT_EQ(fabric, "/usr/lib64/libfabric.so.1.18.0");
+
+  // The first mapping of each wins; names that only look alike do not count.
+  preload.clear();
+  fabric.clear();
+  parse_maps(
+      "1000-2000 r-xp 0 0:0 1 /a/libfabric.so\n"
+      "2000-3000 r-xp 0 0:0 1 /b/libfabric.so.1\n"
+      "3000-4000 r-xp 0 0:0 1 /c/libfabtrace.so.bak\n"
+      "4000-5000 r-xp 0 0:0 1 /d/libfabtrace.so/x\n"
+      "5000-6000 r-xp 0 0:0 1 /e/mylibfabtrace.so\n",
+      &preload, &fabric);
+  EXPECT_EQ(preload, "");
+  EXPECT_EQ(fabric, "/a/libfabric.so");
+
+  preload.clear();
+  fabric.clear();
+  parse_maps(
+      "1000-2000 r-xp 0 0:0 1 /x/libfabricx.so\n"
+      "2000-3000 r-xp 0 0:0 1 /x/libfabric_shm.so\n"
+      "no path here\n\n",
+      &preload, &fabric);
+  EXPECT_EQ(preload, "");
+  EXPECT_EQ(fabric, "");
+}
+
+TEST(ProcScan, RankFromEnviron) {
+  // The preload's order: SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, RANK.
+  EXPECT_EQ(rank_from_environ(env({"PATH=/bin", "PMI_RANK=3", "SLURM_PROCID=7", "RANK=9"})), "7");
+  EXPECT_EQ(rank_from_environ(env({"RANK=9", "OMPI_COMM_WORLD_RANK=2"})), "2");
+  EXPECT_EQ(rank_from_environ(env({"RANK=9", "PMIX_RANK=4"})), "4");
+  EXPECT_EQ(rank_from_environ(env({"RANK=9"})), "9");
+  // An empty value is passed over.
+  EXPECT_EQ(rank_from_environ(env({"SLURM_PROCID=", "PMI_RANK=5"})), "5");
+  // Names that only end like one, or contain one.
+  EXPECT_EQ(rank_from_environ(env({"MY_RANK=1", "XSLURM_PROCID=2", "RANKS=3"})), "");
+  EXPECT_EQ(rank_from_environ(""), "");
+  // The last variable without its NUL; a value cut at 64 bytes.
+  EXPECT_EQ(rank_from_environ(std::string("A=1\0RANK=11", 11)), "11");
+  EXPECT_EQ(rank_from_environ(env({("RANK=" + std::string(100, '8')).c_str()})),
+            std::string(64, '8'));
+}
+
+const char* const kTcpHeader =
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+    "timeout inode";
+const char* const kTcp6Header =
+    "  sl  local_address                         remote_address                        st "
+    "tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
+
+struct TcpCase {
+  std::string line;
+  bool v6;
+  uint64_t inode;
+  uint8_t state;
+  const char *src, *dst;
+};
+
+TEST(ProcScan, ParseTcpLines) {
+  const std::vector<TcpCase> good = {
+      {"   0: 0100007F:1388 0200000A:1770 01 00000000:00000000 00:00000000 00000000  1000      "
+       "  0 1111 1 0000000000000000 20 4 30 10 -1",
+       false, 1111, 1, "127.0.0.1:5000", "10.0.0.2:6000"},
+      {"   1: 00000000000000000000000001000000:1388 0000000000000000FFFF00000200000A:1770 0A "
+       "00000000:00000000 00:00000000 00000000     0        0 2222 1 0000000000000000 100 0 0 "
+       "10 0",
+       true, 2222, 0x0A, "[::1]:5000", "[::ffff:10.0.0.2]:6000"},
+      {"   2: 000080FE00000000FF0001025AFE0405:C350 00000000000000000000000000000000:0000 0A "
+       "00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 100 0 0 10 0",
+       true, 3, 0x0A, "[fe80::201:ff:504:fe5a]:50000", "[::]:0"},
+  };
+  for (const TcpCase& t : good) {
+    ScannedConn c;
+    uint64_t ino = 0;
+    ASSERT_TRUE(parse_tcp_line(t.line, t.v6, &c, &ino)) << t.line;
+    EXPECT_EQ(ino, t.inode);
+    EXPECT_EQ(c.state, t.state);
+    EXPECT_EQ(c.tuple.family, t.v6 ? AF_INET6 : AF_INET);
+    EXPECT_EQ(tuple_side(c.tuple, true), t.src);
+    EXPECT_EQ(tuple_side(c.tuple, false), t.dst);
+    // Bytes past an IPv4 address stay zero.
+    for (int i = t.v6 ? 16 : 4; i < 16; ++i) EXPECT_EQ(c.tuple.saddr[i] | c.tuple.daddr[i], 0);
+  }
+  ScannedConn c;
+  uint64_t ino = 0;
+  const std::string good4 =
+      "   0: 0100007F:1388 0200000A:1770 01 00000000:00000000 00:00000000 00000000  1000 0 1111";
+  EXPECT_TRUE(parse_tcp_line(good4, false, &c, &ino));
+  const std::vector<std::pair<std::string, bool>> bad = {
+      {kTcpHeader, false},
+      {kTcp6Header, true},
+      {"", false},
+      {good4, true},  // an IPv4 line read as IPv6
+      {"   0: 0100007F:1388 0200000A:1770 01 00000000:00000000 00:00000000", false},
+      {"   0 0100007F:1388 0200000A:1770 01 00000000:00000000 00:00000000 00000000 0 0 1", false},
+      {"   0: 0100007G:1388 0200000A:1770 01 00000000:00000000 00:00000000 00000000 0 0 1", false},
+      {"   0: 0100007F:10000 0200000A:1770 01 00000000:00000000 00:00000000 00000000 0 0 1", false},
+      {"   0: 0100007F: 0200000A:1770 01 00000000:00000000 00:00000000 00000000 0 0 1", false},
+      {"   0: 0100007F1388 0200000A:1770 01 00000000:00000000 00:00000000 00000000 0 0 1", false},
+      {"   0: 0100007F:1388 0200000A:1770 0Z 00000000:00000000 00:00000000 00000000 0 0 1", false},
+      {"   0: 0100007F:1388 0200000A:1770 01 00000000:00000000 00:00000000 00000000 0 0 12x",
+       false},
+  };
+  for (const auto& b : bad) EXPECT_FALSE(parse_tcp_line(b.first, b.second, &c, &ino)) << b.first;
+}
+
+// A /proc with: 1234 (preload and libfabric, two threads, sockets), 2345
+// (libfabric only), 3456 (neither), 4567 (the scanner itself), 5678 (gone:
+// no files), and non-process entries.
+class FakeProc {
+ public:
+  FakeProc() {
+    add_process(1234, "/usr/bin/app",
+                "7f00-7f01 r-xp 0 08:01 9 /opt/ft/lib/libfabtrace.so\n"
+                "7f02-7f03 r-xp 0 08:01 8 /usr/lib/libfabric.so.1\n",
+                env({"PATH=/bin", "PMI_RANK=3", "SLURM_PROCID=7"}), "app",
+                {{1234, "app"}, {1240, "app-poll"}});
+    dir_.symlink("/dev/null", "1234/fd/0");
+    dir_.symlink("socket:[1111]", "1234/fd/3");
+    dir_.symlink("socket:[2222]", "1234/fd/4");
+    dir_.symlink("pipe:[9]", "1234/fd/5");
+    dir_.symlink("socket:[4444]", "1234/fd/notanfd");
+    dir_.write("1234/net/tcp",
+               std::string(kTcpHeader) +
+                   "\n   0: 0100007F:1388 0200000A:1770 01 00000000:00000000 00:00000000 "
+                   "00000000  1000        0 1111 1 0000000000000000 20 4 30 10 -1\n"
+                   "   1: 0100007F:1389 0300000A:1771 01 00000000:00000000 00:00000000 "
+                   "00000000  1000        0 3333 1 0000000000000000 20 4 30 10 -1\n"
+                   "   2: 0100007F:138A 0300000A:1772 01 00000000:00000000 00:00000000 "
+                   "00000000  1000        0 4444 1 0000000000000000 20 4 30 10 -1\n");
+    dir_.write("1234/net/tcp6",
+               std::string(kTcp6Header) +
+                   "\n   0: 00000000000000000000000001000000:1388 "
+                   "00000000000000000000000001000000:C000 0A 00000000:00000000 00:00000000 "
+                   "00000000     0        0 2222 1 0000000000000000 100 0 0 10 0\n");
+    add_process(2345, "/opt/x/fi_server", "7f00-7f01 r-xp 0 08:01 8 /usr/lib/libfabric.so\n",
+                env({"HOME=/root"}), "fi_server", {{2345, "fi_server"}});
+    add_process(3456, "/usr/bin/bash", "7f00-7f01 r-xp 0 08:01 7 /usr/lib/libc.so.6\n",
+                env({"RANK=1"}), "bash", {{3456, "bash"}});
+    add_process(4567, "/usr/bin/fabtrace", "7f00-7f01 r-xp 0 08:01 9 /opt/ft/lib/libfabtrace.so\n",
+                env({}), "fabtrace", {{4567, "fabtrace"}});
+    dir_.mkdirs("5678");
+    dir_.mkdirs("net");
+    dir_.mkdirs("sys/kernel");
+    dir_.write("uptime", "1.0 2.0\n");
+    dir_.symlink("1234", "self");
+  }
+  std::string root() const { return dir_.path(); }
+
+ private:
+  void add_process(int pid, const std::string& exe, const std::string& maps, const std::string& e,
+                   const std::string& comm, std::vector<std::pair<int, std::string>> threads) {
+    const std::string p = std::to_string(pid);
+    dir_.write(p + "/maps", maps);
+    dir_.write(p + "/environ", e);
+    dir_.write(p + "/comm", comm + "\n");
+    dir_.symlink(exe, p + "/exe");
+    for (const auto& t : threads)
+      dir_.write(p + "/task/" + std::to_string(t.first) + "/comm", t.second + "\n");
+    dir_.mkdirs(p + "/task/not-a-tid");
+  }
+  ScratchDir dir_;
+};
+
+std::vector<ScannedThread> sorted(std::vector<ScannedThread> v) {
+  std::sort(v.begin(), v.end(),
+            [](const ScannedThread& a, const ScannedThread& b) { return a.tid < b.tid; });
+  return v;
+}
+
+TEST(ProcScan, ScannerFindsTheProcessesThatMapTheLibraries) {
+  FakeProc fake;
+  const ProcScanner scanner(fake.root());
+  std::vector<ScannedProcess> found = scanner.scan(4567);
+  std::sort(found.begin(), found.end(),
+            [](const ScannedProcess& a, const ScannedProcess& b) { return a.pid < b.pid; });
+  ASSERT_EQ(found.size(), 2u);
+
+  const ScannedProcess& app = found[0];
+  EXPECT_EQ(app.pid, 1234);
+  EXPECT_EQ(app.comm, "app");
+  EXPECT_EQ(app.exe, "/usr/bin/app");
+  EXPECT_EQ(app.rank, "7");
+  EXPECT_TRUE(app.preload);
+  EXPECT_EQ(app.preload_path, "/opt/ft/lib/libfabtrace.so");
+  EXPECT_EQ(app.libfabric_path, "/usr/lib/libfabric.so.1");
+  const std::vector<ScannedThread> threads = sorted(app.threads);
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_EQ(threads[0].tid, 1234);
+  EXPECT_EQ(threads[0].comm, "app");
+  EXPECT_EQ(threads[1].tid, 1240);
+  EXPECT_EQ(threads[1].comm, "app-poll");
+
+  const ScannedProcess& server = found[1];
+  EXPECT_EQ(server.pid, 2345);
+  EXPECT_EQ(server.comm, "fi_server");
+  EXPECT_EQ(server.rank, "");
+  EXPECT_FALSE(server.preload);
+  EXPECT_EQ(server.preload_path, "");
+  EXPECT_EQ(server.libfabric_path, "/usr/lib/libfabric.so");
+  ASSERT_EQ(server.threads.size(), 1u);
+  EXPECT_EQ(server.threads[0].tid, 2345);
+
+  // Not excluding itself: the scanner's own process is found too.
+  EXPECT_EQ(scanner.scan(99999).size(), 3u);
+}
+
+TEST(ProcScan, InspectOneProcess) {
+  FakeProc fake;
+  const ProcScanner scanner(fake.root());
+  ScannedProcess p;
+  p.pid = -1;
+  EXPECT_FALSE(scanner.inspect(3456, &p));  // maps neither library
+  EXPECT_FALSE(scanner.inspect(5678, &p));  // gone
+  EXPECT_FALSE(scanner.inspect(9999, &p));  // never there
+  EXPECT_EQ(p.pid, -1);                     // untouched when false
+  ASSERT_TRUE(scanner.inspect(2345, &p));
+  EXPECT_EQ(p.pid, 2345);
+  EXPECT_EQ(p.exe, "/opt/x/fi_server");
+}
+
+TEST(ProcScan, SocketsMatchedByInode) {
+  FakeProc fake;
+  const ProcScanner scanner(fake.root());
+  const std::vector<ScannedConn> conns = scanner.tcp_conns(1234);
+  ASSERT_EQ(conns.size(), 2u);
+  // IPv4 first, then IPv6; 3333 is another process's, 4444 behind a non-fd name.
+  EXPECT_EQ(conns[0].tuple.family, AF_INET);
+  EXPECT_EQ(tuple_side(conns[0].tuple, true), "127.0.0.1:5000");
+  EXPECT_EQ(tuple_side(conns[0].tuple, false), "10.0.0.2:6000");
+  EXPECT_EQ(conns[0].state, 1u);
+  EXPECT_EQ(conns[1].tuple.family, AF_INET6);
+  EXPECT_EQ(tuple_side(conns[1].tuple, true), "[::1]:5000");
+  EXPECT_EQ(tuple_side(conns[1].tuple, false), "[::1]:49152");
+  EXPECT_EQ(conns[1].state, 0x0Au);
+
+  EXPECT_TRUE(scanner.tcp_conns(2345).empty());  // no fd directory
+  EXPECT_TRUE(scanner.tcp_conns(9999).empty());
+}
+
+TEST(ProcScan, MissingRoot) {
+  ScratchDir dir;
+  const ProcScanner scanner(dir.path("nothing"));
+  EXPECT_TRUE(scanner.scan(1).empty());
+  ScannedProcess p;
+  EXPECT_FALSE(scanner.inspect(1, &p));
+  EXPECT_TRUE(scanner.tcp_conns(1).empty());
+}
+
+}  // namespace
+}  // namespace fabtrace
