@@ -1,6 +1,12 @@
 // Completion queues: every poll is timestamped once; every completion whose
 // context is one of our records is timed, given back its application context
 // and its record released. Other completions pass through untouched.
+//
+// One application poll is one pass through these shims. libfabric's utility
+// CQ implements fi_cq_read and fi_cq_sread by calling fi_cq_readfrom through
+// the CQ's op table, which is ours: such a call, made from inside one of our
+// shims on the same thread, goes straight to the provider (t_in_cq), so the
+// poll is stamped, counted and paid for once.
 #include <rdma/fi_errno.h>
 
 #include "common/clock.h"
@@ -11,6 +17,19 @@
 namespace fabtrace {
 
 namespace {
+
+// Set while this thread is inside a provider's CQ read called by one of our shims.
+thread_local bool t_in_cq __attribute__((tls_model("initial-exec"))) = false;
+
+// Calls the provider with t_in_cq set. The provider is C: nothing unwinds
+// through it, so a plain set and clear suffice.
+template <typename Call>
+inline ssize_t provider_read(Call&& call) {
+  t_in_cq = true;
+  const ssize_t n = call();
+  t_in_cq = false;
+  return n;
+}
 
 CqWrap* cq_of(struct fid_cq* cq) { return FABTRACE_CONTAINER_OF(cq->ops, CqWrap, ops); }
 
@@ -63,7 +82,8 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
 
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
-  const ssize_t n = w->real_ops->read(cq, buf, count);
+  if (t_in_cq) return w->real_ops->read(cq, buf, count);
+  const ssize_t n = provider_read([&] { return w->real_ops->read(cq, buf, count); });
   if (n <= 0 && !runtime().cfg.cqgap) return n;  // nothing to time, nothing to stamp
   const uint64_t now = now_ticks();
   Shard* s = my_shard();
@@ -74,7 +94,8 @@ ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
 
 ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
   CqWrap* w = cq_of(cq);
-  const ssize_t n = w->real_ops->readfrom(cq, buf, count, src_addr);
+  if (t_in_cq) return w->real_ops->readfrom(cq, buf, count, src_addr);
+  const ssize_t n = provider_read([&] { return w->real_ops->readfrom(cq, buf, count, src_addr); });
   const uint64_t now = now_ticks();
   Shard* s = my_shard();
   if (runtime().cfg.cqgap) poll_mark(w, s, now);
@@ -86,10 +107,12 @@ ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_a
 // from then on) and when it returns.
 ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
+  if (t_in_cq) return w->real_ops->sread(cq, buf, count, cond, timeout);
   Shard* s = my_shard();
   const bool gap = runtime().cfg.cqgap;
   if (gap) poll_mark(w, s, now_ticks());
-  const ssize_t n = w->real_ops->sread(cq, buf, count, cond, timeout);
+  const ssize_t n =
+      provider_read([&] { return w->real_ops->sread(cq, buf, count, cond, timeout); });
   const uint64_t now = now_ticks();
   if (gap) w->last_poll.store(now, std::memory_order_relaxed);
   if (n > 0 && buf) consume(w, s, buf, n, now, nullptr);
@@ -99,10 +122,12 @@ ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, i
 ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr,
                      const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
+  if (t_in_cq) return w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
   Shard* s = my_shard();
   const bool gap = runtime().cfg.cqgap;
   if (gap) poll_mark(w, s, now_ticks());
-  const ssize_t n = w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
+  const ssize_t n = provider_read(
+      [&] { return w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout); });
   const uint64_t now = now_ticks();
   if (gap) w->last_poll.store(now, std::memory_order_relaxed);
   if (n > 0 && buf) consume(w, s, buf, n, now, src_addr);
@@ -111,7 +136,8 @@ ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_
 
 ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flags) {
   CqWrap* w = cq_of(cq);
-  const ssize_t n = w->real_ops->readerr(cq, buf, flags);
+  if (t_in_cq) return w->real_ops->readerr(cq, buf, flags);
+  const ssize_t n = provider_read([&] { return w->real_ops->readerr(cq, buf, flags); });
   if (n <= 0 || !buf) return n;
   if (OpRecord* rec = runtime().ring.owned(buf->op_context)) {
     complete_err(my_shard(), rec, now_ticks());

@@ -4,6 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "cq_reader.h"
+
 namespace ftapp {
 namespace {
 
@@ -92,6 +94,7 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);
   o += ",\"context_errors\":" + std::to_string(s.context_errors);
   o += ",\"data_errors\":" + std::to_string(s.data_errors);
+  o += ",\"cq_polls\":" + std::to_string(cq_polls_made());
   o += ",\"failures\":" + std::to_string(s.failures);
   o += ",\"skipped\":" + list(s.skipped);
   o += ",\"skipped_features\":" + list(s.skipped_features);

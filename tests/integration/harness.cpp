@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -205,6 +206,12 @@ std::map<std::string, OpTotals> op_totals(const nlohmann::json& report) {
     }
   }
   return t;
+}
+
+std::string test_name(std::string text) {
+  for (char& ch : text)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return text;
 }
 
 int free_port() {

@@ -48,4 +48,8 @@ std::map<std::string, OpTotals> op_totals(const nlohmann::json& report);
 
 int free_port();
 
+// A parameterized test's name from free text: every character that is not a
+// letter or digit becomes '_' ("tcp;ofi_rxm" -> "tcp_ofi_rxm").
+std::string test_name(std::string text);
+
 }  // namespace fabtrace::test
