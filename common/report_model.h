@@ -9,10 +9,17 @@
 
 namespace fabtrace {
 
+// The JSON report's format version. 2: receive rows may be "size_unknown".
+// Readers accept every version up to theirs.
+constexpr int kReportFormatVersion = 2;
+
 // One (op, size) of one link.
 struct OpRow {
-  std::string op;       // "fi_tsend"
-  uint64_t bytes = 0;   // message size (received size for receives)
+  std::string op;      // "fi_tsend"
+  uint64_t bytes = 0;  // message size (received size for receives, unless size_unknown)
+  // A receive row whose completions carried no length (the provider's CQ had
+  // no length field): bytes is the posted buffer size, and gbps is 0.
+  bool size_unknown = false;
   uint64_t count = 0;   // timed successful completions
   uint64_t errors = 0;  // completions in error (fi_cq_readerr, incl. cancelled)
   uint64_t untimed =

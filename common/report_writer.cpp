@@ -12,12 +12,18 @@ namespace {
 constexpr const char* kP = "[fabtrace]";
 
 void text_row(std::FILE* out, const OpRow& o) {
-  std::fprintf(out, "%s   %-20s %10llu B %9llu ops", kP, o.op.c_str(),
-               static_cast<unsigned long long>(o.bytes), static_cast<unsigned long long>(o.count));
+  if (o.size_unknown)
+    std::fprintf(out, "%s   %-20s size unknown, posted %llu B %9llu ops", kP, o.op.c_str(),
+                 static_cast<unsigned long long>(o.bytes),
+                 static_cast<unsigned long long>(o.count));
+  else
+    std::fprintf(out, "%s   %-20s %10llu B %9llu ops", kP, o.op.c_str(),
+                 static_cast<unsigned long long>(o.bytes),
+                 static_cast<unsigned long long>(o.count));
   if (o.count)
-    std::fprintf(out, "  avg %9.3f  p50 %9.3f  p99 %9.3f  min %9.3f  max %9.3f us  ~%7.3f GB/s",
-                 o.avg_ns / 1e3, o.p50_ns / 1e3, o.p99_ns / 1e3, o.min_ns / 1e3, o.max_ns / 1e3,
-                 o.gbps);
+    std::fprintf(out, "  avg %9.3f  p50 %9.3f  p99 %9.3f  min %9.3f  max %9.3f us", o.avg_ns / 1e3,
+                 o.p50_ns / 1e3, o.p99_ns / 1e3, o.min_ns / 1e3, o.max_ns / 1e3);
+  if (o.count && !o.size_unknown) std::fprintf(out, "  ~%7.3f GB/s", o.gbps);
   if (o.recv && o.count)
     std::fprintf(out, "  [imm %llu = %.1f%%]", static_cast<unsigned long long>(o.imm),
                  100.0 * static_cast<double>(o.imm) / static_cast<double>(o.count));
@@ -71,7 +77,7 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
 void write_report_json(std::FILE* out, const ProcessReport& r) {
   JsonWriter j(out);
   j.begin_object();
-  j.field("format", "fabtrace-report").field("version", 1);
+  j.field("format", "fabtrace-report").field("version", kReportFormatVersion);
   j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
   j.field("providers", r.providers);
   j.field("start_mono_ns", r.start_mono_ns).field("start_wall_ns", r.start_wall_ns);
@@ -109,6 +115,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
     for (const OpRow& o : l.rows) {
       j.begin_object();
       j.field("op", o.op).field("bytes", o.bytes).field("count", o.count);
+      if (o.size_unknown) j.field("size_unknown", true);
       j.field("errors", o.errors).field("untimed", o.untimed).field("unfinished", o.unfinished);
       j.field("eagain", o.eagain).field("refused", o.refused);
       if (o.recv) j.field("imm", o.imm);

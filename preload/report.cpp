@@ -20,7 +20,7 @@ namespace fabtrace {
 
 namespace {
 
-using CellMapKey = std::tuple<const EpWrap*, fi_addr_t, int, uint64_t>;
+using CellMapKey = std::tuple<const EpWrap*, fi_addr_t, int, uint64_t, bool>;
 
 // Every thread's NIC busy periods go into their NICs' windows now; an interval
 // that could not be added is named, never lost silently.
@@ -121,8 +121,8 @@ void write_report() {
     for (uint64_t i = 0; i < s->cap; ++i) {
       const Cell* c = s->slots[i];
       if (!c) continue;
-      Cell& d =
-          cells[CellMapKey{c->key.ep, c->key.peer, static_cast<int>(c->key.kind), c->key.bytes}];
+      Cell& d = cells[CellMapKey{c->key.ep, c->key.peer, static_cast<int>(c->key.kind),
+                                 c->key.bytes, c->key.size_unknown}];
       d.key = c->key;
       merge_into(d, *c);
     }
@@ -175,13 +175,14 @@ void write_report() {
   for (const std::string& p : provs) rep.providers += (rep.providers.empty() ? "" : ",") + p;
 
   // Links: merge cells by their readable (local, remote) pair, then (op, size).
-  std::map<std::pair<std::string, std::string>, std::map<std::pair<int, uint64_t>, Cell>> links;
+  using RowKey = std::tuple<int, uint64_t, bool>;  // op, bytes, size unknown
+  std::map<std::pair<std::string, std::string>, std::map<RowKey, Cell>> links;
   std::map<const DomainWrap*, std::pair<std::set<std::string>, std::pair<uint64_t, uint64_t>>> nic;
   for (auto& kv : cells) {
     const Cell& c = kv.second;
     const std::string local = local_label(c.key.ep);
     Cell& d = links[{local, remote_label(c.key.ep, c.key.peer)}]
-                   [{static_cast<int>(c.key.kind), c.key.bytes}];
+                   [RowKey{static_cast<int>(c.key.kind), c.key.bytes, c.key.size_unknown}];
     d.key = c.key;
     merge_into(d, c);
     auto& n = nic[c.key.ep->domain];
@@ -198,9 +199,11 @@ void write_report() {
     for (auto& rc : l.second) {
       const Cell& c = rc.second;
       OpRow o;
-      o.op = op_name(static_cast<OpKind>(rc.first.first));
-      o.bytes = rc.first.second;
-      o.recv = op_is_recv(static_cast<OpKind>(rc.first.first));
+      const OpKind kind = static_cast<OpKind>(std::get<0>(rc.first));
+      o.op = op_name(kind);
+      o.bytes = std::get<1>(rc.first);
+      o.size_unknown = std::get<2>(rc.first);
+      o.recv = op_is_recv(kind);
       o.count = c.lat.count();
       o.errors = c.errors;
       o.untimed = c.untimed;
@@ -214,7 +217,8 @@ void write_report() {
         o.max_ns = cal.ticks_to_ns(c.lat.max());
         o.p50_ns = cal.ticks_to_ns(c.lat.percentile(0.50));
         o.p99_ns = cal.ticks_to_ns(c.lat.percentile(0.99));
-        o.gbps = o.avg_ns > 0 ? static_cast<double>(o.bytes) / o.avg_ns : 0;
+        // No bandwidth from a size that is not what arrived.
+        o.gbps = o.avg_ns > 0 && !o.size_unknown ? static_cast<double>(o.bytes) / o.avg_ns : 0;
       }
       lr.rows.push_back(o);
     }

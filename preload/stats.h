@@ -24,8 +24,12 @@ struct CellKey {
   fi_addr_t peer;
   uint64_t bytes;
   OpKind kind;
+  // A receive whose CQ entry had no length: bytes is the posted size, not
+  // what arrived.
+  bool size_unknown = false;
   bool operator==(const CellKey& o) const {
-    return ep == o.ep && peer == o.peer && bytes == o.bytes && kind == o.kind;
+    return ep == o.ep && peer == o.peer && bytes == o.bytes && kind == o.kind &&
+           size_unknown == o.size_unknown;
   }
 };
 

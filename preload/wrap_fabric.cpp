@@ -43,14 +43,7 @@ int fabric_domain2(struct fid_fabric* fabric, struct fi_info* info, struct fid_d
 
 int domain_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq,
                    void* context) {
-  DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->cq_open(domain, attr, cq, context);
-  }
-  if (ret == 0 && cq && *cq) wrap_cq(*cq, w, attr);
-  return ret;
+  return open_cq(domain_of(domain), attr, cq, context);
 }
 
 int domain_av_open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av,

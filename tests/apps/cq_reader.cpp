@@ -16,6 +16,7 @@ std::atomic<uint64_t> g_polls{0};
 Completion from_entry(const void* base, size_t i, fi_cq_format fmt) {
   Completion c;
   switch (fmt) {
+    case FI_CQ_FORMAT_UNSPEC:  // fi_cq_entry in libfabric's util CQ and sockets
     case FI_CQ_FORMAT_CONTEXT: {
       const auto* e = static_cast<const fi_cq_entry*>(base) + i;
       c.op_context = e->op_context;

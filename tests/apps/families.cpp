@@ -145,6 +145,14 @@ const std::vector<FamilyDef>& families() {
        CqMethod::kRead,
        {"FI_TRIGGER:fi_sendmsg", "FI_TRIGGER:fi_recvmsg"},
        run_trigger},
+      {"sizes",
+       0,
+       {FI_TAGGED, FI_MSG},
+       FI_TAGGED | FI_MSG,
+       FabricSpec(),
+       CqMethod::kRead,
+       {},
+       run_sizes},
   };
   return defs;
 }

@@ -39,5 +39,6 @@ void run_peek(Env& env);
 void run_sep(Env& env);
 void run_srx(Env& env);
 void run_trigger(Env& env);
+void run_sizes(Env& env);
 
 }  // namespace ftapp

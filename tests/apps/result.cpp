@@ -49,6 +49,19 @@ std::string counts(const std::map<std::string, uint64_t>& m) {
   return o + "}";
 }
 
+std::string sizes(const std::map<std::string, std::map<uint64_t, uint64_t>>& m) {
+  std::string o = "{";
+  bool first = true;
+  for (const auto& kv : m) {
+    if (!first) o += ",";
+    first = false;
+    std::map<std::string, uint64_t> by_size;
+    for (const auto& sz : kv.second) by_size[std::to_string(sz.first)] = sz.second;
+    o += quote(kv.first) + ":" + counts(by_size);
+  }
+  return o + "}";
+}
+
 std::string strings(const std::map<std::string, std::string>& m) {
   std::string o = "{";
   bool first = true;
@@ -89,6 +102,7 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"no_completion\":" + counts(s.no_completion);
   o += ",\"other_calls\":" + counts(s.other_calls);
   o += ",\"kept_context\":" + counts(s.kept_context);
+  o += ",\"received_sizes\":" + sizes(s.received_sizes);
   o += ",\"completions\":" + std::to_string(s.completions);
   o += ",\"error_completions\":" + std::to_string(s.error_completions);
   o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);

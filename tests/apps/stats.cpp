@@ -37,6 +37,11 @@ void Stats::kept_context_error() {
   ++s_.kept_context_errors;
 }
 
+void Stats::received(const char* fn, uint64_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  ++s_.received_sizes[fn][bytes];
+}
+
 void Stats::completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.completions;

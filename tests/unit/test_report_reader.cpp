@@ -74,6 +74,7 @@ TEST(ReportReader, ReadsBackWhatThePreloadWrites) {
       const OpRow &a = out.links[i].rows[k], &b = in.links[i].rows[k];
       EXPECT_EQ(a.op, b.op);
       EXPECT_EQ(a.bytes, b.bytes);
+      EXPECT_EQ(a.size_unknown, b.size_unknown);
       EXPECT_EQ(a.count, b.count);
       EXPECT_EQ(a.errors, b.errors);
       EXPECT_EQ(a.unfinished, b.unfinished);
@@ -120,8 +121,8 @@ TEST(ReportReader, CorruptForeignEmptyAndNewerAreToldApart) {
       {"[1, 2, 3]", FileProblem::kForeign, "foreign"},
       {"{\"name\": \"some other tool\", \"links\": []}", FileProblem::kForeign, "foreign"},
       {"{\"format\": \"chrome-trace\", \"version\": 1}", FileProblem::kForeign, "chrome-trace"},
-      {"{\"format\": \"fabtrace-report\", \"version\": 2, \"host\": \"h\"}", FileProblem::kVersion,
-       "version 2"},
+      {"{\"format\": \"fabtrace-report\", \"version\": 99, \"host\": \"h\"}", FileProblem::kVersion,
+       "version 99"},
       {"{\"format\": \"fabtrace-report\", \"version\": 1, \"rank\": \"0\", \"pid\": 1}",
        FileProblem::kCorrupt, "host is missing"},
       {"{\"format\": \"fabtrace-report\", \"version\": 1, \"host\": \"h\", \"rank\": \"0\", "

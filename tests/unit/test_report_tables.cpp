@@ -144,6 +144,8 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(j.at("local").get<std::string>(), l.local);
     EXPECT_EQ(j.at("remote").get<std::string>(), l.remote);
     EXPECT_EQ(j.at("op").get<std::string>(), l.row.op);
+    EXPECT_EQ(c[21], l.row.size_unknown ? "true" : "false");
+    EXPECT_EQ(j.at("size_unknown").get<bool>(), l.row.size_unknown);
   }
   // The planted outlier is visible to pandas too.
   size_t outliers = 0;

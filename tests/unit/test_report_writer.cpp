@@ -109,5 +109,24 @@ TEST(ReportWriter, TextHasTheSeedLayoutAndTheNewColumns) {
   EXPECT_NE(t.find("7 ops not timed: in-flight ring full"), std::string::npos);
 }
 
+// A receive whose completions carried no length is not given a size it did
+// not have, nor a bandwidth computed from its posted size.
+TEST(ReportWriter, ReceivesOfUnknownSizeSaySoWithoutBandwidth) {
+  ProcessReport r = sample();
+  OpRow& rv = r.links[0].rows[1];
+  rv.size_unknown = true;
+  rv.bytes = 6291456;
+  rv.avg_ns = 1000;
+  const std::string t = render(write_report_text, r);
+  const size_t at = t.find("fi_trecv");
+  ASSERT_NE(at, std::string::npos) << t;
+  const std::string line = t.substr(at, t.find('\n', at) - at);
+  EXPECT_NE(line.find("size unknown, posted 6291456 B"), std::string::npos) << line;
+  EXPECT_EQ(line.find("GB/s"), std::string::npos) << line;
+  const auto j = nlohmann::json::parse(render(write_report_json, r));
+  EXPECT_EQ(j["links"][0]["ops"][1]["size_unknown"], true);
+  EXPECT_FALSE(j["links"][0]["ops"][0].contains("size_unknown"));
+}
+
 }  // namespace
 }  // namespace fabtrace

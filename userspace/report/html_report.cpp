@@ -88,7 +88,7 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
   std::map<std::pair<std::string, int>, Heatmap> maps;
   std::map<std::pair<std::string, int>, std::vector<double>> p50_sum;  // count-weighted sums
   for (const LinkRow& l : job.links) {
-    if (l.row.count == 0) continue;
+    if (l.row.count == 0 || l.row.size_unknown) continue;  // no size class without a size
     const std::pair<std::string, int> k{l.row.op, size_class(l.row.bytes)};
     Heatmap& m = maps[k];
     std::vector<double>& sums = p50_sum[k];
@@ -532,7 +532,7 @@ void link_table(const std::vector<const LinkRow*>& rows, const std::string& id, 
     t.td(short_addr(l->local), "addr", l->local);
     t.td(short_addr(l->remote), "addr", l->remote);
     t.td(l->row.op);
-    t.n(fmt_size(l->row.bytes));
+    t.n(fmt_row_size(l->row));
     t.n(fmt_count(l->row.count));
     t.n(fmt_ns(l->row.p50_ns));
     t.n(fmt_ns(l->row.p99_ns));
@@ -645,7 +645,7 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
       t.td(short_addr(l->local), "addr", l->local);
       t.td(short_addr(l->remote), "addr", l->remote);
       t.td(l->row.op);
-      t.n(fmt_size(l->row.bytes));
+      t.n(fmt_row_size(l->row));
       t.n(fmt_count(l->row.errors));
       t.n(fmt_count(l->row.eagain));
       t.n(fmt_count(l->row.refused));

@@ -72,6 +72,13 @@ double get_double(const json& obj, const char* key, const std::string& where) {
   return it->get<double>();
 }
 
+bool get_bool(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw BadField{where + key + " is " + type_name(*it) + ", not a boolean"};
+  return it->get<bool>();
+}
+
 std::string get_string(const json& obj, const char* key, const std::string& where,
                        bool required = false) {
   const auto it = obj.find(key);
@@ -165,6 +172,7 @@ void parse_fields(const json& j, ProcessReport* r) {
           OpRow row;
           row.op = get_string(o, "op", wo, true);
           row.bytes = get_u64(o, "bytes", wo);
+          row.size_unknown = get_bool(o, "size_unknown", wo);
           row.count = get_u64(o, "count", wo);
           row.errors = get_u64(o, "errors", wo);
           row.untimed = get_u64(o, "untimed", wo);

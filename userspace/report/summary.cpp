@@ -36,7 +36,7 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 // "node1 r0 10.0.0.1:5 -> 10.0.0.2:7 fi_tsend 4 KiB"
 std::string row_name(const LinkRow& l) {
   return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + " -> " + short_addr(l.remote) +
-         "  " + l.row.op + " " + fmt_size(l.row.bytes);
+         "  " + l.row.op + " " + fmt_row_size(l.row);
 }
 
 // Appends words to lines no wider than `width`, each continuation indented.
@@ -72,7 +72,7 @@ void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
   });
   for (size_t i = 0; i < rows.size() && i < n; ++i)
     w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + rows[i]->row.op + " " +
-           fmt_size(rows[i]->row.bytes) + " x" + fmt_count(field(rows[i]->row)));
+           fmt_row_size(rows[i]->row) + " x" + fmt_count(field(rows[i]->row)));
   if (rows.size() > n) w->add("(+" + std::to_string(rows.size() - n) + " more rows)");
 }
 
@@ -106,6 +106,11 @@ std::string fmt_size(uint64_t b) {
     ++u;
   }
   return printf_str("%.1f %s", d, units[u]);
+}
+
+std::string fmt_row_size(const OpRow& row) {
+  return row.size_unknown ? "size unknown (posted " + fmt_size(row.bytes) + ")"
+                          : fmt_size(row.bytes);
 }
 
 std::string fmt_bytes(uint64_t b) {

@@ -37,6 +37,7 @@ ordered_json link_json(const LinkRow& l) {
   j["p99_ns"] = num(o.p99_ns);
   j["gbps"] = num(o.gbps);
   j["outlier_ratio"] = num(l.outlier_ratio);
+  j["size_unknown"] = o.size_unknown;  // a receive row: bytes is the posted size
   return j;
 }
 
@@ -108,9 +109,10 @@ bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
 
 const std::vector<std::string>& link_columns() {
   static const std::vector<std::string> cols = {
-      "host",   "rank",   "pid",     "local",      "remote", "op",      "bytes",
-      "count",  "errors", "untimed", "unfinished", "eagain", "refused", "imm",
-      "avg_ns", "min_ns", "max_ns",  "p50_ns",     "p99_ns", "gbps",    "outlier_ratio"};
+      "host",    "rank",  "pid",           "local",       "remote",     "op",
+      "bytes",   "count", "errors",        "untimed",     "unfinished", "eagain",
+      "refused", "imm",   "avg_ns",        "min_ns",      "max_ns",     "p50_ns",
+      "p99_ns",  "gbps",  "outlier_ratio", "size_unknown"};
   return cols;
 }
 
