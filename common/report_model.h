@@ -9,7 +9,8 @@
 
 namespace fabtrace {
 
-// The JSON report's format version. 2: receive rows may be "size_unknown".
+// The JSON report's format version. 2: receive rows may be "size_unknown";
+// "ring_full" per row, apart from "untimed".
 // Readers accept every version up to theirs.
 constexpr int kReportFormatVersion = 2;
 
@@ -22,8 +23,11 @@ struct OpRow {
   bool size_unknown = false;
   uint64_t count = 0;   // timed successful completions
   uint64_t errors = 0;  // completions in error (fi_cq_readerr, incl. cancelled)
-  uint64_t untimed =
-      0;  // accepted but not timed: no completion (inject, selective), ring full, context kept
+  // Accepted, not timed by design: no completion (inject, selective), context
+  // kept (peek/claim, multi-recv, triggered). In version 1 reports it also
+  // held the ring_full ops.
+  uint64_t untimed = 0;
+  uint64_t ring_full = 0;  // accepted, not timed: the in-flight ring had no free record
   uint64_t unfinished =
       0;                 // accepted, timed, never completed (CQ closed or still in flight at exit)
   uint64_t eagain = 0;   // refused at issue with -FI_EAGAIN
@@ -32,7 +36,7 @@ struct OpRow {
   double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
   double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
   bool recv = false;
-  uint64_t issued() const { return count + errors + untimed + unfinished; }
+  uint64_t issued() const { return count + errors + untimed + ring_full + unfinished; }
 };
 
 struct LinkReport {

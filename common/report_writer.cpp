@@ -30,11 +30,9 @@ void text_row(std::FILE* out, const OpRow& o) {
   const struct {
     uint64_t v;
     const char* what;
-  } extras[] = {{o.errors, "err"},
-                {o.untimed, "untimed"},
-                {o.unfinished, "unfinished"},
-                {o.eagain, "EAGAIN"},
-                {o.refused, "refused"}};
+  } extras[] = {{o.errors, "err"},          {o.untimed, "untimed"},
+                {o.ring_full, "ring full"}, {o.unfinished, "unfinished"},
+                {o.eagain, "EAGAIN"},       {o.refused, "refused"}};
   for (const auto& e : extras)
     if (e.v) std::fprintf(out, "  [%llu %s]", static_cast<unsigned long long>(e.v), e.what);
   std::fputc('\n', out);
@@ -116,7 +114,8 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
       j.begin_object();
       j.field("op", o.op).field("bytes", o.bytes).field("count", o.count);
       if (o.size_unknown) j.field("size_unknown", true);
-      j.field("errors", o.errors).field("untimed", o.untimed).field("unfinished", o.unfinished);
+      j.field("errors", o.errors).field("untimed", o.untimed).field("ring_full", o.ring_full);
+      j.field("unfinished", o.unfinished);
       j.field("eagain", o.eagain).field("refused", o.refused);
       if (o.recv) j.field("imm", o.imm);
       j.field("avg_ns", o.avg_ns).field("min_ns", o.min_ns).field("max_ns", o.max_ns);

@@ -48,6 +48,7 @@ void merge_into(Cell& dst, const Cell& src) {
   dst.eagain += src.eagain;
   dst.refused += src.refused;
   dst.untimed += src.untimed;
+  dst.ring_full += src.ring_full;
   dst.unfinished += src.unfinished;
   dst.imm += src.imm;
   dst.ok_bytes += src.ok_bytes;
@@ -140,7 +141,8 @@ void write_report() {
   uint64_t activity = 0;
   for (auto& kv : cells) {
     const Cell& c = kv.second;
-    activity += c.lat.count() + c.errors + c.untimed + c.unfinished + c.eagain + c.refused;
+    activity +=
+        c.lat.count() + c.errors + c.untimed + c.ring_full + c.unfinished + c.eagain + c.refused;
   }
   if (!activity) return;  // a process that did no fabric I/O writes nothing
 
@@ -207,6 +209,7 @@ void write_report() {
       o.count = c.lat.count();
       o.errors = c.errors;
       o.untimed = c.untimed;
+      o.ring_full = c.ring_full;
       o.unfinished = c.unfinished;
       o.eagain = c.eagain;
       o.refused = c.refused;

@@ -146,6 +146,8 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(j.at("op").get<std::string>(), l.row.op);
     EXPECT_EQ(c[21], l.row.size_unknown ? "true" : "false");
     EXPECT_EQ(j.at("size_unknown").get<bool>(), l.row.size_unknown);
+    EXPECT_EQ(u64(c[22]), l.row.ring_full);
+    EXPECT_EQ(j.at("ring_full").get<uint64_t>(), l.row.ring_full);
   }
   // The planted outlier is visible to pandas too.
   size_t outliers = 0;

@@ -606,23 +606,28 @@ void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
 }
 
 void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
-  h->h2("problems", "Errors, refusals, untimed and unfinished ops");
+  h->h2("problems", "Errors, refusals, ops not timed for a full ring, unfinished ops");
+  // Ops untimed by design (injects and the like) are a count, not a problem.
   std::vector<const LinkRow*> rows;
   for (const LinkRow& l : job.links)
-    if (l.row.errors || l.row.eagain || l.row.refused || l.row.untimed || l.row.unfinished)
+    if (l.row.errors || l.row.eagain || l.row.refused || l.row.ring_full || l.row.unfinished)
       rows.push_back(&l);
   std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
     const auto w = [](const OpRow& o) {
-      return o.errors * 1000000 + o.unfinished * 1000 + o.refused + o.eagain;
+      return o.errors * 1000000 + o.unfinished * 1000 + o.ring_full + o.refused + o.eagain;
     };
     return w(a->row) > w(b->row);
   });
   std::string totals =
       fmt_count(job.errors) + " completions in error, " + fmt_count(job.eagain) +
-      " EAGAIN refusals, " + fmt_count(job.refused) + " other refusals, " + fmt_count(job.untimed) +
-      " untimed, " + fmt_count(job.unfinished) + " unfinished; " + fmt_count(job.ring_full) +
+      " EAGAIN refusals, " + fmt_count(job.refused) + " other refusals, " +
+      fmt_count(job.unfinished) + " unfinished; " + fmt_count(job.ring_full) +
       " not timed for a full in-flight ring, " + fmt_count(job.cells_full) + " not aggregated, " +
-      fmt_count(job.ops_dropped) + " per-op timeline records dropped.";
+      fmt_count(job.ops_dropped) +
+      " per-op timeline records dropped. Not a problem: " + fmt_count(job.untimed) +
+      " ops untimed by design (no completion will come: fi_inject*, FI_INJECT without "
+      "FI_COMPLETION, selective completion; or their context must reach the provider "
+      "unchanged).";
   h->note(totals);
   if (!rows.empty()) {
     Table t({{"host", false},
@@ -634,7 +639,7 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
              {"errors", true},
              {"EAGAIN", true},
              {"refused", true},
-             {"untimed", true},
+             {"ring full", true},
              {"unfinished", true}},
             "problem-table");
     for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
@@ -649,7 +654,7 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
       t.n(fmt_count(l->row.errors));
       t.n(fmt_count(l->row.eagain));
       t.n(fmt_count(l->row.refused));
-      t.n(fmt_count(l->row.untimed));
+      t.n(fmt_count(l->row.ring_full));
       t.n(fmt_count(l->row.unfinished));
       t.end_row();
     }

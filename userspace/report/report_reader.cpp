@@ -176,6 +176,7 @@ void parse_fields(const json& j, ProcessReport* r) {
           row.count = get_u64(o, "count", wo);
           row.errors = get_u64(o, "errors", wo);
           row.untimed = get_u64(o, "untimed", wo);
+          row.ring_full = get_u64(o, "ring_full", wo);
           row.unfinished = get_u64(o, "unfinished", wo);
           row.eagain = get_u64(o, "eagain", wo);
           row.refused = get_u64(o, "refused", wo);

@@ -241,6 +241,16 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     if (v.empty()) w.add("(no data-path ops)");
     w.done();
   }
+  if (job.untimed) {
+    // Not a problem: these ops have no completion to time, or keep their context.
+    Wrapper w(
+        &s,
+        "untimed   " + fmt_count(job.untimed) + " ops by design (no completion, or context kept): ",
+        kWidth);
+    top_rows(
+        job, [](const OpRow& o) { return o.untimed; }, 3, &w);
+    w.done();
+  }
 
   // Slowest and outlier links.
   const auto slow = slowest_links(job, opt.top);
@@ -337,8 +347,6 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   line(job.errors, "completions in error", [](const OpRow& o) { return o.errors; });
   line(job.eagain, "EAGAIN refusals (back-pressure)", [](const OpRow& o) { return o.eagain; });
   line(job.refused, "other refusals at issue", [](const OpRow& o) { return o.refused; });
-  line(job.untimed, "untimed ops (no completion, ring full or context kept)",
-       [](const OpRow& o) { return o.untimed; });
   line(job.unfinished, "unfinished ops (never completed)",
        [](const OpRow& o) { return o.unfinished; });
   const auto per_rank = [&](uint64_t total, const char* what, auto field, const char* fix) {
@@ -364,7 +372,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     any = true;
     s += "  " + p.path + ": " + p.why + "\n";
   }
-  if (!any) s += "  none: no errors, refusals, untimed, unfinished or dropped ops\n";
+  if (!any) s += "  none: no errors, refusals, unfinished, ring-full or dropped ops\n";
   if (!job.skipped.empty())
     s += "skipped   " + plural(job.skipped.size(), "file", "files") +
          (opt.skipped_on_stderr ? " (named on stderr)" : "") + "\n";

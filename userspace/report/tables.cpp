@@ -38,6 +38,7 @@ ordered_json link_json(const LinkRow& l) {
   j["gbps"] = num(o.gbps);
   j["outlier_ratio"] = num(l.outlier_ratio);
   j["size_unknown"] = o.size_unknown;  // a receive row: bytes is the posted size
+  j["ring_full"] = o.ring_full;
   return j;
 }
 
@@ -109,10 +110,10 @@ bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
 
 const std::vector<std::string>& link_columns() {
   static const std::vector<std::string> cols = {
-      "host",    "rank",  "pid",           "local",       "remote",     "op",
-      "bytes",   "count", "errors",        "untimed",     "unfinished", "eagain",
-      "refused", "imm",   "avg_ns",        "min_ns",      "max_ns",     "p50_ns",
-      "p99_ns",  "gbps",  "outlier_ratio", "size_unknown"};
+      "host",    "rank",  "pid",           "local",        "remote",     "op",
+      "bytes",   "count", "errors",        "untimed",      "unfinished", "eagain",
+      "refused", "imm",   "avg_ns",        "min_ns",       "max_ns",     "p50_ns",
+      "p99_ns",  "gbps",  "outlier_ratio", "size_unknown", "ring_full"};
   return cols;
 }
 

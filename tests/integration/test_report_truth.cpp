@@ -1,0 +1,83 @@
+// `fabtrace report` against what the traced programs did: every figure these
+// tests look at is held to the program's own ground truth or to the ranks'
+// own reports, on real providers.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/integration/harness.h"
+
+namespace fabtrace::test {
+namespace {
+
+// The part of the summary from a heading line to the next heading (a line
+// that does not start with a blank).
+std::string section(const std::string& summary, const std::string& heading) {
+  const size_t at = summary.find("\n" + heading);
+  if (at == std::string::npos) return "";
+  size_t end = at + 1;
+  while ((end = summary.find('\n', end)) != std::string::npos) {
+    ++end;
+    if (end < summary.size() && summary[end] != ' ') break;
+  }
+  return summary.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+}
+
+// "1234567" -> "1,234,567", as the summary prints counts.
+std::string with_commas(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+// <tr> rows in the body of the HTML table with this id.
+size_t table_rows(const std::string& html, const std::string& id) {
+  const size_t at = html.find("<table id=\"" + id + "\"");
+  if (at == std::string::npos) return 0;
+  const size_t body = html.find("<tbody>", at);
+  const size_t end = html.find("</tbody>", body);
+  size_t n = 0;
+  for (size_t p = html.find("<tr", body); p < end; p = html.find("<tr", p + 3)) ++n;
+  return n;
+}
+
+// Ops untimed by design (injects: no completion will come) are a count in the
+// summary, not rows of the problems: on tcp;ofi_rxm every inject row used to
+// be listed under "problems", in the summary and in report.html.
+TEST(ReportTruth, OpsUntimedByDesignAreACountNotAProblem) {
+  const std::string dir = make_temp_dir("truth-inject");
+  const RunResult r =
+      run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "inject", "--result", dir + "/app"},
+          {{"FABTRACE_DIR", dir}});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  uint64_t untimed = 0, no_completion = 0, problem_rows = 0;
+  for (const std::string rank : {"0", "1"}) {
+    const auto app = load_json(dir + "/app.r" + rank + ".json");
+    for (const auto& kv : app.at("no_completion").items())
+      no_completion += kv.value().get<uint64_t>();
+    for (const auto& rep : reports_of_rank(dir, rank))
+      for (const auto& l : rep.at("links"))
+        for (const auto& o : l.at("ops")) {
+          untimed += o.at("untimed").get<uint64_t>();
+          if (o.at("errors").get<uint64_t>() || o.at("eagain").get<uint64_t>() ||
+              o.at("refused").get<uint64_t>() || o.at("ring_full").get<uint64_t>() ||
+              o.at("unfinished").get<uint64_t>())
+            ++problem_rows;
+        }
+  }
+  ASSERT_GT(no_completion, 0u);
+  EXPECT_GE(untimed, no_completion);
+
+  const Cli cli = report_cli(dir, dir + "/out");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  const std::string problems = section(cli.out, "problems");
+  ASSERT_FALSE(problems.empty()) << cli.out;
+  EXPECT_EQ(problems.find("untimed"), std::string::npos) << problems;
+  EXPECT_NE(cli.out.find("untimed   " + with_commas(untimed) + " ops by design"), std::string::npos)
+      << cli.out;
+  // report.html's problem table: only rows with something to act on.
+  EXPECT_EQ(table_rows(slurp(dir + "/out/report.html"), "problem-table"), problem_rows);
+}
+
+}  // namespace
+}  // namespace fabtrace::test
