@@ -10,7 +10,9 @@
 namespace fabtrace {
 
 // The JSON report's format version. 2: receive rows may be "size_unknown";
-// "ring_full" per row, apart from "untimed".
+// "ring_full" per row, apart from "untimed"; a NIC's addresses are a list
+// ("locals"), where version 1 joined them with commas ("local"); a NIC row for
+// every domain with ops, receives only included.
 // Readers accept every version up to theirs.
 constexpr int kReportFormatVersion = 2;
 
@@ -46,10 +48,11 @@ struct LinkReport {
 };
 
 // One NIC (libfabric domain): concurrency-aware achieved bandwidth.
+// One per domain with any op (a domain that only received has ops == 0).
 struct NicReport {
-  std::string domain;  // domain name
-  std::string local;   // local endpoint address(es)
-  uint64_t ops = 0;    // successful non-receive ops
+  std::string domain;               // domain name
+  std::vector<std::string> locals;  // the addresses of its endpoints
+  uint64_t ops = 0;                 // successful non-receive ops
   uint64_t bytes = 0;
   double busy_ns = 0;  // union of in-flight intervals
   double gbps = 0;     // bytes / busy_ns

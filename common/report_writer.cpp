@@ -46,11 +46,14 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
                kP, r.host.c_str(), r.rank.c_str(), r.pid, r.providers.c_str(), r.duration_s,
                r.tsc ? "tsc" : "clock_gettime", r.ns_per_tick, r.clock_residual_ns,
                static_cast<unsigned long long>(r.clock_pairs));
-  for (const NicReport& n : r.nics)
+  for (const NicReport& n : r.nics) {
+    std::string locals;
+    for (const std::string& a : n.locals) locals += (locals.empty() ? "" : " ") + a;
     std::fprintf(
         out, "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s\n",
-        kP, n.domain.c_str(), n.local.c_str(), static_cast<unsigned long long>(n.ops),
+        kP, n.domain.c_str(), locals.c_str(), static_cast<unsigned long long>(n.ops),
         static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
+  }
   for (const CqReport& c : r.cqs) {
     std::fprintf(out, "%s CQ#%u polls %llu  gaps:", kP, c.id,
                  static_cast<unsigned long long>(c.polls));
@@ -89,7 +92,11 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
   j.key("nics").begin_array();
   for (const NicReport& n : r.nics) {
     j.begin_object();
-    j.field("domain", n.domain).field("local", n.local).field("ops", n.ops).field("bytes", n.bytes);
+    j.field("domain", n.domain);
+    j.key("locals").begin_array();
+    for (const std::string& a : n.locals) j.value(a);
+    j.end_array();
+    j.field("ops", n.ops).field("bytes", n.bytes);
     j.field("busy_ns", n.busy_ns).field("achieved_gbps", n.gbps);
     j.end_object();
   }

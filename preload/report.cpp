@@ -232,12 +232,12 @@ void write_report() {
     if (it == nic.end()) continue;
     NicReport n;
     n.domain = d->name;
-    for (const std::string& s : it->second.first) n.local += (n.local.empty() ? "" : ",") + s;
+    n.locals.assign(it->second.first.begin(), it->second.first.end());
     n.ops = it->second.second.first;
     n.bytes = it->second.second.second;
     n.busy_ns = cal.ticks_to_ns(d->nic.busy_ticks());
     n.gbps = n.busy_ns > 0 ? static_cast<double>(n.bytes) / n.busy_ns : 0;
-    if (n.ops || n.busy_ns > 0) rep.nics.push_back(n);
+    rep.nics.push_back(n);  // every domain with ops: the report counts one NIC per domain
   }
   for (const CqWrap* q : cqs) {
     if (q->id == kNoCq || !polls[q->id].polls) continue;

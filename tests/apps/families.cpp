@@ -153,6 +153,14 @@ const std::vector<FamilyDef>& families() {
        CqMethod::kRead,
        {},
        run_sizes},
+      {"multiep",
+       0,
+       {FI_TAGGED, FI_MSG},
+       FI_TAGGED | FI_MSG,
+       FabricSpec(),
+       CqMethod::kRead,
+       {},
+       run_multiep},
   };
   return defs;
 }

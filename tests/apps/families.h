@@ -40,5 +40,6 @@ void run_sep(Env& env);
 void run_srx(Env& env);
 void run_trigger(Env& env);
 void run_sizes(Env& env);
+void run_multiep(Env& env);
 
 }  // namespace ftapp

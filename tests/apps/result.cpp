@@ -103,6 +103,7 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"other_calls\":" + counts(s.other_calls);
   o += ",\"kept_context\":" + counts(s.kept_context);
   o += ",\"received_sizes\":" + sizes(s.received_sizes);
+  o += ",\"opened\":" + counts(s.opened);
   o += ",\"completions\":" + std::to_string(s.completions);
   o += ",\"error_completions\":" + std::to_string(s.error_completions);
   o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);

@@ -42,6 +42,11 @@ void Stats::received(const char* fn, uint64_t bytes) {
   ++s_.received_sizes[fn][bytes];
 }
 
+void Stats::opened(const char* what, uint64_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  s_.opened[what] += n;
+}
+
 void Stats::completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.completions;

@@ -3,6 +3,7 @@
 // own reports, on real providers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "tests/integration/harness.h"
@@ -78,6 +79,50 @@ TEST(ReportTruth, OpsUntimedByDesignAreACountNotAProblem) {
   // report.html's problem table: only rows with something to act on.
   EXPECT_EQ(table_rows(slurp(dir + "/out/report.html"), "problem-table"), problem_rows);
 }
+
+// One NIC per domain, however many endpoints (addresses) it has: ft_app's
+// multiep family opens one domain with 4 endpoints per rank. The summary said
+// "10 NICs" for its 2 ranks (each NIC's joined address list counted as one
+// more NIC), and only the first of a NIC's addresses lost its scheme.
+class NicCount : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NicCount, OneNicPerDomainWhateverItsEndpoints) {
+  const std::string dir = make_temp_dir("truth-nics");
+  const RunResult r =
+      run({FT_APP, "--prov", GetParam(), "--test", "multiep", "--result", dir + "/app"},
+          {{"FABTRACE_DIR", dir}});
+  if (r.exit_code == 77) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  uint64_t domains = 0, endpoints = 0;
+  for (const std::string rank : {"0", "1"}) {
+    const auto app = load_json(dir + "/app.r" + rank + ".json");
+    domains += app.at("opened").at("domains").get<uint64_t>();
+    endpoints += app.at("opened").at("endpoints").get<uint64_t>();
+  }
+  ASSERT_EQ(domains, 2u);
+  ASSERT_GT(endpoints, domains);
+
+  const Cli cli = report_cli(dir, dir + "/out");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  EXPECT_NE(cli.out.find("2 ranks, " + std::to_string(domains) + " NICs"), std::string::npos)
+      << cli.out;
+  const auto nics = load_json(dir + "/out/nics.json");
+  EXPECT_EQ(nics.size(), domains);
+  uint64_t addresses = 0;
+  for (const auto& n : nics) {
+    const std::string locals = n.at("locals").get<std::string>();
+    addresses += 1 + static_cast<uint64_t>(std::count(locals.begin(), locals.end(), ' '));
+  }
+  EXPECT_EQ(addresses, endpoints);
+  // Every address on a NIC line without its scheme.
+  const std::string nic_lines = section(cli.out, "NIC ");
+  ASSERT_FALSE(nic_lines.empty()) << cli.out;
+  EXPECT_EQ(nic_lines.find("://"), std::string::npos) << nic_lines;
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, NicCount,
+                         ::testing::Values("tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets"),
+                         [](const auto& p) { return test_name(p.param); });
 
 }  // namespace
 }  // namespace fabtrace::test

@@ -146,7 +146,7 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
     }
     NicReport nic;
     nic.domain = "cxi" + std::to_string(local);
-    nic.local = me;
+    nic.locals = {me};
     nic.ops = nic_ops;
     nic.bytes = nic_bytes;
     nic.gbps = 10.0 + g;

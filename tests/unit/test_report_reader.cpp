@@ -145,6 +145,29 @@ TEST(ReportReader, CorruptForeignEmptyAndNewerAreToldApart) {
   }
 }
 
+// A version 1 report (NIC addresses joined with commas, no ring_full, no
+// size_unknown) still reads.
+TEST(ReportReader, ReadsVersionOne) {
+  const std::string v1 =
+      "{\"format\": \"fabtrace-report\", \"version\": 1, \"host\": \"h\", \"rank\": \"0\", "
+      "\"pid\": 7, \"nics\": [{\"domain\": \"eth0\", \"local\": "
+      "\"fi_sockaddr_in://10.0.0.1:1,fi_sockaddr_in://10.0.0.1:2\", \"ops\": 3}], \"links\": "
+      "[{\"local\": \"fi_sockaddr_in://10.0.0.1:1\", \"remote\": \"(any)\", \"ops\": [{\"op\": "
+      "\"fi_recv\", \"bytes\": 64, \"count\": 5, \"untimed\": 2, \"imm\": 4}]}]}";
+  ProcessReport out;
+  std::string why;
+  ASSERT_TRUE(parse_process_report(v1, &out, &why)) << why;
+  ASSERT_EQ(out.nics.size(), 1u);
+  EXPECT_EQ(out.nics[0].locals, (std::vector<std::string>{"fi_sockaddr_in://10.0.0.1:1",
+                                                          "fi_sockaddr_in://10.0.0.1:2"}));
+  const OpRow& r = out.links.at(0).rows.at(0);
+  EXPECT_TRUE(r.recv);
+  EXPECT_FALSE(r.size_unknown);
+  EXPECT_EQ(r.untimed, 2u);
+  EXPECT_EQ(r.ring_full, 0u);
+  EXPECT_EQ(r.imm, 4u);
+}
+
 TEST(ReportReader, ToleratesMissingOptionalFieldsAndNulls) {
   ProcessReport out;
   std::string why;

@@ -94,7 +94,7 @@ TEST(ReportJob, TotalsAndSpanOfTheSyntheticJob) {
   const Job job = job_of(sj);
   EXPECT_EQ(job.ranks.size(), 4u);
   EXPECT_EQ(job.hosts(), (std::vector<std::string>{"node01", "node02"}));
-  EXPECT_EQ(job.nic_names().size(), 4u);
+  EXPECT_EQ(job.nic_count(), 4u);
   EXPECT_EQ(job.ops, sj.ops);
   EXPECT_EQ(job.completed, sj.completed);
   EXPECT_EQ(job.bytes, sj.bytes);
@@ -108,6 +108,41 @@ TEST(ReportJob, TotalsAndSpanOfTheSyntheticJob) {
   for (const ProcessReport& r : sj.reports)
     for (const LinkReport& l : r.links) rows += l.rows.size();
   EXPECT_EQ(job.links.size(), rows);
+}
+
+// One NIC per domain of a rank, however many endpoint addresses it has; a
+// version 1 rank that wrote no row for its receive-only domain counts each
+// address of its links once.
+TEST(ReportJob, OneNicPerDomainWhateverItsAddresses) {
+  ProcessReport a;
+  a.host = "h";
+  a.rank = "0";
+  a.pid = 1;
+  NicReport n;
+  n.domain = "eth0";
+  n.locals = {"fi_sockaddr_in://10.0.0.1:1", "fi_sockaddr_in://10.0.0.1:2"};
+  a.nics.push_back(n);
+  for (const std::string& local : n.locals) {
+    LinkReport l;
+    l.local = local;
+    l.remote = "fi_sockaddr_in://10.0.0.2:1";
+    a.links.push_back(l);
+  }
+  ProcessReport b = a;
+  b.rank = "1";
+  b.pid = 2;
+  b.nics.clear();  // receive-only, as version 1 wrote it: no NIC row
+  b.links.resize(1);
+  b.links[0].local = "fi_sockaddr_in://10.0.0.2:1";
+  Job job;
+  job.ranks = {make_rank(a), make_rank(b)};
+  build_job_tables(&job);
+  EXPECT_EQ(job.nic_count(), 2u);
+  EXPECT_NE(summary_text(job, SummaryOptions()).find("2 ranks, 2 NICs"), std::string::npos);
+  EXPECT_EQ(short_addrs(n.locals), "10.0.0.1:1,10.0.0.1:2");
+  EXPECT_EQ(
+      short_addrs({"fi_sockaddr_in://a:1", "fi_sockaddr_in://a:2", "fi_sockaddr_in://a:3"}, 1),
+      "a:1 +2 more");
 }
 
 TEST(ReportSummary, PlantedSlowLinkIsNamedFirst) {

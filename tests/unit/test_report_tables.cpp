@@ -169,7 +169,9 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(c[0], n.host);
     EXPECT_EQ(c[1], n.rank);
     EXPECT_EQ(c[3], n.nic.domain);
-    EXPECT_EQ(c[4], n.nic.local);
+    std::string locals;
+    for (const std::string& a : n.nic.locals) locals += (locals.empty() ? "" : " ") + a;
+    EXPECT_EQ(c[4], locals);
     EXPECT_EQ(u64(c[5]), n.nic.ops);
     EXPECT_EQ(u64(c[6]), n.nic.bytes);
     EXPECT_EQ(dbl(c[7]), n.nic.busy_ns);

@@ -22,7 +22,7 @@ ProcessReport sample() {
   r.ring_full = 7;
   NicReport n;
   n.domain = "cxi0";
-  n.local = "0x01ad0407";
+  n.locals = {"0x01ad0407"};
   n.ops = 10;
   n.bytes = 10 << 20;
   n.busy_ns = 2e6;

@@ -37,7 +37,8 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
   // Who owns an address: its host and rank.
   std::map<std::string, std::pair<std::string, std::string>> owner;
   for (const LinkRow& l : job.links) owner.emplace(l.local, std::make_pair(l.host, l.rank));
-  for (const NicRow& n : job.nics) owner.emplace(n.nic.local, std::make_pair(n.host, n.rank));
+  for (const NicRow& n : job.nics)
+    for (const std::string& a : n.nic.locals) owner.emplace(a, std::make_pair(n.host, n.rank));
 
   std::vector<std::string> locals, remotes;
   std::set<std::string> seen_l, seen_r;
@@ -407,13 +408,13 @@ void section_bandwidth(const Job& job, Html* h) {
   for (size_t i = 0; i < job.nics.size() && i < cap; ++i) {
     const NicRow& n = job.nics[i];
     svg::Bar b;
-    b.label = who(n.host, n.rank, n.pid) + " " + n.nic.domain + " " + short_addr(n.nic.local);
+    b.label = who(n.host, n.rank, n.pid) + " " + n.nic.domain + " " + short_addrs(n.nic.locals, 1);
     if (b.label.size() > 56) b.label = b.label.substr(0, 53) + "...";
     b.value = n.nic.gbps;
     b.value_text = fmt_gbps(n.nic.gbps);
     b.tooltip = n.host + " rank " + n.rank + " pid " + std::to_string(n.pid) + "\n" + n.nic.domain +
-                " " + n.nic.local + "\n" + fmt_count(n.nic.ops) + " ops, " +
-                fmt_bytes(n.nic.bytes) + ", busy " + fmt_ns(n.nic.busy_ns);
+                " " + short_addrs(n.nic.locals, n.nic.locals.size()) + "\n" + fmt_count(n.nic.ops) +
+                " ops, " + fmt_bytes(n.nic.bytes) + ", busy " + fmt_ns(n.nic.busy_ns);
     b.highlight = job.nics.size() > 1 && i == slowest && n.nic.ops > 0;
     bars.push_back(std::move(b));
   }
@@ -750,7 +751,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   h.raw("<div class=\"cards\" id=\"shape\">");
   card(&h, std::to_string(job.hosts().size()), "nodes");
   card(&h, std::to_string(job.ranks.size()), "ranks");
-  card(&h, std::to_string(job.nic_names().size()), "NICs (local addresses)");
+  card(&h, std::to_string(job.nic_count()), "NICs (a domain of a rank)");
   card(&h, std::to_string(links.size()), "links");
   card(&h, fmt_count(job.ops), "ops (" + fmt_count(job.completed) + " completed)");
   card(&h, fmt_bytes(job.bytes), "moved (sends, writes, reads, atomics)");

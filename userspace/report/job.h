@@ -117,7 +117,11 @@ struct Job {
   uint64_t cells_full = 0;                       // ops not aggregated (a rank's row table was full)
   uint64_t first_wall_ns = 0, last_wall_ns = 0;  // the job's span on the wall clock
   std::vector<std::string> hosts() const;
-  std::vector<std::string> nic_names() const;  // distinct local NIC addresses
+  // NICs: one per NIC row (a domain of a rank, whatever its number of
+  // endpoint addresses), plus, for ranks of version 1 reports that wrote no
+  // row for a domain that only received, each local address of that rank's
+  // links that none of its rows lists.
+  size_t nic_count() const;
 };
 
 // Reads every fabtrace output under dir (recursively). Unusable files are

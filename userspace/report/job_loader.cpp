@@ -195,16 +195,18 @@ std::vector<std::string> Job::hosts() const {
   return out;
 }
 
-std::vector<std::string> Job::nic_names() const {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
+size_t Job::nic_count() const {
+  size_t n = 0;
   for (const Rank& r : ranks) {
-    for (const NicReport& n : r.report.nics)
-      if (!n.local.empty() && seen.insert(n.local).second) out.push_back(n.local);
+    std::set<std::string> listed;
+    for (const NicReport& nic : r.report.nics) listed.insert(nic.locals.begin(), nic.locals.end());
+    n += r.report.nics.size();
+    std::set<std::string> unlisted;
     for (const LinkReport& l : r.report.links)
-      if (!l.local.empty() && seen.insert(l.local).second) out.push_back(l.local);
+      if (!l.local.empty() && !listed.count(l.local)) unlisted.insert(l.local);
+    n += unlisted.size();
   }
-  return out;
+  return n;
 }
 
 Rank make_rank(ProcessReport report, std::string report_path) {

@@ -134,7 +134,24 @@ void parse_fields(const json& j, ProcessReport* r) {
       const json& n = as_object((*nics)[i], "nics[" + std::to_string(i) + "]");
       NicReport x;
       x.domain = get_string(n, "domain", w);
-      x.local = get_string(n, "local", w);
+      if (const json* locals = get_array(n, "locals", w)) {
+        for (size_t k = 0; k < locals->size(); ++k) {
+          const json& a = (*locals)[k];
+          if (!a.is_string())
+            throw BadField{w + "locals[" + std::to_string(k) + "] is " + type_name(a) +
+                           ", not a string"};
+          x.locals.push_back(a.get<std::string>());
+        }
+      } else {
+        // Version 1: the addresses joined with commas.
+        const std::string joined = get_string(n, "local", w);
+        for (size_t at = 0; at < joined.size();) {
+          size_t comma = joined.find(',', at);
+          if (comma == std::string::npos) comma = joined.size();
+          if (comma > at) x.locals.push_back(joined.substr(at, comma - at));
+          at = comma + 1;
+        }
+      }
       x.ops = get_u64(n, "ops", w);
       x.bytes = get_u64(n, "bytes", w);
       x.busy_ns = get_double(n, "busy_ns", w);

@@ -153,6 +153,13 @@ std::string short_addr(const std::string& addr) {
   return addr.substr(p + 3);
 }
 
+std::string short_addrs(const std::vector<std::string>& addrs, size_t max) {
+  std::string s;
+  for (size_t i = 0; i < addrs.size() && i < max; ++i) s += (i ? "," : "") + short_addr(addrs[i]);
+  if (addrs.size() > max) s += " +" + std::to_string(addrs.size() - max) + " more";
+  return s;
+}
+
 std::string who(const std::string& host, const std::string& rank, long pid) {
   std::string s = host + " r" + rank;
   if (rank == "NA" || rank.empty()) s += " p" + std::to_string(pid);
@@ -216,7 +223,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     }
     w.add(h + ",");
     w.add(plural(job.ranks.size(), "rank", "ranks") + ",");
-    w.add(plural(job.nic_names().size(), "NIC", "NICs") + " (" +
+    w.add(plural(job.nic_count(), "NIC", "NICs") + " (" +
           plural(devices.size(), "device", "devices") + "),");
     w.add(plural(links.size(), "link", "links"));
     w.done();
@@ -297,7 +304,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       if (nics.size() > max_rows && i == max_rows / 2)
         s += "  ... " + std::to_string(nics.size() - max_rows) + " more in nics.csv ...\n";
       s += "  " + who(n->host, n->rank, n->pid) + "  " + n->nic.domain + " " +
-           short_addr(n->nic.local) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
+           short_addrs(n->nic.locals) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
            plural(n->nic.ops, "op", "ops") + ", " + fmt_bytes(n->nic.bytes) + ", busy " +
            fmt_ns(n->nic.busy_ns) + ")\n";
     }

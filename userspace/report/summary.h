@@ -51,6 +51,9 @@ std::string fmt_gbps(double gbps);  // "1.234 GB/s"
 std::string fmt_wall(uint64_t wall_ns, bool with_date);
 // An address without its "scheme://" prefix: "fi_sockaddr_in://10.0.0.1:5" -> "10.0.0.1:5".
 std::string short_addr(const std::string& addr);
+// A NIC's addresses, each without its scheme: "10.0.0.1:5,10.0.0.1:6", the
+// first `max` of them and "+N more" for the rest.
+std::string short_addrs(const std::vector<std::string>& addrs, size_t max = 2);
 // "node1 r3" (the pid is added when the rank is NA).
 std::string who(const std::string& host, const std::string& rank, long pid);
 

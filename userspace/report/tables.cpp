@@ -49,7 +49,9 @@ ordered_json nic_json(const NicRow& n) {
   j["rank"] = n.rank;
   j["pid"] = static_cast<int64_t>(n.pid);
   j["domain"] = n.nic.domain;
-  j["local"] = n.nic.local;
+  std::string locals;  // space separated: an address holds no space
+  for (const std::string& a : n.nic.locals) locals += (locals.empty() ? "" : " ") + a;
+  j["locals"] = locals;
   j["ops"] = n.nic.ops;
   j["bytes"] = n.nic.bytes;
   j["busy_ns"] = num(n.nic.busy_ns);
@@ -118,7 +120,7 @@ const std::vector<std::string>& link_columns() {
 }
 
 const std::vector<std::string>& nic_columns() {
-  static const std::vector<std::string> cols = {"host", "rank",  "pid",     "domain", "local",
+  static const std::vector<std::string> cols = {"host", "rank",  "pid",     "domain", "locals",
                                                 "ops",  "bytes", "busy_ns", "gbps"};
   return cols;
 }
