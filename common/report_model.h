@@ -12,7 +12,7 @@ namespace fabtrace {
 // The JSON report's format version. 2: receive rows may be "size_unknown";
 // "ring_full" per row, apart from "untimed"; a NIC's addresses are a list
 // ("locals"), where version 1 joined them with commas ("local"); a NIC row for
-// every domain with ops, receives only included.
+// every domain with ops, receives only included; NIC time windows and peak.
 // Readers accept every version up to theirs.
 constexpr int kReportFormatVersion = 2;
 
@@ -48,14 +48,38 @@ struct LinkReport {
 };
 
 // One NIC (libfabric domain): concurrency-aware achieved bandwidth.
+// One time window of a NIC's activity: window `index` starts index *
+// window_ns after the rank's first fabric activity.
+struct NicWindow {
+  uint64_t index = 0;
+  double busy_ns = 0;  // time in the window with at least one op in flight
+  uint64_t bytes = 0;  // bytes of the busy periods in it, spread over their time
+};
+
 // One per domain with any op (a domain that only received has ops == 0).
 struct NicReport {
   std::string domain;               // domain name
   std::vector<std::string> locals;  // the addresses of its endpoints
   uint64_t ops = 0;                 // successful non-receive ops
   uint64_t bytes = 0;
-  double busy_ns = 0;  // union of in-flight intervals
-  double gbps = 0;     // bytes / busy_ns
+  double busy_ns = 0;  // union of in-flight intervals, whole run
+  double gbps = 0;     // bytes / busy_ns: the whole run ("achieved")
+  // Over time: the windows with activity (bounded: at most 4096; wider
+  // windows in long runs).
+  double window_ns = 0;
+  std::vector<NicWindow> windows;
+  // The busiest stretch of at most peak_limit_ns (10 ms): the one whose busy
+  // periods completed the most bytes; peak_gbps is those bytes over its
+  // length (first issue to last completion in it, idle gaps included).
+  double peak_limit_ns = 0;
+  double peak_gbps = 0;
+  double peak_start_s = 0;  // seconds after the first fabric activity
+  double peak_span_ns = 0;
+  uint64_t peak_bytes = 0;
+  // Busy time and bytes in the whole-run figures but in no window nor
+  // stretch (periods a thread folded alone while another held the NIC's lock).
+  double unbinned_busy_ns = 0;
+  uint64_t unbinned_bytes = 0;
 };
 
 struct CqReport {

@@ -49,10 +49,18 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
   for (const NicReport& n : r.nics) {
     std::string locals;
     for (const std::string& a : n.locals) locals += (locals.empty() ? "" : " ") + a;
-    std::fprintf(
-        out, "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s\n",
-        kP, n.domain.c_str(), locals.c_str(), static_cast<unsigned long long>(n.ops),
-        static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
+    std::fprintf(out,
+                 "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s",
+                 kP, n.domain.c_str(), locals.c_str(), static_cast<unsigned long long>(n.ops),
+                 static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
+    if (n.peak_gbps > 0)
+      std::fprintf(out, "  peak %8.3f GB/s (%llu bytes in %.3f ms at t+%.3f s)", n.peak_gbps,
+                   static_cast<unsigned long long>(n.peak_bytes), n.peak_span_ns / 1e6,
+                   n.peak_start_s);
+    if (n.unbinned_bytes || n.unbinned_busy_ns > 0)
+      std::fprintf(out, "  [%.3f ms busy, %llu bytes in no window]", n.unbinned_busy_ns / 1e6,
+                   static_cast<unsigned long long>(n.unbinned_bytes));
+    std::fputc('\n', out);
   }
   for (const CqReport& c : r.cqs) {
     std::fprintf(out, "%s CQ#%u polls %llu  gaps:", kP, c.id,
@@ -98,6 +106,18 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
     j.end_array();
     j.field("ops", n.ops).field("bytes", n.bytes);
     j.field("busy_ns", n.busy_ns).field("achieved_gbps", n.gbps);
+    j.field("window_ns", n.window_ns);
+    j.key("windows").begin_array();  // [index, busy_ns, bytes], windows with activity only
+    for (const NicWindow& w : n.windows) {
+      j.begin_array();
+      j.value(w.index).value(w.busy_ns).value(w.bytes);
+      j.end_array();
+    }
+    j.end_array();
+    j.field("peak_limit_ns", n.peak_limit_ns).field("peak_gbps", n.peak_gbps);
+    j.field("peak_start_s", n.peak_start_s).field("peak_span_ns", n.peak_span_ns);
+    j.field("peak_bytes", n.peak_bytes);
+    j.field("unbinned_busy_ns", n.unbinned_busy_ns).field("unbinned_bytes", n.unbinned_bytes);
     j.end_object();
   }
   j.end_array();

@@ -20,7 +20,7 @@ constexpr uint64_t kLenUnknown = UINT64_MAX;
 // CQ entry reports (kLenUnknown when the format has none); `src` the source address from
 // fi_cq_readfrom (FI_ADDR_NOTAVAIL when unknown). An op of `batch_nic` leaves
 // its NIC busy-time update to the caller, who applies one for the whole poll:
-// returns true when it did (the caller then needs rec->start). `tl` is the
+// returns true when it did (the caller then needs rec->start and rec->bytes). `tl` is the
 // per-op timeline, when it is on.
 // Inline: it runs once per completion, inside the CQ shim's loop.
 inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t src,
@@ -43,7 +43,7 @@ inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_
   } else if (rec->ep->domain == batch_nic) {
     batched = true;
   } else {
-    nic_interval(s, rec->ep->domain, rec->start, now);
+    nic_interval(s, rec->ep->domain, rec->start, now, bytes);
   }
   Cell* c = cell_for(s, rec, peer, bytes, size_unknown);
   if (c) {

@@ -36,11 +36,42 @@ void add_pending_nic_intervals(Shard* tail) {
   };
   flush(tail);
   for (Shard* s = all_shards(); s; s = s->next) flush(s);
+  // The periods still in each NIC's window go to its time windows now.
+  std::vector<DomainWrap*> domains;
+  {
+    std::lock_guard<std::mutex> lk(runtime().mu);
+    domains = runtime().domains;
+  }
+  for (DomainWrap* d : domains) {
+    bool done = false;
+    const auto bin = [](PeriodWindow<NicBusy::kShared>& g) { g.bin_all(); };
+    for (int tries = 0; !done && tries < 100000; ++tries) done = d->nic.with_window(bin);
+    if (!done) lost += d->nic.window.n;
+  }
   if (lost)
     log_line(
         "warning: %llu NIC busy intervals not counted (their NIC was being updated by "
         "another thread); NIC bandwidth is an upper bound",
         static_cast<unsigned long long>(lost));
+}
+
+// A NIC's time windows and busiest stretch, once every period is in them.
+void nic_activity(const Calibration& cal, const Runtime& rt, const NicBusy& nic, NicReport* n) {
+  const NicBins& b = nic.activity.bins;
+  n->window_ns = cal.ticks_to_ns(b.width());
+  for (uint32_t i = 0; i < b.used; ++i)
+    if (b.busy[i] || b.bytes[i]) n->windows.push_back({i, cal.ticks_to_ns(b.busy[i]), b.bytes[i]});
+  const NicPeak& p = nic.activity.peak;
+  n->peak_limit_ns = cal.ticks_to_ns(p.span);
+  if (p.best_bytes > 0 && p.best_end > p.best_start) {
+    n->peak_bytes = static_cast<uint64_t>(p.best_bytes + 0.5);
+    n->peak_span_ns = cal.ticks_to_ns(p.best_end - p.best_start);
+    n->peak_gbps = p.best_bytes / n->peak_span_ns;
+    n->peak_start_s =
+        p.best_start > rt.start_ticks ? cal.ticks_to_ns(p.best_start - rt.start_ticks) / 1e9 : 0;
+  }
+  n->unbinned_busy_ns = cal.ticks_to_ns(nic.unbinned_ticks);
+  n->unbinned_bytes = nic.unbinned_bytes;
 }
 
 void merge_into(Cell& dst, const Cell& src) {
@@ -237,6 +268,7 @@ void write_report() {
     n.bytes = it->second.second.second;
     n.busy_ns = cal.ticks_to_ns(d->nic.busy_ticks());
     n.gbps = n.busy_ns > 0 ? static_cast<double>(n.bytes) / n.busy_ns : 0;
+    nic_activity(cal, rt, d->nic, &n);
     rep.nics.push_back(n);  // every domain with ops: the report counts one NIC per domain
   }
   for (const CqWrap* q : cqs) {

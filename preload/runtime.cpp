@@ -84,6 +84,10 @@ void runtime_activate() {
     const double edges_ns[5] = {10e3, 100e3, 1e6, 10e6, 100e6};
     for (int i = 0; i < 5; ++i) rt.gap_edges[i] = cal.ns_to_ticks(edges_ns[i]);
     rt.start_ticks = now_ticks();
+    // The largest power of two of ticks not above 10 ms: a window index is a shift.
+    const uint64_t ten_ms = cal.ns_to_ticks(10e6);
+    while ((uint64_t{2} << rt.nic_window_shift) <= ten_ms) ++rt.nic_window_shift;
+    rt.nic_peak_span = ten_ms;
     rt.pid = getpid();
     rt.ring.init(rt.cfg.inflight);
     start_timeline(rt);

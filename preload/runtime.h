@@ -35,6 +35,8 @@ struct Runtime {
   uint64_t imm_ticks = 0;                 // late-receiver mark: 50 us
   uint64_t gap_edges[5] = {};             // 10us 100us 1ms 10ms 100ms
   uint64_t start_ticks = 0;               // first fabric activity
+  uint32_t nic_window_shift = 0;          // NIC time windows: 1 << shift ticks, about 10 ms
+  uint64_t nic_peak_span = 0;             // NIC busiest stretch: at most 10 ms, in ticks
   bool timeline_on = false;               // per-op timeline selected for this process (set once)
   CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any
 

@@ -78,14 +78,16 @@ struct Shard {
   Shard* next = nullptr;
 };
 
-// One busy interval [a, b] of domain d's NIC, seen by the thread of shard s.
-inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a, uint64_t b) {
+// One busy interval [a, b] of domain d's NIC, in which `bytes` were completed,
+// seen by the thread of shard s.
+inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a, uint64_t b, uint64_t bytes) {
   if (!s) return;
   if (d->id < kMaxNics) {
     NicLocal& l = s->nic[d->id];
     l.nic = &d->nic;
-    l.add(a, b);
-  } else if (!d->nic.with_window([a, b](PeriodWindow<NicBusy::kShared>& g) { g.insert(a, b); })) {
+    l.add(a, b, bytes);
+  } else if (!d->nic.with_window(
+                 [a, b, bytes](PeriodWindow<NicBusy::kShared>& g) { g.insert(a, b, bytes); })) {
     ++s->nic_lost;
   }
 }

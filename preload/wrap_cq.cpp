@@ -57,8 +57,8 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
   Runtime& rt = runtime();
   Timeline* tl = rt.timeline_on ? &timeline() : nullptr;
   // This CQ's NIC: its ops completed by this poll are one busy interval
-  // [earliest issue, now], added once.
-  uint64_t nic_start = UINT64_MAX;
+  // [earliest issue, now], added once with their bytes.
+  uint64_t nic_start = UINT64_MAX, nic_bytes = 0;
   char* e = static_cast<char*>(buf);
   for (ssize_t i = 0; i < n; ++i, e += w->prov_entry_size) {
     // op_context is the first field of every CQ entry format.
@@ -67,13 +67,14 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
     if (!rec) continue;
     const uint64_t len =
         w->has_len ? reinterpret_cast<struct fi_cq_msg_entry*>(e)->len : kLenUnknown;
-    if (complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain, tl) &&
-        rec->start < nic_start)
-      nic_start = rec->start;
+    if (complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain, tl)) {
+      if (rec->start < nic_start) nic_start = rec->start;
+      nic_bytes += rec->bytes;
+    }
     *ctx = rec->user_ctx;
     InflightRing::release(rec);
   }
-  if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now);
+  if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now, nic_bytes);
 }
 
 // One application poll. `read(pbuf, n)` is the provider's read of up to n

@@ -161,6 +161,7 @@ const std::vector<FamilyDef>& families() {
        CqMethod::kRead,
        {},
        run_multiep},
+      {"bw", FI_TAGGED, {}, 0, FabricSpec(), CqMethod::kRead, {}, run_bw},
   };
   return defs;
 }

@@ -41,5 +41,6 @@ void run_srx(Env& env);
 void run_trigger(Env& env);
 void run_sizes(Env& env);
 void run_multiep(Env& env);
+void run_bw(Env& env);
 
 }  // namespace ftapp

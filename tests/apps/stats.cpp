@@ -47,6 +47,11 @@ void Stats::opened(const char* what, uint64_t n) {
   s_.opened[what] += n;
 }
 
+void Stats::measured(const char* what, double v) {
+  std::lock_guard<std::mutex> g(mu_);
+  s_.measured[what] = v;
+}
+
 void Stats::completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.completions;

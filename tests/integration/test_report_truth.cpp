@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 #include <string>
 
 #include "tests/integration/harness.h"
@@ -123,6 +124,66 @@ TEST_P(NicCount, OneNicPerDomainWhateverItsEndpoints) {
 INSTANTIATE_TEST_SUITE_P(Providers, NicCount,
                          ::testing::Values("tcp;ofi_rxm", "udp;ofi_rxd", "shm", "sockets"),
                          [](const auto& p) { return test_name(p.param); });
+
+// "Was the NIC saturated": ft_app's bw family sends one 16-byte setup message
+// (in flight for milliseconds while tcp;ofi_rxm sets its connection up), then
+// 200 x 4 KiB, and measures its own bandwidth over them. The whole-run
+// "achieved" figure is dragged down by the setup op (0.077 GB/s against the
+// program's 0.698 in the issue's run); the peak time window must give the
+// program's figure where the transfer fits in a window or two (tcp;ofi_rxm,
+// shm: within 10%), and never less than it (udp;ofi_rxd and sockets spread it
+// over many windows of varying rate, whose busiest may be faster).
+struct PeakCase {
+  const char* prov;
+  bool short_run;  // the 800 KiB take a few ms at most
+};
+
+void PrintTo(const PeakCase& c, std::ostream* os) { *os << c.prov; }
+
+class NicPeak : public ::testing::TestWithParam<PeakCase> {};
+
+TEST_P(NicPeak, PeakWindowIsWhatTheProgramMeasured) {
+  const PeakCase c = GetParam();
+  const std::string dir = make_temp_dir("truth-peak");
+  const RunResult r = run({FT_APP, "--prov", c.prov, "--test", "bw", "--count", "200", "--size",
+                           "4096", "--result", dir + "/app"},
+                          {{"FABTRACE_DIR", dir}});
+  if (r.exit_code == 77) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double program_gbps =
+      load_json(dir + "/app.r0.json").at("measured").at("bw_MB_per_s").get<double>() / 1e3;
+  ASSERT_GT(program_gbps, 0);
+  const auto reps = reports_of_rank(dir, "0");
+  ASSERT_EQ(reps.size(), 1u);
+  ASSERT_EQ(reps[0].at("nics").size(), 1u);
+  const auto& nic = reps[0].at("nics")[0];
+  const double peak = nic.at("peak_gbps").get<double>();
+  SCOPED_TRACE("program " + std::to_string(program_gbps) + " GB/s, peak " + std::to_string(peak) +
+               ", achieved " + std::to_string(nic.at("achieved_gbps").get<double>()));
+  EXPECT_GE(peak, 0.9 * program_gbps);
+  if (c.short_run) {
+    EXPECT_LE(peak, 1.1 * program_gbps);
+  }
+  // Bounded, and every byte in a window (one thread per NIC here: nothing unbinned).
+  const auto& windows = nic.at("windows");
+  EXPECT_LE(windows.size(), 4096u);
+  uint64_t bytes = 0;
+  for (const auto& w : windows) bytes += w.at(2).get<uint64_t>();
+  EXPECT_EQ(bytes + nic.at("unbinned_bytes").get<uint64_t>(), nic.at("bytes").get<uint64_t>());
+
+  // The summary and the Perfetto trace carry it.
+  const Cli cli = report_cli(dir, dir + "/out");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  EXPECT_TRUE(std::regex_search(section(cli.out, "NIC "), std::regex(" peak [0-9.]+ GB/s \\(")))
+      << cli.out;
+  EXPECT_NE(slurp(dir + "/out/trace.pftrace").find(" GB/s"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, NicPeak,
+                         ::testing::Values(PeakCase{"tcp;ofi_rxm", true}, PeakCase{"shm", true},
+                                           PeakCase{"udp;ofi_rxd", false},
+                                           PeakCase{"sockets", false}),
+                         [](const auto& p) { return test_name(p.param.prov); });
 
 }  // namespace
 }  // namespace fabtrace::test

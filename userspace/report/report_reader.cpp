@@ -156,6 +156,28 @@ void parse_fields(const json& j, ProcessReport* r) {
       x.bytes = get_u64(n, "bytes", w);
       x.busy_ns = get_double(n, "busy_ns", w);
       x.gbps = get_double(n, "achieved_gbps", w);
+      x.window_ns = get_double(n, "window_ns", w);
+      if (const json* wins = get_array(n, "windows", w)) {
+        for (size_t k = 0; k < wins->size(); ++k) {
+          const std::string ww = w + "windows[" + std::to_string(k) + "]";
+          const json& e = (*wins)[k];
+          if (!e.is_array() || e.size() != 3 || !e[0].is_number() || !e[1].is_number() ||
+              !e[2].is_number())
+            throw BadField{ww + " is not [index, busy_ns, bytes]"};
+          NicWindow nw;
+          nw.index = e[0].get<uint64_t>();
+          nw.busy_ns = e[1].get<double>();
+          nw.bytes = e[2].get<uint64_t>();
+          x.windows.push_back(nw);
+        }
+      }
+      x.peak_limit_ns = get_double(n, "peak_limit_ns", w);
+      x.peak_gbps = get_double(n, "peak_gbps", w);
+      x.peak_start_s = get_double(n, "peak_start_s", w);
+      x.peak_span_ns = get_double(n, "peak_span_ns", w);
+      x.peak_bytes = get_u64(n, "peak_bytes", w);
+      x.unbinned_busy_ns = get_double(n, "unbinned_busy_ns", w);
+      x.unbinned_bytes = get_u64(n, "unbinned_bytes", w);
       r->nics.push_back(std::move(x));
     }
   }

@@ -286,10 +286,13 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   }
 
   // NIC bandwidth.
-  if (!job.nics.empty()) {
-    s += "NIC achieved bandwidth (bytes / time with an op in flight; receives left out)\n";
-    std::vector<const NicRow*> nics;
-    for (const NicRow& n : job.nics) nics.push_back(&n);
+  std::vector<const NicRow*> nics;
+  for (const NicRow& n : job.nics)
+    if (n.nic.ops > 0) nics.push_back(&n);  // NICs that only received have no send bandwidth
+  if (!nics.empty()) {
+    s += "NIC bandwidth (receives left out): achieved = bytes / time with an op in flight over "
+         "the run;\n"
+         "  peak = the busiest stretch of <= 10 ms, its bytes / its length\n";
     std::vector<const NicRow*> shown = nics;
     const size_t max_rows = std::max<size_t>(opt.top * 2, 4);
     if (nics.size() > max_rows) {
@@ -306,7 +309,11 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       s += "  " + who(n->host, n->rank, n->pid) + "  " + n->nic.domain + " " +
            short_addrs(n->nic.locals) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
            plural(n->nic.ops, "op", "ops") + ", " + fmt_bytes(n->nic.bytes) + ", busy " +
-           fmt_ns(n->nic.busy_ns) + ")\n";
+           fmt_ns(n->nic.busy_ns) + ")";
+      if (n->nic.peak_gbps > 0)
+        s += "  peak " + fmt_gbps(n->nic.peak_gbps) + " (" + fmt_bytes(n->nic.peak_bytes) + " in " +
+             fmt_ns(n->nic.peak_span_ns) + printf_str(" at t+%.3f s)", n->nic.peak_start_s);
+      s += "\n";
     }
   }
 

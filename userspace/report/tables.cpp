@@ -56,6 +56,11 @@ ordered_json nic_json(const NicRow& n) {
   j["bytes"] = n.nic.bytes;
   j["busy_ns"] = num(n.nic.busy_ns);
   j["gbps"] = num(n.nic.gbps);
+  j["window_ns"] = num(n.nic.window_ns);
+  j["peak_gbps"] = num(n.nic.peak_gbps);
+  j["peak_start_s"] = num(n.nic.peak_start_s);
+  j["peak_span_ns"] = num(n.nic.peak_span_ns);
+  j["peak_bytes"] = n.nic.peak_bytes;
   return j;
 }
 
@@ -120,8 +125,9 @@ const std::vector<std::string>& link_columns() {
 }
 
 const std::vector<std::string>& nic_columns() {
-  static const std::vector<std::string> cols = {"host", "rank",  "pid",     "domain", "locals",
-                                                "ops",  "bytes", "busy_ns", "gbps"};
+  static const std::vector<std::string> cols = {
+      "host",    "rank", "pid",       "domain",    "locals",       "ops",          "bytes",
+      "busy_ns", "gbps", "window_ns", "peak_gbps", "peak_start_s", "peak_span_ns", "peak_bytes"};
   return cols;
 }
 

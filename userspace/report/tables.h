@@ -19,7 +19,8 @@ namespace fabtrace::report {
 // host,rank,pid,local,remote,op,bytes,count,errors,untimed,unfinished,eagain,
 // refused,imm,avg_ns,min_ns,max_ns,p50_ns,p99_ns,gbps,outlier_ratio,size_unknown,ring_full
 const std::vector<std::string>& link_columns();
-// host,rank,pid,domain,locals (space separated),ops,bytes,busy_ns,gbps
+// host,rank,pid,domain,locals (space separated),ops,bytes,busy_ns,gbps,window_ns,
+// peak_gbps,peak_start_s,peak_span_ns,peak_bytes
 const std::vector<std::string>& nic_columns();
 
 // Each returns false when writing fails (errno tells why).
