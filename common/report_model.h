@@ -12,7 +12,8 @@ namespace fabtrace {
 // The JSON report's format version. 2: receive rows may be "size_unknown";
 // "ring_full" per row, apart from "untimed"; a NIC's addresses are a list
 // ("locals"), where version 1 joined them with commas ("local"); a NIC row for
-// every domain with ops, receives only included; NIC time windows and peak.
+// every domain with ops, receives only included; NIC time windows and peak;
+// "completed_within_50us" is version 1's "imm".
 // Readers accept every version up to theirs.
 constexpr int kReportFormatVersion = 2;
 
@@ -34,7 +35,11 @@ struct OpRow {
       0;                 // accepted, timed, never completed (CQ closed or still in flight at exit)
   uint64_t eagain = 0;   // refused at issue with -FI_EAGAIN
   uint64_t refused = 0;  // refused at issue with another error
-  uint64_t imm = 0;      // receives completed < 50 us after posting (message was waiting)
+  // Receives completed less than 50 us after they were posted: the message
+  // was already waiting, or the receive was posted just in time on a fast
+  // path; this count alone does not tell which (the job report's "posted
+  // late" verdict comes from both ranks' per-op timelines).
+  uint64_t within_50us = 0;
   double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
   double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
   bool recv = false;

@@ -25,8 +25,9 @@ void text_row(std::FILE* out, const OpRow& o) {
                  o.p50_ns / 1e3, o.p99_ns / 1e3, o.min_ns / 1e3, o.max_ns / 1e3);
   if (o.count && !o.size_unknown) std::fprintf(out, "  ~%7.3f GB/s", o.gbps);
   if (o.recv && o.count)
-    std::fprintf(out, "  [imm %llu = %.1f%%]", static_cast<unsigned long long>(o.imm),
-                 100.0 * static_cast<double>(o.imm) / static_cast<double>(o.count));
+    std::fprintf(out, "  [<50us of post %llu = %.1f%%]",
+                 static_cast<unsigned long long>(o.within_50us),
+                 100.0 * static_cast<double>(o.within_50us) / static_cast<double>(o.count));
   const struct {
     uint64_t v;
     const char* what;
@@ -144,7 +145,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
       j.field("errors", o.errors).field("untimed", o.untimed).field("ring_full", o.ring_full);
       j.field("unfinished", o.unfinished);
       j.field("eagain", o.eagain).field("refused", o.refused);
-      if (o.recv) j.field("imm", o.imm);
+      if (o.recv) j.field("completed_within_50us", o.within_50us);
       j.field("avg_ns", o.avg_ns).field("min_ns", o.min_ns).field("max_ns", o.max_ns);
       j.field("p50_ns", o.p50_ns).field("p99_ns", o.p99_ns).field("gbps", o.gbps);
       j.end_object();

@@ -49,7 +49,7 @@ inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_
   if (c) {
     c->lat.record(dur);
     c->ok_bytes += bytes;
-    if (recv && dur < runtime().imm_ticks) ++c->imm;
+    if (recv && dur < runtime().within_50us_ticks) ++c->within_50us;
   }
   if (tl) tl->append(s, c, rec, now, bytes, false, size_unknown ? oplog::kOpSizeUnknown : 0);
   return batched;

@@ -81,7 +81,7 @@ void merge_into(Cell& dst, const Cell& src) {
   dst.untimed += src.untimed;
   dst.ring_full += src.ring_full;
   dst.unfinished += src.unfinished;
-  dst.imm += src.imm;
+  dst.within_50us += src.within_50us;
   dst.ok_bytes += src.ok_bytes;
   dst.lat.merge(src.lat);
 }
@@ -244,7 +244,7 @@ void write_report() {
       o.unfinished = c.unfinished;
       o.eagain = c.eagain;
       o.refused = c.refused;
-      o.imm = c.imm;
+      o.within_50us = c.within_50us;
       if (o.count) {
         o.avg_ns = c.lat.mean() * cal.ns_per_tick;
         o.min_ns = cal.ticks_to_ns(c.lat.min());

@@ -80,7 +80,7 @@ void runtime_activate() {
     Runtime& rt = runtime();
     clock_init();
     const Calibration cal = clock_calibration();
-    rt.imm_ticks = cal.ns_to_ticks(50e3);
+    rt.within_50us_ticks = cal.ns_to_ticks(50e3);
     const double edges_ns[5] = {10e3, 100e3, 1e6, 10e6, 100e6};
     for (int i = 0; i < 5; ++i) rt.gap_edges[i] = cal.ns_to_ticks(edges_ns[i]);
     rt.start_ticks = now_ticks();

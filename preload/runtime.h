@@ -32,7 +32,7 @@ struct Runtime {
   int pid = 0;
 
   // Thresholds in ticks, from the first calibration.
-  uint64_t imm_ticks = 0;                 // late-receiver mark: 50 us
+  uint64_t within_50us_ticks = 0;         // 50 us: receives completed sooner are counted
   uint64_t gap_edges[5] = {};             // 10us 100us 1ms 10ms 100ms
   uint64_t start_ticks = 0;               // first fabric activity
   uint32_t nic_window_shift = 0;          // NIC time windows: 1 << shift ticks, about 10 ms

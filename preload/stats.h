@@ -40,12 +40,12 @@ struct Cell {
   uint64_t errors = 0;            // completed in error (incl. cancelled)
   uint64_t eagain = 0;            // refused at issue with -FI_EAGAIN (not issued)
   uint64_t refused = 0;           // refused at issue with another error
-  uint64_t untimed = 0;     // issued, not timed by design (no completion expected, context kept)
-  uint64_t ring_full = 0;   // issued, not timed: no free record in the in-flight ring
-  uint64_t unfinished = 0;  // issued and timed, never completed (CQ closed, or exit)
-  uint64_t imm = 0;         // receives completed within the late-receiver mark
-  uint64_t ok_bytes = 0;    // bytes of successful completions
-  LogHistogram lat;         // successful completions, ticks
+  uint64_t untimed = 0;      // issued, not timed by design (no completion expected, context kept)
+  uint64_t ring_full = 0;    // issued, not timed: no free record in the in-flight ring
+  uint64_t unfinished = 0;   // issued and timed, never completed (CQ closed, or exit)
+  uint64_t within_50us = 0;  // receives completed less than 50 us after they were posted
+  uint64_t ok_bytes = 0;     // bytes of successful completions
+  LogHistogram lat;          // successful completions, ticks
 };
 
 // NICs (domains) whose busy periods a thread gathers on its own first.

@@ -5,24 +5,25 @@
 
 namespace {
 void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: fabtrace <command> [options]\n"
-               "\n"
-               "commands:\n"
-               "  run [--dir DIR] [--stderr] -- CMD [ARGS...]\n"
-               "      run CMD with libfabtrace.so preloaded (no root needed); every process\n"
-               "      of CMD that does fabric I/O writes its report into DIR (default .),\n"
-               "      and the reports of this run are printed when CMD ends.\n"
-               "  export ops FILE [--csv] [-o OUT]\n"
-               "      write the per-op timeline file FILE (an oplog written by the preload)\n"
-               "      as CSV to OUT (default stdout): one row per op in file order, times in\n"
-               "      CLOCK_MONOTONIC nanoseconds, with the wall-clock anchor in the first line.\n"
-               "  report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-               "      the whole job from every rank's outputs under DIR: a summary on stdout\n"
-               "      (slowest and outlier links, NIC bandwidth, CQ poll gaps, late receivers,\n"
-               "      errors), and in OUTDIR (default DIR/fabtrace-report) report.html,\n"
-               "      links.csv/json, nics.csv/json and a Perfetto trace.\n"
-               "  help\n");
+  std::fprintf(
+      out,
+      "usage: fabtrace <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  run [--dir DIR] [--stderr] -- CMD [ARGS...]\n"
+      "      run CMD with libfabtrace.so preloaded (no root needed); every process\n"
+      "      of CMD that does fabric I/O writes its report into DIR (default .),\n"
+      "      and the reports of this run are printed when CMD ends.\n"
+      "  export ops FILE [--csv] [-o OUT]\n"
+      "      write the per-op timeline file FILE (an oplog written by the preload)\n"
+      "      as CSV to OUT (default stdout): one row per op in file order, times in\n"
+      "      CLOCK_MONOTONIC nanoseconds, with the wall-clock anchor in the first line.\n"
+      "  report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
+      "      the whole job from every rank's outputs under DIR: a summary on stdout\n"
+      "      (slowest and outlier links, NIC bandwidth, CQ poll gaps, receives posted late,\n"
+      "      errors), and in OUTDIR (default DIR/fabtrace-report) report.html,\n"
+      "      links.csv/json, nics.csv/json and a Perfetto trace.\n"
+      "  help\n");
 }
 }  // namespace
 

@@ -162,6 +162,14 @@ const std::vector<FamilyDef>& families() {
        {},
        run_multiep},
       {"bw", FI_TAGGED, {}, 0, FabricSpec(), CqMethod::kRead, {}, run_bw},
+      {"recvtiming",
+       0,
+       {FI_TAGGED, FI_MSG},
+       FI_TAGGED | FI_MSG,
+       FabricSpec(),
+       CqMethod::kRead,
+       {},
+       run_recvtiming},
   };
   return defs;
 }

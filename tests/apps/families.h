@@ -42,5 +42,6 @@ void run_trigger(Env& env);
 void run_sizes(Env& env);
 void run_multiep(Env& env);
 void run_bw(Env& env);
+void run_recvtiming(Env& env);
 
 }  // namespace ftapp

@@ -30,7 +30,7 @@ void print_usage(FILE* f) {
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
                "              [--timeout SEC] [--hold-until FILE]\n"
                "  NAME: msg tagged rma atomic inject cancel threads pingpong multirecv peek\n"
-               "        sep srx trigger sizes multiep bw all\n"
+               "        sep srx trigger sizes multiep bw recvtiming all\n"
                "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n"
                "  --hold-until FILE: after the test, each rank waits (up to --timeout) until\n"
                "  FILE exists before it exits, so a test can watch what runs in the\n"

@@ -79,7 +79,7 @@ TEST(ReportReader, ReadsBackWhatThePreloadWrites) {
       EXPECT_EQ(a.errors, b.errors);
       EXPECT_EQ(a.unfinished, b.unfinished);
       EXPECT_EQ(a.eagain, b.eagain);
-      EXPECT_EQ(a.imm, b.imm);
+      EXPECT_EQ(a.within_50us, b.within_50us);
       EXPECT_EQ(a.recv, b.recv);
       EXPECT_DOUBLE_EQ(a.p50_ns, b.p50_ns);
       EXPECT_DOUBLE_EQ(a.p99_ns, b.p99_ns);
@@ -165,7 +165,7 @@ TEST(ReportReader, ReadsVersionOne) {
   EXPECT_FALSE(r.size_unknown);
   EXPECT_EQ(r.untimed, 2u);
   EXPECT_EQ(r.ring_full, 0u);
-  EXPECT_EQ(r.imm, 4u);
+  EXPECT_EQ(r.within_50us, 4u);  // version 1's "imm"
 }
 
 TEST(ReportReader, ToleratesMissingOptionalFieldsAndNulls) {

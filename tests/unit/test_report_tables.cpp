@@ -126,7 +126,7 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(c[4], l.remote);
     EXPECT_EQ(c[5], l.row.op);
     const uint64_t ints[] = {l.row.bytes,      l.row.count,  l.row.errors,  l.row.untimed,
-                             l.row.unfinished, l.row.eagain, l.row.refused, l.row.imm};
+                             l.row.unfinished, l.row.eagain, l.row.refused, l.row.within_50us};
     for (size_t k = 0; k < 8; ++k) {
       EXPECT_EQ(u64(c[6 + k]), ints[k]) << link_columns()[6 + k];
       EXPECT_EQ(j.at(link_columns()[6 + k]).get<uint64_t>(), ints[k]) << link_columns()[6 + k];

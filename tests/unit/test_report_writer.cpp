@@ -55,7 +55,7 @@ ProcessReport sample() {
   rv.recv = true;
   rv.bytes = 65536;
   rv.count = 10;
-  rv.imm = 4;
+  rv.within_50us = 4;
   rv.errors = 2;
   l.rows = {s, rv};
   r.links.push_back(l);
@@ -87,8 +87,8 @@ TEST(ReportWriter, JsonCarriesEveryField) {
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0]["op"], "fi_tsend");
   EXPECT_EQ(ops[0]["eagain"], 3);
-  EXPECT_FALSE(ops[0].contains("imm"));  // only receives have the late-receiver count
-  EXPECT_EQ(ops[1]["imm"], 4);
+  EXPECT_FALSE(ops[0].contains("completed_within_50us"));  // only receives have it
+  EXPECT_EQ(ops[1]["completed_within_50us"], 4);
   EXPECT_EQ(ops[1]["errors"], 2);
   EXPECT_DOUBLE_EQ(ops[0]["p99_ns"].get<double>(), 30000);
 }
@@ -104,7 +104,7 @@ TEST(ReportWriter, TextHasTheSeedLayoutAndTheNewColumns) {
   EXPECT_NE(t.find("=== 0x01ad0407 -> 0x01ad0501 ==="), std::string::npos);
   EXPECT_NE(t.find("p50    11.000  p99    30.000"), std::string::npos) << t;
   EXPECT_NE(t.find("[3 EAGAIN]"), std::string::npos);
-  EXPECT_NE(t.find("[imm 4 = 40.0%]"), std::string::npos);
+  EXPECT_NE(t.find("[<50us of post 4 = 40.0%]"), std::string::npos);
   EXPECT_NE(t.find("[2 err]"), std::string::npos);
   EXPECT_NE(t.find("7 ops not timed: in-flight ring full"), std::string::npos);
 }

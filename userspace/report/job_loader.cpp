@@ -21,6 +21,7 @@
 #include "common/cxi_counters.h"
 #include "common/oplog_file.h"
 #include "userspace/report/job.h"
+#include "userspace/report/post_evidence.h"
 #include "userspace/report/report_reader.h"
 
 namespace fabtrace::report {
@@ -254,7 +255,6 @@ void build_job_tables(Job* job) {
   job->links.clear();
   job->nics.clear();
   job->stalls.clear();
-  job->late.clear();
   job->ops = job->bytes = job->errors = job->eagain = job->untimed = job->unfinished = 0;
   job->refused = job->completed = job->ring_full = job->ops_dropped = job->cells_full = 0;
   job->first_wall_ns = job->last_wall_ns = 0;
@@ -279,6 +279,7 @@ void build_job_tables(Job* job) {
         row.local = l.local;
         row.remote = l.remote;
         row.row = o;
+        if (o.recv) row.posted.unknown = "the per-op timelines were not read";
         job->links.push_back(std::move(row));
         job->ops += o.issued();
         job->completed += o.count;
@@ -288,19 +289,6 @@ void build_job_tables(Job* job) {
         job->untimed += o.untimed;
         job->unfinished += o.unfinished;
         job->refused += o.refused;
-        if (o.recv && o.imm > 0) {
-          LateReceiver lr;
-          lr.host = r.host;
-          lr.rank = r.rank;
-          lr.pid = r.pid;
-          lr.local = l.local;
-          lr.remote = l.remote;
-          lr.op = o.op;
-          lr.bytes = o.bytes;
-          lr.count = o.count;
-          lr.imm = o.imm;
-          job->late.push_back(std::move(lr));
-        }
       }
     }
     for (const NicReport& n : r.report.nics) job->nics.push_back(NicRow{r.host, r.rank, r.pid, n});
@@ -328,11 +316,6 @@ void build_job_tables(Job* job) {
   std::stable_sort(job->stalls.begin(), job->stalls.end(), [](const Stall& a, const Stall& b) {
     return a.cq.max_gap_ns > b.cq.max_gap_ns;
   });
-  std::stable_sort(job->late.begin(), job->late.end(),
-                   [](const LateReceiver& a, const LateReceiver& b) {
-                     if (a.share() != b.share()) return a.share() > b.share();
-                     return a.imm > b.imm;
-                   });
   mark_outliers(&job->links);
 }
 
@@ -388,6 +371,7 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   for (const std::string& path : found.oplogs) attach_oplog(path, by_key, job);
   for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
   build_job_tables(job);
+  match_receives_to_sends(job);
   return true;
 }
 

@@ -219,8 +219,10 @@ void parse_fields(const json& j, ProcessReport* r) {
           row.unfinished = get_u64(o, "unfinished", wo);
           row.eagain = get_u64(o, "eagain", wo);
           row.refused = get_u64(o, "refused", wo);
-          row.recv = o.contains("imm") || op_is_recv(op_from_name(row.op.c_str()));
-          row.imm = get_u64(o, "imm", wo);
+          // Version 1 called completed_within_50us "imm".
+          const char* fast = o.contains("imm") ? "imm" : "completed_within_50us";
+          row.recv = o.contains(fast) || op_is_recv(op_from_name(row.op.c_str()));
+          row.within_50us = get_u64(o, fast, wo);
           row.avg_ns = get_double(o, "avg_ns", wo);
           row.min_ns = get_double(o, "min_ns", wo);
           row.max_ns = get_double(o, "max_ns", wo);

@@ -35,8 +35,8 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 
 // "node1 r0 10.0.0.1:5 -> 10.0.0.2:7 fi_tsend 4 KiB"
 std::string row_name(const LinkRow& l) {
-  return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + " -> " + short_addr(l.remote) +
-         "  " + l.row.op + " " + fmt_row_size(l.row);
+  return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + (l.row.recv ? " <- " : " -> ") +
+         short_addr(l.remote) + "  " + l.row.op + " " + fmt_row_size(l.row);
 }
 
 // Appends words to lines no wider than `width`, each continuation indented.
@@ -190,11 +190,17 @@ std::vector<const LinkRow*> outlier_links(const Job& job) {
   return rows;
 }
 
-std::vector<const LateReceiver*> late_receivers(const Job& job, double min_share) {
-  std::vector<const LateReceiver*> out;
-  for (const LateReceiver& l : job.late)
-    if (l.count > 0 && l.share() >= min_share) out.push_back(&l);
-  return out;  // job.late is sorted worst share first
+std::vector<const LinkRow*> posted_late_rows(const Job& job) {
+  std::vector<const LinkRow*> out;
+  for (const LinkRow& l : job.links)
+    if (l.row.recv && l.posted.late > 0) out.push_back(&l);
+  std::stable_sort(out.begin(), out.end(), [](const LinkRow* a, const LinkRow* b) {
+    const double sa = static_cast<double>(a->posted.late) / static_cast<double>(a->posted.matched);
+    const double sb = static_cast<double>(b->posted.late) / static_cast<double>(b->posted.matched);
+    if (sa != sb) return sa > sb;
+    return a->posted.late > b->posted.late;
+  });
+  return out;
 }
 
 double outlier_median_ns(const LinkRow& row) {
@@ -332,20 +338,41 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     }
   }
 
-  // Late receivers.
-  const auto late = late_receivers(job, opt.late_share);
-  s += printf_str(
-      "late receivers (>= %.0f%% of a row's receives found their message already waiting)%s\n",
-      opt.late_share * 100, late.empty() ? ": none" : "");
+  // Receives posted late: a verdict only where both ranks' timelines pair
+  // the receive with its send; otherwise "unknown", never "late".
   {
+    const auto late = posted_late_rows(job);
+    uint64_t matched = 0, rows_matched = 0, no_verdict_rows = 0, no_verdict = 0;
+    for (const LinkRow& l : job.links) {
+      if (!l.row.recv || l.row.count == 0) continue;
+      matched += l.posted.matched;
+      if (l.posted.matched) ++rows_matched;
+      if (l.posted.matched < l.row.count) {
+        ++no_verdict_rows;
+        no_verdict += l.row.count - l.posted.matched;
+      }
+    }
+    s += "receives posted late (after their send was issued, by both ranks' per-op timelines)";
+    s += late.empty() ? (matched ? ": none of " + fmt_count(matched) + " matched receives\n"
+                                 : ": unknown (no receive matched to its send)\n")
+                      : "\n";
     for (size_t i = 0; i < late.size() && i < opt.top; ++i) {
-      const LateReceiver* l = late[i];
-      s += "  " + who(l->host, l->rank, l->pid) + "  " + l->op + " " + fmt_size(l->bytes) + " " +
-           short_addr(l->local) + " <- " + short_addr(l->remote) + "  " + fmt_count(l->imm) +
-           " of " + fmt_count(l->count) + printf_str(" = %.1f%%", 100 * l->share()) + "\n";
+      const LinkRow* l = late[i];
+      s += "  " + row_name(*l) + "  " + fmt_count(l->posted.late) + " of " +
+           fmt_count(l->posted.matched) + " matched posted late, median " +
+           fmt_ns(l->posted.late_median_ns) + " after the send\n";
     }
     if (late.size() > opt.top)
       s += "  (+" + std::to_string(late.size() - opt.top) + " more rows)\n";
+    if (no_verdict_rows) {
+      std::string why;
+      for (const LinkRow& l : job.links)
+        if (l.row.recv && l.row.count && l.posted.matched < l.row.count && why.empty())
+          why = l.posted.unknown;
+      s += "  unknown for " + plural(no_verdict, "receive", "receives") + " in " +
+           plural(no_verdict_rows, "row", "rows") + ", e.g.: " + why + "\n";
+      s += "  (the evidence: FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 on every rank)\n";
+    }
   }
 
   // Problems.

@@ -15,7 +15,6 @@ namespace fabtrace::report {
 struct SummaryOptions {
   std::string dir;                   // the job directory, for the title line
   size_t top = 5;                    // rows per list
-  double late_share = 0.5;           // a receive row is "late" from this share of imm
   std::vector<std::string> outputs;  // files written, listed at the end
   size_t skipped_on_stderr = 0;      // files already named on stderr
 };
@@ -31,8 +30,9 @@ void write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
 std::vector<const LinkRow*> slowest_links(const Job& job, size_t n);
 // Non-receive rows whose outlier_ratio >= kOutlierRatio, highest ratio first.
 std::vector<const LinkRow*> outlier_links(const Job& job);
-// Receive rows whose imm share >= min_share, highest share first.
-std::vector<const LateReceiver*> late_receivers(const Job& job, double min_share);
+// Receive rows with receives posted after their message's send was issued
+// (LinkRow::posted), highest share of the matched ones first.
+std::vector<const LinkRow*> posted_late_rows(const Job& job);
 // The median p99 an outlier row was compared with (p99 / ratio).
 double outlier_median_ns(const LinkRow& row);
 

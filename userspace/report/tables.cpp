@@ -29,7 +29,7 @@ ordered_json link_json(const LinkRow& l) {
   j["unfinished"] = o.unfinished;
   j["eagain"] = o.eagain;
   j["refused"] = o.refused;
-  j["imm"] = o.imm;
+  j["completed_within_50us"] = o.within_50us;
   j["avg_ns"] = num(o.avg_ns);
   j["min_ns"] = num(o.min_ns);
   j["max_ns"] = num(o.max_ns);
@@ -39,6 +39,12 @@ ordered_json link_json(const LinkRow& l) {
   j["outlier_ratio"] = num(l.outlier_ratio);
   j["size_unknown"] = o.size_unknown;  // a receive row: bytes is the posted size
   j["ring_full"] = o.ring_full;
+  // Receive rows: matched to their send by the per-op timelines, and of those
+  // posted after it (post_evidence.h); why not, for the rest.
+  j["posted_matched"] = l.posted.matched;
+  j["posted_late"] = l.posted.late;
+  j["posted_late_median_ns"] = num(l.posted.late_median_ns);
+  j["posted_unknown"] = l.posted.unknown;
   return j;
 }
 
@@ -116,11 +122,20 @@ bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
 }  // namespace
 
 const std::vector<std::string>& link_columns() {
-  static const std::vector<std::string> cols = {
-      "host",    "rank",  "pid",           "local",        "remote",     "op",
-      "bytes",   "count", "errors",        "untimed",      "unfinished", "eagain",
-      "refused", "imm",   "avg_ns",        "min_ns",       "max_ns",     "p50_ns",
-      "p99_ns",  "gbps",  "outlier_ratio", "size_unknown", "ring_full"};
+  static const std::vector<std::string> cols = {"host",          "rank",
+                                                "pid",           "local",
+                                                "remote",        "op",
+                                                "bytes",         "count",
+                                                "errors",        "untimed",
+                                                "unfinished",    "eagain",
+                                                "refused",       "completed_within_50us",
+                                                "avg_ns",        "min_ns",
+                                                "max_ns",        "p50_ns",
+                                                "p99_ns",        "gbps",
+                                                "outlier_ratio", "size_unknown",
+                                                "ring_full",     "posted_matched",
+                                                "posted_late",   "posted_late_median_ns",
+                                                "posted_unknown"};
   return cols;
 }
 
