@@ -29,6 +29,9 @@
 //   BM_EmptyPoll/…   fi_cq_read(count 16) on an empty CQ: what a spinning
 //                    (…/traced_nogap: with FABTRACE_CQGAP=0, no clock read)
 //                    progress thread pays per poll
+//   BM_EmptyPollUtilCq/…  the same on a CQ whose fi_cq_read calls
+//                    fi_cq_readfrom through its op table, as libfabric's
+//                    utility CQ does (one application poll, one stamp)
 //   BM_Threads2_SeparateCq/…  2 threads, each fi_tsend + poll on its own
 //                    endpoint and CQ (one domain: one NIC)
 //   BM_Threads2_SeparateNic/… the same, the second thread on a second domain
@@ -321,6 +324,11 @@ struct Stack {
   // opened in FI_CQ_FORMAT_MSG and the entries are copied out as fi_cq_entry.
   struct fid_ep* ctx_ep = nullptr;
   struct fid_cq* ctx_cq = nullptr;
+  // A CQ whose fi_cq_read calls fi_cq_readfrom through its op table, as
+  // libfabric's utility CQ does (tcp;ofi_rxm, shm, udp;ofi_rxd); its endpoint
+  // never issues, so it stays empty: what a busy poller pays on those providers.
+  struct fid_ep* util_ep = nullptr;
+  struct fid_cq* util_cq = nullptr;
   struct fid_domain* dom2 = nullptr;  // a second NIC (FI_THREAD_COMPLETION)
   struct fid_ep* nic2_ep = nullptr;   // bound to nic2_cq, on dom2
   struct fid_cq* nic2_cq = nullptr;
@@ -332,11 +340,12 @@ std::string fi_err(const char* what, int ret) {
 }
 
 struct fid_cq* open_cq(struct fid_domain* dom, std::string* err,
-                       enum fi_cq_format format = FI_CQ_FORMAT_TAGGED) {
+                       enum fi_cq_format format = FI_CQ_FORMAT_TAGGED, uint64_t flags = 0) {
   struct fi_cq_attr attr;
   std::memset(&attr, 0, sizeof(attr));
   attr.size = 1024;
   attr.format = format;
+  attr.flags = flags;
   attr.wait_obj = FI_WAIT_NONE;
   struct fid_cq* cq = nullptr;
   const int ret = fi_cq_open(dom, &attr, &cq, nullptr);
@@ -396,6 +405,9 @@ void build_stack(Mode mode, Stack* s) {
   }
   if (!(s->ctx_cq = open_cq(s->dom, &err, FI_CQ_FORMAT_CONTEXT))) return;
   if (!(s->ctx_ep = open_ep(s->dom, info, s->ctx_cq, &err))) return;
+  if (!(s->util_cq = open_cq(s->dom, &err, FI_CQ_FORMAT_TAGGED, fabtrace_bench::kNullUtilCq)))
+    return;
+  if (!(s->util_ep = open_ep(s->dom, info, s->util_cq, &err))) return;
   if (!(s->empty_cq = open_cq(s->dom, &err))) return;
   if (!(s->idle_ep = open_ep(s->dom, info, s->empty_cq, &err))) return;
   if (!(s->sh_cq = open_cq(s->dom_safe, &err))) return;
@@ -406,15 +418,16 @@ void build_stack(Mode mode, Stack* s) {
 
   if (mode == Mode::kTraced) {
     // The preload must have wrapped every object and learnt each CQ binding.
-    for (struct fid_ep* ep :
-         {s->ep[0], s->ep[1], s->ctx_ep, s->idle_ep, s->sh_ep[0], s->sh_ep[1], s->nic2_ep}) {
+    for (struct fid_ep* ep : {s->ep[0], s->ep[1], s->ctx_ep, s->util_ep, s->idle_ep, s->sh_ep[0],
+                              s->sh_ep[1], s->nic2_ep}) {
       fabtrace::EpWrap* w = fabtrace::ep_wrap_of(&ep->fid);
       if (!w || !w->tx.cq || !w->rx.cq || !w->tx.plain_timed()) {
         err = "the preload did not wrap an endpoint or learn its CQ binding";
         return;
       }
     }
-    for (struct fid_cq* cq : {s->cq[0], s->cq[1], s->ctx_cq, s->empty_cq, s->sh_cq, s->nic2_cq}) {
+    for (struct fid_cq* cq :
+         {s->cq[0], s->cq[1], s->ctx_cq, s->util_cq, s->empty_cq, s->sh_cq, s->nic2_cq}) {
       if (!fabtrace::cq_wrap_of(&cq->fid)) {
         err = "the preload did not wrap a CQ";
         return;
@@ -426,10 +439,11 @@ void build_stack(Mode mode, Stack* s) {
       return;
     }
   } else if (mode == Mode::kSeed) {
-    for (struct fid_ep* ep :
-         {s->ep[0], s->ep[1], s->ctx_ep, s->idle_ep, s->sh_ep[0], s->sh_ep[1], s->nic2_ep})
+    for (struct fid_ep* ep : {s->ep[0], s->ep[1], s->ctx_ep, s->util_ep, s->idle_ep, s->sh_ep[0],
+                              s->sh_ep[1], s->nic2_ep})
       seed::wrap_ep(ep);
-    for (struct fid_cq* cq : {s->cq[0], s->cq[1], s->ctx_cq, s->empty_cq, s->sh_cq, s->nic2_cq})
+    for (struct fid_cq* cq :
+         {s->cq[0], s->cq[1], s->ctx_cq, s->util_cq, s->empty_cq, s->sh_cq, s->nic2_cq})
       seed::wrap_cq(cq);
   }
 }
@@ -584,10 +598,10 @@ void bm_op(benchmark::State& state, Mode mode) {
   }
 }
 
-void bm_empty_poll(benchmark::State& state, Mode mode) {
+void bm_empty_poll(benchmark::State& state, Mode mode, bool util = false) {
   Stack* s = stack(mode, state);
   if (!s) return;
-  struct fid_cq* cq = s->empty_cq;
+  struct fid_cq* cq = util ? s->util_cq : s->empty_cq;
   struct fi_cq_tagged_entry ent[16];
   ssize_t n = 0;
   for (auto _ : state) {
@@ -820,6 +834,9 @@ void register_parent() {
     reg(std::string("BM_EmptyPoll/") + mode_name(m), 1,
         [m](benchmark::State& st) { bm_empty_poll(st, m); });
   reg("BM_EmptyPoll/traced_nogap", 1, bm_empty_poll_nogap);
+  for (Mode m : {Mode::kRaw, Mode::kTraced})
+    reg(std::string("BM_EmptyPollUtilCq/") + mode_name(m), 1,
+        [m](benchmark::State& st) { bm_empty_poll(st, m, true); });
   for (Mode m : {Mode::kRaw, Mode::kTraced}) {
     reg(std::string("BM_Threads2_SeparateCq/") + mode_name(m), 1,
         [m](benchmark::State& st) { bm_threads<Sharing::kSeparateCq>(st, m); })
@@ -1016,6 +1033,8 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
   row3("empty poll fi_cq_read", "BM_EmptyPoll", kPollTarget);
   print_row("empty poll, CQGAP=0", get(m, "BM_EmptyPoll/raw"), get(m, "BM_EmptyPoll/traced_nogap"),
             NAN, true, 0, &t);
+  print_row("empty poll, utility CQ", get(m, "BM_EmptyPollUtilCq/raw"),
+            get(m, "BM_EmptyPollUtilCq/traced"), NAN, true, kPollTarget, &t);
   print_header(
       "2 threads, fi_tsend + poll each; ns per op (real: wall / ops, cpu: both threads' CPU / ops)",
       "raw_ns", "traced_ns", false);
