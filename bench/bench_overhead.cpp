@@ -717,19 +717,24 @@ void bm_step_ring_owned(benchmark::State& state) {
 }
 
 // One poll's NIC busy interval: plain update (`serial`: a FI_THREAD_DOMAIN
-// domain) or the try-lock (any other threading model).
+// domain) or the try-lock (any other threading model). Every period reaches
+// the NIC's time windows and busiest-stretch tracker, set up as the preload
+// sets up a domain's.
 void bm_step_nic(benchmark::State& state, bool serial) {
-  fabtrace::NicBusy nic;  // a private one: the report's NIC stays untouched
-  nic.serial = serial;
+  if (!stack(Mode::kTraced, state)) return;  // the runtime: clock and window settings
+  const fabtrace::Runtime& rt = fabtrace::runtime();
+  auto nic = std::make_unique<fabtrace::NicBusy>();  // a private one: the report's stays untouched
+  nic->serial = serial;
+  nic->set_windows(rt.start_ticks, rt.nic_window_shift, rt.nic_peak_span);
   fabtrace::NicLocal local;
-  local.nic = &nic;
-  uint64_t t = 1000;
+  local.nic = nic.get();
+  uint64_t t = rt.start_ticks + 1000;
   for (auto _ : state) {  // a ping-pong: one new period per poll, the worst case
-    local.add(t, t + 64);
+    local.add(t, t + 64, 64);
     t += 128;
   }
   local.flush();
-  benchmark::DoNotOptimize(nic.busy_ticks());
+  benchmark::DoNotOptimize(nic->busy_ticks());
 }
 
 void bm_step_my_shard(benchmark::State& state) {

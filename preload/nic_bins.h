@@ -16,6 +16,25 @@
 
 namespace fabtrace {
 
+// Splits the period [a, b) with `bytes` over the windows i0..i1 (of 1 << shift
+// ticks from origin) that it crosses: f(i, start, end, bytes in it), the bytes
+// by time share, the last window taking the rest so that they add up exactly.
+template <typename F>
+void split_over_windows(uint64_t a, uint64_t b, uint64_t bytes, uint64_t origin, uint32_t shift,
+                        uint64_t i0, uint64_t i1, F&& f) {
+  const double per_tick = static_cast<double>(bytes) / static_cast<double>(b - a);
+  uint64_t given = 0;
+  for (uint64_t i = i0; i <= i1; ++i) {
+    const uint64_t ws = origin + (i << shift);
+    const uint64_t s = a > ws ? a : ws;
+    const uint64_t e = i == i1 ? b : ws + (uint64_t{1} << shift);
+    const uint64_t part =
+        i == i1 ? bytes - given : static_cast<uint64_t>(per_tick * static_cast<double>(e - s));
+    given += part;
+    f(i, s, e, part);
+  }
+}
+
 struct NicBins {
   static constexpr uint32_t kBins = 4096;
   uint64_t origin = 0;  // ticks at the start of window 0
@@ -42,19 +61,11 @@ struct NicBins {
 
   __attribute__((noinline)) void spread(uint64_t a, uint64_t b, uint64_t n, uint64_t i0,
                                         uint64_t i1) {
-    const double per_tick = static_cast<double>(n) / static_cast<double>(b - a);
-    uint64_t given = 0;
-    for (uint64_t i = i0; i <= i1; ++i) {
-      const uint64_t ws = origin + (i << shift);
-      const uint64_t s = a > ws ? a : ws;
-      const uint64_t e = i == i1 ? b : ws + width();
-      busy[i] += e - s;
-      // The last window takes the rest: the bytes add up exactly.
-      const uint64_t part =
-          i == i1 ? n - given : static_cast<uint64_t>(per_tick * static_cast<double>(e - s));
-      bytes[i] += part;
-      given += part;
-    }
+    split_over_windows(a, b, n, origin, shift, i0, i1,
+                       [this](uint64_t i, uint64_t s, uint64_t e, uint64_t part) {
+                         busy[i] += e - s;
+                         bytes[i] += part;
+                       });
   }
   void coarsen() {
     for (uint32_t i = 0; i < kBins / 2; ++i) {

@@ -193,6 +193,13 @@ struct NicBusy {
   uint64_t unbinned_ticks = 0, unbinned_bytes = 0;
 
   NicBusy() { window.sink = &activity; }
+  // Time windows (and the busiest stretch's) start at `origin`, 1 << shift
+  // ticks each; the busiest stretch lasts at most `span`.
+  void set_windows(uint64_t origin, uint32_t shift, uint64_t span) {
+    activity.bins.origin = activity.peak.origin = origin;
+    activity.bins.shift = activity.peak.shift = shift;  // the bins' may grow later
+    activity.peak.span = span;
+  }
   NicBusy(const NicBusy&) = delete;
   NicBusy& operator=(const NicBusy&) = delete;
 

@@ -1,72 +1,92 @@
-// A NIC's busiest stretch of at most `span` ticks (10 ms): of all the stretches
-// of at most `span` that end where a busy period ends, the one in which the
-// NIC's busy periods completed the most bytes. Its bandwidth is those bytes
-// over the stretch's length from the first issue in it to the last
-// completion, idle gaps inside included, as a program timing its own transfer
-// from its first issue to its last completion would measure it. A period
-// reaching back past the stretch's start counts in proportion to its time
-// inside (its bytes are taken as spread evenly over it, as in the NIC's time
-// windows). A slow op elsewhere in the run does not weigh on the peak; one
-// less than `span` away from the busiest burst may join its stretch.
+// A NIC's busiest stretch of at most `span` ticks (10 ms), at the resolution
+// of fixed windows of 1 << shift ticks (the largest power of two not above
+// the span): a stretch is one window's activity, from the first issue to the
+// last completion in it, or two adjacent windows' when that lasts at most
+// `span`; the busiest is the one whose busy periods completed the most bytes.
+// Its bandwidth is those bytes over its length, idle gaps inside included, as
+// a program timing its own transfer from its first issue to its last
+// completion would measure it: a transfer shorter than a window is one
+// stretch wherever the window boundaries fall. A busy period that crosses
+// windows counts in each by its share of time (its bytes taken as spread
+// evenly over it, as in the NIC's time windows), so a period longer than the
+// span gives its mean rate. A slow op elsewhere in the run does not weigh on
+// the peak; one in the window before the busiest burst may join its stretch.
 //
 // Fed with the NIC's final busy periods in time order (the order in which the
-// shared window folds them); memory is fixed: when `kMax` periods are inside
-// the span, the two oldest are joined (a stretch can then no longer start
-// between them).
+// shared window folds them). Fixed memory, and per period the work of one
+// window index: candidates are weighed once per window, when it closes.
 #pragma once
 
 #include <cstdint>
 
+#include "preload/nic_bins.h"
+
 namespace fabtrace {
 
 struct NicPeak {
-  static constexpr uint32_t kMax = 1024;
-  uint64_t span = 0;  // ticks
-  double best_bytes = 0;
-  uint64_t best_start = 0, best_end = 0;
+  uint64_t origin = 0;  // ticks at the start of window 0
+  uint32_t shift = 0;   // a window is 1 << shift ticks
+  uint64_t span = 0;    // the longest stretch, ticks
+  uint64_t best_bytes = 0, best_start = 0, best_end = 0;
+
+  // Activity of one window: bytes completed, first issue, last completion.
+  struct Win {
+    uint64_t index = UINT64_MAX;
+    uint64_t bytes = 0, first = 0, last = 0;
+  };
+  Win cur, prev;  // the open window, and the one just before it (if adjacent)
 
   void add(uint64_t a, uint64_t b, uint64_t bytes) {
+    if (a < origin) a = origin;
     if (b <= a) return;
-    if (n_ == kMax) join_oldest();
-    const uint32_t i = (head_ + n_) & (kMax - 1);
-    s_[i] = a;
-    e_[i] = b;
-    b_[i] = bytes;
-    ++n_;
-    sum_ += bytes;
-    const uint64_t from = b > span ? b - span : 0;  // the stretch ending at b starts here at most
-    while (n_ > 1 && e_[head_] <= from) {
-      sum_ -= b_[head_];
-      head_ = (head_ + 1) & (kMax - 1);
-      --n_;
+    const uint64_t i0 = (a - origin) >> shift, i1 = (b - 1 - origin) >> shift;
+    if (i0 == i1) {  // the usual case: a period inside one window
+      piece(i0, a, b, bytes);
+      return;
     }
-    double got = static_cast<double>(sum_);
-    uint64_t start = s_[head_];
-    if (start < from) {  // the oldest reaches back past the stretch: its share inside
-      const double out = static_cast<double>(from - start) / static_cast<double>(e_[head_] - start);
-      got -= static_cast<double>(b_[head_]) * out;
-      start = from;
-    }
-    // More bytes wins; of equal bytes, the shorter stretch.
-    if (got > best_bytes || (got == best_bytes && got > 0 && b - start < best_end - best_start)) {
-      best_bytes = got;
-      best_start = start;
-      best_end = b;
-    }
+    split(a, b, bytes, i0, i1);
+  }
+  // The open window is weighed too (at exit, once every period is in).
+  void finish() {
+    close();
+    prev = cur = Win();
   }
 
-  // Public members only: NicPeak sits inside DomainWrap, which must stay
-  // standard-layout for container_of.
-  void join_oldest() {
-    const uint32_t next = (head_ + 1) & (kMax - 1);
-    s_[next] = s_[head_];
-    b_[next] += b_[head_];
-    head_ = next;
-    --n_;
+  void piece(uint64_t i, uint64_t a, uint64_t b, uint64_t bytes) {
+    if (i != cur.index) {
+      if (cur.index != UINT64_MAX && i < cur.index) i = cur.index;  // never older than open
+      if (i != cur.index) {
+        close();
+        prev = cur.index != UINT64_MAX && cur.index + 1 == i ? cur : Win();
+        cur = Win();
+        cur.index = i;
+        cur.first = a;
+      }
+    }
+    cur.bytes += bytes;
+    if (b > cur.last) cur.last = b;
   }
-  uint64_t s_[kMax] = {}, e_[kMax] = {}, b_[kMax] = {};  // the periods in the span
-  uint32_t head_ = 0, n_ = 0;
-  uint64_t sum_ = 0;
+  __attribute__((noinline)) void split(uint64_t a, uint64_t b, uint64_t bytes, uint64_t i0,
+                                       uint64_t i1) {
+    split_over_windows(
+        a, b, bytes, origin, shift, i0, i1,
+        [this](uint64_t i, uint64_t s, uint64_t e, uint64_t part) { piece(i, s, e, part); });
+  }
+  void consider(uint64_t bytes, uint64_t first, uint64_t last) {
+    // More bytes wins; of equal bytes, the shorter stretch.
+    if (bytes > best_bytes ||
+        (bytes == best_bytes && bytes && last - first < best_end - best_start)) {
+      best_bytes = bytes;
+      best_start = first;
+      best_end = last;
+    }
+  }
+  void close() {
+    if (cur.index == UINT64_MAX) return;
+    consider(cur.bytes, cur.first, cur.last);
+    if (prev.index != UINT64_MAX && cur.last - prev.first <= span)
+      consider(prev.bytes + cur.bytes, prev.first, cur.last);
+  }
 };
 
 }  // namespace fabtrace

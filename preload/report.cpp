@@ -44,7 +44,10 @@ void add_pending_nic_intervals(Shard* tail) {
   }
   for (DomainWrap* d : domains) {
     bool done = false;
-    const auto bin = [](PeriodWindow<NicBusy::kShared>& g) { g.bin_all(); };
+    const auto bin = [d](PeriodWindow<NicBusy::kShared>& g) {
+      g.bin_all();
+      d->nic.activity.peak.finish();
+    };
     for (int tries = 0; !done && tries < 100000; ++tries) done = d->nic.with_window(bin);
     if (!done) lost += d->nic.window.n;
   }
@@ -64,9 +67,9 @@ void nic_activity(const Calibration& cal, const Runtime& rt, const NicBusy& nic,
   const NicPeak& p = nic.activity.peak;
   n->peak_limit_ns = cal.ticks_to_ns(p.span);
   if (p.best_bytes > 0 && p.best_end > p.best_start) {
-    n->peak_bytes = static_cast<uint64_t>(p.best_bytes + 0.5);
+    n->peak_bytes = p.best_bytes;
     n->peak_span_ns = cal.ticks_to_ns(p.best_end - p.best_start);
-    n->peak_gbps = p.best_bytes / n->peak_span_ns;
+    n->peak_gbps = static_cast<double>(p.best_bytes) / n->peak_span_ns;
     n->peak_start_s =
         p.best_start > rt.start_ticks ? cal.ticks_to_ns(p.best_start - rt.start_ticks) / 1e9 : 0;
   }

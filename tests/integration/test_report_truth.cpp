@@ -129,13 +129,15 @@ INSTANTIATE_TEST_SUITE_P(Providers, NicCount,
 // (in flight for milliseconds while tcp;ofi_rxm sets its connection up), then
 // 200 x 4 KiB, and measures its own bandwidth over them. The whole-run
 // "achieved" figure is dragged down by the setup op (0.077 GB/s against the
-// program's 0.698 in the run); the peak time window must give the
-// program's figure where the transfer fits in a window or two (tcp;ofi_rxm,
-// shm: within 10%), and never less than it (udp;ofi_rxd and sockets spread it
-// over many windows of varying rate, whose busiest may be faster).
+// program's 0.698 in the run); the peak (busiest stretch of at most
+// 10 ms) must give the program's figure within 10% where the transfer takes
+// less than 10 ms (tcp;ofi_rxm, shm, udp;ofi_rxd: 0.5 to 3 ms here). On
+// sockets it takes over 100 ms at a varying rate, so its busiest 10 ms is
+// not the program's average: there only what holds whatever the rate is
+// checked (every byte in a window, the stretch no longer than 10 ms).
 struct PeakCase {
   const char* prov;
-  bool short_run;  // the 800 KiB take a few ms at most
+  bool short_run;  // the 800 KiB take less than 10 ms
 };
 
 void PrintTo(const PeakCase& c, std::ostream* os) { *os << c.prov; }
@@ -160,10 +162,13 @@ TEST_P(NicPeak, PeakWindowIsWhatTheProgramMeasured) {
   const double peak = nic.at("peak_gbps").get<double>();
   SCOPED_TRACE("program " + std::to_string(program_gbps) + " GB/s, peak " + std::to_string(peak) +
                ", achieved " + std::to_string(nic.at("achieved_gbps").get<double>()));
-  EXPECT_GE(peak, 0.9 * program_gbps);
   if (c.short_run) {
+    EXPECT_GE(peak, 0.9 * program_gbps);
     EXPECT_LE(peak, 1.1 * program_gbps);
   }
+  EXPECT_GT(peak, 0);
+  EXPECT_LE(nic.at("peak_span_ns").get<double>(), nic.at("peak_limit_ns").get<double>());
+  EXPECT_LE(nic.at("peak_bytes").get<uint64_t>(), nic.at("bytes").get<uint64_t>());
   // Bounded, and every byte in a window (one thread per NIC here: nothing unbinned).
   const auto& windows = nic.at("windows");
   EXPECT_LE(windows.size(), 4096u);
@@ -181,7 +186,7 @@ TEST_P(NicPeak, PeakWindowIsWhatTheProgramMeasured) {
 
 INSTANTIATE_TEST_SUITE_P(Providers, NicPeak,
                          ::testing::Values(PeakCase{"tcp;ofi_rxm", true}, PeakCase{"shm", true},
-                                           PeakCase{"udp;ofi_rxd", false},
+                                           PeakCase{"udp;ofi_rxd", true},
                                            PeakCase{"sockets", false}),
                          [](const auto& p) { return test_name(p.param.prov); });
 

@@ -212,44 +212,56 @@ TEST(NicBusy, WindowsAddUpToTheWholeRun) {
   EXPECT_EQ(nic.unbinned_ticks, 0u);
 }
 
-// The busiest stretch of at most `span`: the most bytes, over the stretch's
-// length; a slow period far away does not join it.
+NicPeak peak_of(uint32_t shift, uint64_t span) {
+  NicPeak p;
+  p.shift = shift;
+  p.span = span;
+  return p;
+}
+
+// The busiest stretch: the most bytes, over its length from the first issue
+// to the last completion; a slow period far away does not join it.
 TEST(NicPeak, BusiestStretchByBytes) {
-  NicPeak p;
-  p.span = 1000;
-  p.add(0, 900, 16);  // a slow setup op alone
-  for (uint64_t i = 0; i < 10; ++i) p.add(5000 + i * 20, 5000 + i * 20 + 15, 4096);
-  EXPECT_DOUBLE_EQ(p.best_bytes, 10.0 * 4096);
-  EXPECT_EQ(p.best_start, 5000u);
-  EXPECT_EQ(p.best_end, 5000u + 9 * 20 + 15);
-  // Later, a bigger burst spread over more than the span: its best part wins.
-  for (uint64_t i = 0; i < 60; ++i) p.add(20000 + i * 50, 20000 + i * 50 + 10, 4096);
-  // The stretch ending at a period's end reaches 1000 ticks back: 20 whole
-  // periods (19 * 50 + 10 ticks) and the share of none older.
-  EXPECT_DOUBLE_EQ(p.best_bytes, 20.0 * 4096);
-  EXPECT_LE(p.best_end - p.best_start, p.span);
+  NicPeak p = peak_of(10, 1000);  // 1024-tick windows
+  p.add(0, 900, 16);              // a slow setup op alone
+  for (uint64_t i = 0; i < 10; ++i) p.add(5200 + i * 20, 5200 + i * 20 + 15, 4096);
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 10u * 4096u);
+  EXPECT_EQ(p.best_start, 5200u);
+  EXPECT_EQ(p.best_end, 5200u + 9 * 20 + 15);
 }
 
-// A busy period longer than the span counts by its share inside the stretch:
-// a long slow period does not outweigh a shorter, faster burst.
-TEST(NicPeak, LongPeriodCountsByItsShareInside) {
-  NicPeak p;
-  p.span = 1000;
-  p.add(0, 7500, 75000);  // 10 bytes per tick for 7500 ticks
-  EXPECT_DOUBLE_EQ(p.best_bytes, 10000.0);
-  EXPECT_EQ(p.best_end - p.best_start, 1000u);
-  p.add(9000, 9500, 20000);  // 40 per tick
-  EXPECT_DOUBLE_EQ(p.best_bytes, 20000.0);
-  EXPECT_EQ(p.best_start, 9000u);
+// A burst across a window boundary is one stretch: the two windows together.
+TEST(NicPeak, BurstAcrossTwoWindowsIsOneStretch) {
+  NicPeak p = peak_of(10, 1000);
+  for (uint64_t i = 0; i < 10; ++i) p.add(2000 + i * 20, 2000 + i * 20 + 15, 100);  // 2000..2195
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 1000u);
+  EXPECT_EQ(p.best_start, 2000u);
+  EXPECT_EQ(p.best_end, 2195u);
 }
 
-// Memory is fixed: more than kMax periods inside the span join the oldest.
-TEST(NicPeak, ManyPeriodsInTheSpanStayBounded) {
-  NicPeak p;
-  p.span = 1u << 30;
-  for (uint64_t i = 0; i < 3 * NicPeak::kMax; ++i) p.add(i * 4, i * 4 + 2, 1);
-  EXPECT_DOUBLE_EQ(p.best_bytes, 3.0 * NicPeak::kMax);
-  EXPECT_EQ(p.best_start, 0u);
+// Two adjacent windows whose activity lasts longer than the span are no
+// stretch: the busier window alone is.
+TEST(NicPeak, AdjacentWindowsOnlyWithinTheSpan) {
+  NicPeak p = peak_of(10, 1000);
+  p.add(1024, 1100, 300);  // window 1, early
+  p.add(2000, 2040, 500);  // window 1, late
+  p.add(2100, 2900, 400);  // window 2: 1024..2900 is longer than 1000
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 800u);
+  EXPECT_EQ(p.best_start, 1024u);
+  EXPECT_EQ(p.best_end, 2040u);
+}
+
+// A period longer than the span counts by its share in each window: its
+// mean rate, not its whole bytes over a window.
+TEST(NicPeak, LongPeriodCountsByItsShareInEachWindow) {
+  NicPeak p = peak_of(10, 1000);
+  p.add(0, 10240, 102400);  // 10 bytes per tick over ten windows
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 10240u);
+  EXPECT_EQ(p.best_end - p.best_start, 1024u);
 }
 
 }  // namespace
