@@ -21,9 +21,17 @@
 //                    FI_COMPLETION)
 //   BM_<Op>_x16/…    issue 16, then one fi_cq_read(count 16)
 //   BM_Inject/…      fi_inject (counted, never timed: no completion)
+//   BM_TsendCtxCq[_x16]/…  fi_tsend + poll on a CQ the application opened in
+//                    FI_CQ_FORMAT_CONTEXT (traced: the preload opens it in
+//                    FI_CQ_FORMAT_MSG and copies the entries out); the table's
+//                    "format translation" line is its added cost minus that of
+//                    the same op on the TAGGED CQ
 //   BM_EmptyPoll/…   fi_cq_read(count 16) on an empty CQ: what a spinning
 //                    (…/traced_nogap: with FABTRACE_CQGAP=0, no clock read)
 //                    progress thread pays per poll
+//   BM_EmptyPollUtilCq/…  the same on a CQ whose fi_cq_read calls
+//                    fi_cq_readfrom through its op table, as libfabric's
+//                    utility CQ does (one application poll, one stamp)
 //   BM_Threads2_SeparateCq/…  2 threads, each fi_tsend + poll on its own
 //                    endpoint and CQ (one domain: one NIC)
 //   BM_Threads2_SeparateNic/… the same, the second thread on a second domain
@@ -313,6 +321,15 @@ struct Stack {
   struct fid_cq* empty_cq = nullptr;
   struct fid_ep* sh_ep[2] = {};  // both bound to sh_cq, on dom_safe
   struct fid_cq* sh_cq = nullptr;
+  // An application CQ in FI_CQ_FORMAT_CONTEXT: traced, the provider's CQ is
+  // opened in FI_CQ_FORMAT_MSG and the entries are copied out as fi_cq_entry.
+  struct fid_ep* ctx_ep = nullptr;
+  struct fid_cq* ctx_cq = nullptr;
+  // A CQ whose fi_cq_read calls fi_cq_readfrom through its op table, as
+  // libfabric's utility CQ does (tcp;ofi_rxm, shm, udp;ofi_rxd); its endpoint
+  // never issues, so it stays empty: what a busy poller pays on those providers.
+  struct fid_ep* util_ep = nullptr;
+  struct fid_cq* util_cq = nullptr;
   struct fid_domain* dom2 = nullptr;  // a second NIC (FI_THREAD_COMPLETION)
   struct fid_ep* nic2_ep = nullptr;   // bound to nic2_cq, on dom2
   struct fid_cq* nic2_cq = nullptr;
@@ -323,11 +340,13 @@ std::string fi_err(const char* what, int ret) {
   return std::string(what) + " failed: " + std::to_string(ret);
 }
 
-struct fid_cq* open_cq(struct fid_domain* dom, std::string* err) {
+struct fid_cq* open_cq(struct fid_domain* dom, std::string* err,
+                       enum fi_cq_format format = FI_CQ_FORMAT_TAGGED, uint64_t flags = 0) {
   struct fi_cq_attr attr;
   std::memset(&attr, 0, sizeof(attr));
   attr.size = 1024;
-  attr.format = FI_CQ_FORMAT_TAGGED;
+  attr.format = format;
+  attr.flags = flags;
   attr.wait_obj = FI_WAIT_NONE;
   struct fid_cq* cq = nullptr;
   const int ret = fi_cq_open(dom, &attr, &cq, nullptr);
@@ -385,6 +404,11 @@ void build_stack(Mode mode, Stack* s) {
     if (!(s->cq[i] = open_cq(s->dom, &err))) return;
     if (!(s->ep[i] = open_ep(s->dom, info, s->cq[i], &err))) return;
   }
+  if (!(s->ctx_cq = open_cq(s->dom, &err, FI_CQ_FORMAT_CONTEXT))) return;
+  if (!(s->ctx_ep = open_ep(s->dom, info, s->ctx_cq, &err))) return;
+  if (!(s->util_cq = open_cq(s->dom, &err, FI_CQ_FORMAT_TAGGED, fabtrace_bench::kNullUtilCq)))
+    return;
+  if (!(s->util_ep = open_ep(s->dom, info, s->util_cq, &err))) return;
   if (!(s->empty_cq = open_cq(s->dom, &err))) return;
   if (!(s->idle_ep = open_ep(s->dom, info, s->empty_cq, &err))) return;
   if (!(s->sh_cq = open_cq(s->dom_safe, &err))) return;
@@ -395,24 +419,32 @@ void build_stack(Mode mode, Stack* s) {
 
   if (mode == Mode::kTraced) {
     // The preload must have wrapped every object and learnt each CQ binding.
-    for (struct fid_ep* ep :
-         {s->ep[0], s->ep[1], s->idle_ep, s->sh_ep[0], s->sh_ep[1], s->nic2_ep}) {
+    for (struct fid_ep* ep : {s->ep[0], s->ep[1], s->ctx_ep, s->util_ep, s->idle_ep, s->sh_ep[0],
+                              s->sh_ep[1], s->nic2_ep}) {
       fabtrace::EpWrap* w = fabtrace::ep_wrap_of(&ep->fid);
       if (!w || !w->tx.cq || !w->rx.cq || !w->tx.plain_timed()) {
         err = "the preload did not wrap an endpoint or learn its CQ binding";
         return;
       }
     }
-    for (struct fid_cq* cq : {s->cq[0], s->cq[1], s->empty_cq, s->sh_cq, s->nic2_cq}) {
+    for (struct fid_cq* cq :
+         {s->cq[0], s->cq[1], s->ctx_cq, s->util_cq, s->empty_cq, s->sh_cq, s->nic2_cq}) {
       if (!fabtrace::cq_wrap_of(&cq->fid)) {
         err = "the preload did not wrap a CQ";
         return;
       }
     }
+    const fabtrace::CqWrap* cw = fabtrace::cq_wrap_of(&s->ctx_cq->fid);
+    if (!cw->translate || !cw->has_len) {
+      err = "the preload did not open the FI_CQ_FORMAT_CONTEXT CQ with a length";
+      return;
+    }
   } else if (mode == Mode::kSeed) {
-    for (struct fid_ep* ep : {s->ep[0], s->ep[1], s->idle_ep, s->sh_ep[0], s->sh_ep[1], s->nic2_ep})
+    for (struct fid_ep* ep : {s->ep[0], s->ep[1], s->ctx_ep, s->util_ep, s->idle_ep, s->sh_ep[0],
+                              s->sh_ep[1], s->nic2_ep})
       seed::wrap_ep(ep);
-    for (struct fid_cq* cq : {s->cq[0], s->cq[1], s->empty_cq, s->sh_cq, s->nic2_cq})
+    for (struct fid_cq* cq :
+         {s->cq[0], s->cq[1], s->ctx_cq, s->util_cq, s->empty_cq, s->sh_cq, s->nic2_cq})
       seed::wrap_cq(cq);
   }
 }
@@ -522,19 +554,22 @@ uint64_t timeline_dropped() {
   return s ? s->timeline.dropped + s->timeline.filtered : 0;
 }
 
-// Issue kBatch ops, then read their completions with one fi_cq_read.
-template <Op op, int kBatch>
+// Issue kBatch ops, then read their completions with one fi_cq_read. Entry:
+// the application's CQ entry type (fi_cq_tagged_entry: the TAGGED CQ;
+// fi_cq_entry: the CONTEXT CQ, whose entries the preload translates).
+template <Op op, int kBatch, typename Entry = struct fi_cq_tagged_entry>
 void bm_op(benchmark::State& state, Mode mode) {
   constexpr bool kCompletes = op != Op::kInject;
+  constexpr bool kContextCq = sizeof(Entry) == sizeof(struct fi_cq_entry);
   Stack* s = stack(mode, state);
   if (!s) return;
-  struct fid_ep* ep = s->ep[0];
-  struct fid_cq* cq = s->cq[0];
+  struct fid_ep* ep = kContextCq ? s->ctx_ep : s->ep[0];
+  struct fid_cq* cq = kContextCq ? s->ctx_cq : s->cq[0];
   const bool timeline = mode == Mode::kTraced && fabtrace::runtime().timeline_on;
   const uint64_t dropped0 = timeline ? timeline_dropped() : 0;
   Io io;
   struct fi_context2 ctx[kBatch];
-  struct fi_cq_tagged_entry ent[kBatch];
+  Entry ent[kBatch];
   std::memset(ent, 0, sizeof(ent));
   for (auto _ : state) {
     ssize_t bad = 0;
@@ -564,10 +599,10 @@ void bm_op(benchmark::State& state, Mode mode) {
   }
 }
 
-void bm_empty_poll(benchmark::State& state, Mode mode) {
+void bm_empty_poll(benchmark::State& state, Mode mode, bool util = false) {
   Stack* s = stack(mode, state);
   if (!s) return;
-  struct fid_cq* cq = s->empty_cq;
+  struct fid_cq* cq = util ? s->util_cq : s->empty_cq;
   struct fi_cq_tagged_entry ent[16];
   ssize_t n = 0;
   for (auto _ : state) {
@@ -683,19 +718,24 @@ void bm_step_ring_owned(benchmark::State& state) {
 }
 
 // One poll's NIC busy interval: plain update (`serial`: a FI_THREAD_DOMAIN
-// domain) or the try-lock (any other threading model).
+// domain) or the try-lock (any other threading model). Every period reaches
+// the NIC's time windows and busiest-stretch tracker, set up as the preload
+// sets up a domain's.
 void bm_step_nic(benchmark::State& state, bool serial) {
-  fabtrace::NicBusy nic;  // a private one: the report's NIC stays untouched
-  nic.serial = serial;
+  if (!stack(Mode::kTraced, state)) return;  // the runtime: clock and window settings
+  const fabtrace::Runtime& rt = fabtrace::runtime();
+  auto nic = std::make_unique<fabtrace::NicBusy>();  // a private one: the report's stays untouched
+  nic->serial = serial;
+  nic->set_windows(rt.start_ticks, rt.nic_window_shift, rt.nic_peak_span);
   fabtrace::NicLocal local;
-  local.nic = &nic;
-  uint64_t t = 1000;
+  local.nic = nic.get();
+  uint64_t t = rt.start_ticks + 1000;
   for (auto _ : state) {  // a ping-pong: one new period per poll, the worst case
-    local.add(t, t + 64);
+    local.add(t, t + 64, 64);
     t += 128;
   }
   local.flush();
-  benchmark::DoNotOptimize(nic.busy_ticks());
+  benchmark::DoNotOptimize(nic->busy_ticks());
 }
 
 void bm_step_my_shard(benchmark::State& state) {
@@ -798,10 +838,21 @@ void register_parent() {
   reg_op<Op::kWritemsg>("Writemsg", true);
   reg_op<Op::kReadmsg>("Readmsg", true);
   reg_op<Op::kInject>("Inject", true);
+  // The application asks for FI_CQ_FORMAT_CONTEXT: traced, its entries come
+  // from a FI_CQ_FORMAT_MSG CQ through the preload's copy.
+  for (Mode m : {Mode::kRaw, Mode::kTraced}) {
+    reg(std::string("BM_TsendCtxCq/") + mode_name(m), 1,
+        [m](benchmark::State& st) { bm_op<Op::kTsend, 1, struct fi_cq_entry>(st, m); });
+    reg(std::string("BM_TsendCtxCq_x16/") + mode_name(m), 16,
+        [m](benchmark::State& st) { bm_op<Op::kTsend, 16, struct fi_cq_entry>(st, m); });
+  }
   for (Mode m : {Mode::kRaw, Mode::kTraced, Mode::kSeed})
     reg(std::string("BM_EmptyPoll/") + mode_name(m), 1,
         [m](benchmark::State& st) { bm_empty_poll(st, m); });
   reg("BM_EmptyPoll/traced_nogap", 1, bm_empty_poll_nogap);
+  for (Mode m : {Mode::kRaw, Mode::kTraced})
+    reg(std::string("BM_EmptyPollUtilCq/") + mode_name(m), 1,
+        [m](benchmark::State& st) { bm_empty_poll(st, m, true); });
   for (Mode m : {Mode::kRaw, Mode::kTraced}) {
     reg(std::string("BM_Threads2_SeparateCq/") + mode_name(m), 1,
         [m](benchmark::State& st) { bm_threads<Sharing::kSeparateCq>(st, m); })
@@ -977,11 +1028,30 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
   print_header("16 issued, then one fi_cq_read(count 16); per op", "raw_ns", "traced_ns", true);
   for (const OpName& o : ops)
     row3(std::string(o.fi) + " x16", std::string("BM_") + o.bm + "_x16", kOpTarget);
+  print_header(
+      "fi_tsend + poll on a FI_CQ_FORMAT_CONTEXT CQ (traced: opened in FI_CQ_FORMAT_MSG, "
+      "entries copied out); translation = added here - added on the TAGGED CQ",
+      "raw_ns", "traced_ns", false);
+  print_row("fi_tsend, CONTEXT CQ", get(m, "BM_TsendCtxCq/raw"), get(m, "BM_TsendCtxCq/traced"),
+            NAN, false, kOpTarget, &t);
+  print_row("fi_tsend x16, CONTEXT CQ", get(m, "BM_TsendCtxCq_x16/raw"),
+            get(m, "BM_TsendCtxCq_x16/traced"), NAN, false, kOpTarget, &t);
+  {
+    const double tagged1 = get(m, "BM_Tsend/traced") - get(m, "BM_Tsend/raw");
+    const double ctx1 = get(m, "BM_TsendCtxCq/traced") - get(m, "BM_TsendCtxCq/raw");
+    const double tagged16 = get(m, "BM_Tsend_x16/traced") - get(m, "BM_Tsend_x16/raw");
+    const double ctx16 = get(m, "BM_TsendCtxCq_x16/traced") - get(m, "BM_TsendCtxCq_x16/raw");
+    if (!std::isnan(ctx1) && !std::isnan(tagged1))
+      std::printf("%-26s %9.2f ns per completion (1 per poll), %.2f ns (16 per poll)\n",
+                  "format translation", ctx1 - tagged1, ctx16 - tagged16);
+  }
   print_header("untimed and polls", "raw_ns", "traced_ns", true);
   row3("fi_inject (counted only)", "BM_Inject", 0);
   row3("empty poll fi_cq_read", "BM_EmptyPoll", kPollTarget);
   print_row("empty poll, CQGAP=0", get(m, "BM_EmptyPoll/raw"), get(m, "BM_EmptyPoll/traced_nogap"),
             NAN, true, 0, &t);
+  print_row("empty poll, utility CQ", get(m, "BM_EmptyPollUtilCq/raw"),
+            get(m, "BM_EmptyPollUtilCq/traced"), NAN, true, kPollTarget, &t);
   print_header(
       "2 threads, fi_tsend + poll each; ns per op (real: wall / ops, cpu: both threads' CPU / ops)",
       "raw_ns", "traced_ns", false);

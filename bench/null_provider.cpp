@@ -409,6 +409,14 @@ ssize_t cq_readfrom(struct fid_cq* fcq, void* buf, size_t count, fi_addr_t* src)
   return n;
 }
 
+// The utility-CQ way (kNullUtilCq): through the table, whoever is in it.
+ssize_t cq_read_util(struct fid_cq* fcq, void* buf, size_t count) {
+  return fi_cq_readfrom(fcq, buf, count, nullptr);
+}
+ssize_t cq_sread_util(struct fid_cq* fcq, void* buf, size_t count, const void*, int) {
+  return fi_cq_readfrom(fcq, buf, count, nullptr);
+}
+
 ssize_t cq_readerr(struct fid_cq*, struct fi_cq_err_entry*, uint64_t) { return -FI_EAGAIN; }
 
 // Completions are there at once or never: a blocking read does not block.
@@ -597,6 +605,12 @@ struct fi_ops_cq make_cq_ops() {
   o.strerror = cq_strerror;
   return o;
 }
+struct fi_ops_cq make_util_cq_ops() {
+  auto o = make_cq_ops();
+  o.read = cq_read_util;
+  o.sread = cq_sread_util;
+  return o;
+}
 struct fi_ops make_domain_fid_ops() {
   auto o = zeroed<struct fi_ops>();
   o.close = domain_close;
@@ -647,6 +661,7 @@ struct fi_ops_tagged g_tagged_ops = make_tagged_ops();
 struct fi_ops_rma g_rma_ops = make_rma_ops();
 struct fi_ops g_cq_fid_ops = make_cq_fid_ops();
 struct fi_ops_cq g_cq_ops = make_cq_ops();
+struct fi_ops_cq g_util_cq_ops = make_util_cq_ops();
 struct fi_ops g_domain_fid_ops = make_domain_fid_ops();
 struct fi_ops_domain g_domain_ops = make_domain_ops();
 struct fi_ops g_fabric_fid_ops = make_fabric_fid_ops();
@@ -696,7 +711,7 @@ int domain_cq_open(struct fid_domain* fdom, struct fi_cq_attr* attr, struct fid_
   q->cq.fid.fclass = FI_CLASS_CQ;
   q->cq.fid.context = context;
   q->cq.fid.ops = &g_cq_fid_ops;
-  q->cq.ops = &g_cq_ops;
+  q->cq.ops = attr && (attr->flags & kNullUtilCq) ? &g_util_cq_ops : &g_cq_ops;
   q->domain = const_cast<NullDomain*>(dom);
   q->locked = dom->thread_safe;
   q->mask = n - 1;

@@ -42,6 +42,12 @@
 
 namespace fabtrace_bench {
 
+// fi_cq_attr::flags bit of the null provider only: the CQ's fi_cq_read and
+// fi_cq_sread call fi_cq_readfrom through the CQ's op table, as libfabric's
+// utility CQ (ofi_cq_read, ofi_cq_sreadfrom) does for tcp;ofi_rxm, shm and
+// udp;ofi_rxd, so that a tracer that replaced the table sees the call twice.
+constexpr uint64_t kNullUtilCq = 1ULL << 62;
+
 // Ring depth of a null CQ opened with fi_cq_attr::size == 0 (a non-zero size
 // is rounded up to a power of two).
 constexpr size_t kNullCqDefaultDepth = 1024;

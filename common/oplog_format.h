@@ -57,9 +57,11 @@ struct OpEntry {
   uint32_t tid;      // issuing thread (Linux tid)
   uint8_t kind;      // OpKind
   uint8_t error;     // 1: completed in error
-  uint16_t reserved;
+  uint16_t flags;    // kOp* bits (always 0 in files of earlier fabtrace versions)
   uint32_t reserved2;
 };
+// `bytes` is the posted size of a receive whose completion carried no length.
+constexpr uint16_t kOpSizeUnknown = 1;
 static_assert(sizeof(OpEntry) == 40, "layout");
 
 }  // namespace oplog

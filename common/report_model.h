@@ -11,23 +11,43 @@
 
 namespace fabtrace {
 
+// The JSON report's format version. 2: receive rows may be "size_unknown";
+// "ring_full" per row, apart from "untimed"; a NIC's addresses are a list
+// ("locals"), where version 1 joined them with commas ("local"); a NIC row for
+// every domain with ops, receives only included; NIC time windows and peak;
+// "completed_within_50us" is version 1's "imm".
+// Readers accept every version up to theirs.
+constexpr int kReportFormatVersion = 2;
+
 // One (op, size) of one link.
 struct OpRow {
-  std::string op;       // "fi_tsend"
-  uint64_t bytes = 0;   // message size (received size for receives)
+  std::string op;      // "fi_tsend"
+  uint64_t bytes = 0;  // message size (received size for receives, unless size_unknown)
+  // A receive row whose completions carried no length (the provider's CQ had
+  // no length field): bytes is the posted buffer size, and gbps is 0.
+  bool size_unknown = false;
   uint64_t count = 0;   // timed successful completions
   uint64_t errors = 0;  // completions in error (fi_cq_readerr, incl. cancelled)
-  uint64_t untimed =
-      0;  // accepted but not timed: no completion (inject, selective), ring full, context kept
+  // Accepted, not timed by design: no completion (inject, selective), context
+  // kept (peek/claim, multi-recv, triggered). In version 1 reports it also
+  // held the ring_full ops.
+  uint64_t untimed = 0;
+  uint64_t ring_full = 0;  // accepted, not timed: the in-flight ring had no free record
   uint64_t unfinished =
       0;                 // accepted, timed, never completed (CQ closed or still in flight at exit)
   uint64_t eagain = 0;   // refused at issue with -FI_EAGAIN
   uint64_t refused = 0;  // refused at issue with another error
-  uint64_t imm = 0;      // receives completed < 50 us after posting (message was waiting)
+  // Receives completed less than 50 us after they were posted: the message
+  // was already waiting, or the receive was posted just in time on a fast
+  // path; this count alone does not tell which (the job report's "posted
+  // late" verdict comes from both ranks' per-op timelines).
+  uint64_t within_50us = 0;
   double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
   double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
   bool recv = false;
-  uint64_t issued() const { return sat_add(sat_add(count, errors), sat_add(untimed, unfinished)); }
+  uint64_t issued() const {
+    return sat_add(sat_add(sat_add(count, errors), sat_add(untimed, ring_full)), unfinished);
+  }
 };
 
 struct LinkReport {
@@ -37,13 +57,38 @@ struct LinkReport {
 };
 
 // One NIC (libfabric domain): concurrency-aware achieved bandwidth.
+// One time window of a NIC's activity: window `index` starts index *
+// window_ns after the rank's first fabric activity.
+struct NicWindow {
+  uint64_t index = 0;
+  double busy_ns = 0;  // time in the window with at least one op in flight
+  uint64_t bytes = 0;  // bytes of the busy periods in it, spread over their time
+};
+
+// One per domain with any op (a domain that only received has ops == 0).
 struct NicReport {
-  std::string domain;  // domain name
-  std::string local;   // local endpoint address(es)
-  uint64_t ops = 0;    // successful non-receive ops
+  std::string domain;               // domain name
+  std::vector<std::string> locals;  // the addresses of its endpoints
+  uint64_t ops = 0;                 // successful non-receive ops
   uint64_t bytes = 0;
-  double busy_ns = 0;  // union of in-flight intervals
-  double gbps = 0;     // bytes / busy_ns
+  double busy_ns = 0;  // union of in-flight intervals, whole run
+  double gbps = 0;     // bytes / busy_ns: the whole run ("achieved")
+  // Over time: the windows with activity (bounded: at most 4096; wider
+  // windows in long runs).
+  double window_ns = 0;
+  std::vector<NicWindow> windows;
+  // The busiest stretch of at most peak_limit_ns (10 ms): the one whose busy
+  // periods completed the most bytes; peak_gbps is those bytes over its
+  // length (first issue to last completion in it, idle gaps included).
+  double peak_limit_ns = 0;
+  double peak_gbps = 0;
+  double peak_start_s = 0;  // seconds after the first fabric activity
+  double peak_span_ns = 0;
+  uint64_t peak_bytes = 0;
+  // Busy time and bytes in the whole-run figures but in no window nor
+  // stretch (periods a thread folded alone while another held the NIC's lock).
+  double unbinned_busy_ns = 0;
+  uint64_t unbinned_bytes = 0;
 };
 
 struct CqReport {

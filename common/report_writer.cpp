@@ -12,23 +12,28 @@ namespace {
 constexpr const char* kP = "[fabtrace]";
 
 void text_row(std::FILE* out, const OpRow& o) {
-  std::fprintf(out, "%s   %-20s %10llu B %9llu ops", kP, o.op.c_str(),
-               static_cast<unsigned long long>(o.bytes), static_cast<unsigned long long>(o.count));
+  if (o.size_unknown)
+    std::fprintf(out, "%s   %-20s size unknown, posted %llu B %9llu ops", kP, o.op.c_str(),
+                 static_cast<unsigned long long>(o.bytes),
+                 static_cast<unsigned long long>(o.count));
+  else
+    std::fprintf(out, "%s   %-20s %10llu B %9llu ops", kP, o.op.c_str(),
+                 static_cast<unsigned long long>(o.bytes),
+                 static_cast<unsigned long long>(o.count));
   if (o.count)
-    std::fprintf(out, "  avg %9.3f  p50 %9.3f  p99 %9.3f  min %9.3f  max %9.3f us  ~%7.3f GB/s",
-                 o.avg_ns / 1e3, o.p50_ns / 1e3, o.p99_ns / 1e3, o.min_ns / 1e3, o.max_ns / 1e3,
-                 o.gbps);
+    std::fprintf(out, "  avg %9.3f  p50 %9.3f  p99 %9.3f  min %9.3f  max %9.3f us", o.avg_ns / 1e3,
+                 o.p50_ns / 1e3, o.p99_ns / 1e3, o.min_ns / 1e3, o.max_ns / 1e3);
+  if (o.count && !o.size_unknown) std::fprintf(out, "  ~%7.3f GB/s", o.gbps);
   if (o.recv && o.count)
-    std::fprintf(out, "  [imm %llu = %.1f%%]", static_cast<unsigned long long>(o.imm),
-                 100.0 * static_cast<double>(o.imm) / static_cast<double>(o.count));
+    std::fprintf(out, "  [<50us of post %llu = %.1f%%]",
+                 static_cast<unsigned long long>(o.within_50us),
+                 100.0 * static_cast<double>(o.within_50us) / static_cast<double>(o.count));
   const struct {
     uint64_t v;
     const char* what;
-  } extras[] = {{o.errors, "err"},
-                {o.untimed, "untimed"},
-                {o.unfinished, "unfinished"},
-                {o.eagain, "EAGAIN"},
-                {o.refused, "refused"}};
+  } extras[] = {{o.errors, "err"},          {o.untimed, "untimed"},
+                {o.ring_full, "ring full"}, {o.unfinished, "unfinished"},
+                {o.eagain, "EAGAIN"},       {o.refused, "refused"}};
   for (const auto& e : extras)
     if (e.v) std::fprintf(out, "  [%llu %s]", static_cast<unsigned long long>(e.v), e.what);
   std::fputc('\n', out);
@@ -42,11 +47,22 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
                kP, r.host.c_str(), r.rank.c_str(), r.pid, r.providers.c_str(), r.duration_s,
                r.tsc ? "tsc" : "clock_gettime", r.ns_per_tick, r.clock_residual_ns,
                static_cast<unsigned long long>(r.clock_pairs));
-  for (const NicReport& n : r.nics)
-    std::fprintf(
-        out, "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s\n",
-        kP, n.domain.c_str(), n.local.c_str(), static_cast<unsigned long long>(n.ops),
-        static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
+  for (const NicReport& n : r.nics) {
+    std::string locals;
+    for (const std::string& a : n.locals) locals += (locals.empty() ? "" : " ") + a;
+    std::fprintf(out,
+                 "%s NIC %-12s %-26s %10llu ops %16llu bytes  busy %12.3f ms  achieved %8.3f GB/s",
+                 kP, n.domain.c_str(), locals.c_str(), static_cast<unsigned long long>(n.ops),
+                 static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
+    if (n.peak_gbps > 0)
+      std::fprintf(out, "  peak %8.3f GB/s (%llu bytes in %.3f ms at t+%.3f s)", n.peak_gbps,
+                   static_cast<unsigned long long>(n.peak_bytes), n.peak_span_ns / 1e6,
+                   n.peak_start_s);
+    if (n.unbinned_bytes || n.unbinned_busy_ns > 0)
+      std::fprintf(out, "  [%.3f ms busy, %llu bytes in no window]", n.unbinned_busy_ns / 1e6,
+                   static_cast<unsigned long long>(n.unbinned_bytes));
+    std::fputc('\n', out);
+  }
   for (const CqReport& c : r.cqs) {
     std::fprintf(out, "%s CQ#%u polls %llu  gaps:", kP, c.id,
                  static_cast<unsigned long long>(c.polls));
@@ -71,7 +87,7 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
 void write_report_json(std::FILE* out, const ProcessReport& r) {
   JsonWriter j(out);
   j.begin_object();
-  j.field("format", "fabtrace-report").field("version", 1);
+  j.field("format", "fabtrace-report").field("version", kReportFormatVersion);
   j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
   j.field("providers", r.providers);
   j.field("start_mono_ns", r.start_mono_ns).field("start_wall_ns", r.start_wall_ns);
@@ -85,8 +101,24 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
   j.key("nics").begin_array();
   for (const NicReport& n : r.nics) {
     j.begin_object();
-    j.field("domain", n.domain).field("local", n.local).field("ops", n.ops).field("bytes", n.bytes);
+    j.field("domain", n.domain);
+    j.key("locals").begin_array();
+    for (const std::string& a : n.locals) j.value(a);
+    j.end_array();
+    j.field("ops", n.ops).field("bytes", n.bytes);
     j.field("busy_ns", n.busy_ns).field("achieved_gbps", n.gbps);
+    j.field("window_ns", n.window_ns);
+    j.key("windows").begin_array();  // [index, busy_ns, bytes], windows with activity only
+    for (const NicWindow& w : n.windows) {
+      j.begin_array();
+      j.value(w.index).value(w.busy_ns).value(w.bytes);
+      j.end_array();
+    }
+    j.end_array();
+    j.field("peak_limit_ns", n.peak_limit_ns).field("peak_gbps", n.peak_gbps);
+    j.field("peak_start_s", n.peak_start_s).field("peak_span_ns", n.peak_span_ns);
+    j.field("peak_bytes", n.peak_bytes);
+    j.field("unbinned_busy_ns", n.unbinned_busy_ns).field("unbinned_bytes", n.unbinned_bytes);
     j.end_object();
   }
   j.end_array();
@@ -109,9 +141,11 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
     for (const OpRow& o : l.rows) {
       j.begin_object();
       j.field("op", o.op).field("bytes", o.bytes).field("count", o.count);
-      j.field("errors", o.errors).field("untimed", o.untimed).field("unfinished", o.unfinished);
+      if (o.size_unknown) j.field("size_unknown", true);
+      j.field("errors", o.errors).field("untimed", o.untimed).field("ring_full", o.ring_full);
+      j.field("unfinished", o.unfinished);
       j.field("eagain", o.eagain).field("refused", o.refused);
-      if (o.recv) j.field("imm", o.imm);
+      if (o.recv) j.field("completed_within_50us", o.within_50us);
       j.field("avg_ns", o.avg_ns).field("min_ns", o.min_ns).field("max_ns", o.max_ns);
       j.field("p50_ns", o.p50_ns).field("p99_ns", o.p99_ns).field("gbps", o.gbps);
       j.end_object();

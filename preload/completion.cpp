@@ -4,7 +4,8 @@ namespace fabtrace {
 
 namespace {
 void nic_interval(Shard* s, const OpRecord* rec, uint64_t now) {
-  if (!op_is_recv(rec->kind)) nic_interval(s, rec->ep->domain, rec->start, now);
+  // Busy, but nothing completed: no bytes.
+  if (!op_is_recv(rec->kind)) nic_interval(s, rec->ep->domain, rec->start, now, 0);
 }
 }  // namespace
 

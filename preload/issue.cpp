@@ -4,9 +4,15 @@ namespace fabtrace {
 
 thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 
-void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer) {
-  if (Shard* s = my_shard())
-    if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) ++c->untimed;
+void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, Untimed why) {
+  if (Shard* s = my_shard()) {
+    if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) {
+      if (why == Untimed::kRingFull)
+        ++c->ring_full;
+      else
+        ++c->untimed;
+    }
+  }
 }
 
 void count_refusal(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, ssize_t ret) {

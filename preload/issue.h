@@ -23,10 +23,12 @@ inline uint32_t my_tid() {
   return t_tid;
 }
 
-// Why an op is forwarded with the application's own context.
-enum class Untimed { kNoCompletion, kRingFull };
+// Why an op is forwarded with the application's own context: by design (no
+// completion will come, or its context must reach the provider unchanged), or
+// because every probed record of the in-flight ring was busy.
+enum class Untimed { kByDesign, kRingFull };
 
-void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer);
+void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, Untimed why);
 void count_refusal(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, ssize_t ret);
 
 // Forwards an op. `call(ctx)` performs it with the given context. `completes`
@@ -38,7 +40,7 @@ inline ssize_t issue(EpWrap* w, const Direction& d, bool completes, OpKind kind,
   if (!rec) {
     const ssize_t ret = call(ctx);
     if (ret == 0)
-      count_untimed(w, kind, bytes, peer);
+      count_untimed(w, kind, bytes, peer, completes ? Untimed::kRingFull : Untimed::kByDesign);
     else
       count_refusal(w, kind, bytes, peer, ret);
     return ret;

@@ -12,6 +12,12 @@
 // oldest period into a private total instead, so no poll ever waits. Windows
 // hold the most recent disjoint periods; older ones are folded into a total.
 //
+// Each period carries the bytes of the ops completed in it; the shared window
+// hands every period it folds (and, at exit, the rest), in time order, to the
+// NIC's time windows (nic_bins.h) and busiest-stretch tracker (nic_peak.h).
+// Periods a thread folded on its own while the lock was held reach only the
+// totals: their time and bytes are counted as unbinned.
+//
 // What is exact and what is not: overlapping ops of one thread always merge.
 // Ops of different threads merge as long as they meet in the shared window
 // (the most recent kShared periods); a period folded while the lock was held
@@ -22,77 +28,122 @@
 #include <atomic>
 #include <cstdint>
 
+#include "preload/nic_bins.h"
+#include "preload/nic_peak.h"
+
 namespace fabtrace {
+
+// Where a NIC's final busy periods go: its time windows and its busiest stretch.
+struct NicActivity {
+  NicBins bins;
+  NicPeak peak;
+  void add(uint64_t a, uint64_t b, uint64_t bytes) {
+    bins.add(a, b, bytes);
+    peak.add(a, b, bytes);
+  }
+};
 
 // The most recent disjoint busy periods (ascending), plus the ticks of those
 // folded out of it. N is a power of two.
 template <int N>
 struct PeriodWindow {
   static_assert((N & (N - 1)) == 0, "power of two");
-  uint64_t start[N] = {}, end[N] = {};
-  uint32_t head = 0, n = 0;  // oldest period, number of periods
-  uint64_t folded = 0;       // ticks of the periods that left the window
-  uint64_t folded_end = 0;   // end of the newest of them: nothing before it counts again
+  uint64_t start[N] = {}, end[N] = {}, bytes[N] = {};
+  uint32_t head = 0, n = 0;     // oldest period, number of periods
+  uint64_t folded = 0;          // ticks of the periods that left the window
+  uint64_t folded_bytes = 0;    // their bytes
+  uint64_t folded_end = 0;      // end of the newest of them: nothing before it counts again
+  NicActivity* sink = nullptr;  // where folded periods go (the shared window's only)
 
   uint64_t& s(uint32_t i) { return start[(head + i) & (N - 1)]; }
   uint64_t& e(uint32_t i) { return end[(head + i) & (N - 1)]; }
+  uint64_t& b(uint32_t i) { return bytes[(head + i) & (N - 1)]; }
   bool full() const { return n == N; }
 
   void fold_oldest() {
-    folded += end[head] - start[head];
+    fold(start[head], end[head], bytes[head]);
     folded_end = end[head];
     head = (head + 1) & (N - 1);
     --n;
   }
-  // Adds [a, b]. When the window is full and [a, b] is a new period, the
-  // oldest one is folded first. Inline for the two usual cases, with room:
-  // after the newest period, or overlapping only it.
-  void insert(uint64_t a, uint64_t b) {
+  // Adds [a, b] in which `nbytes` were completed. When the window is full and
+  // [a, b] is a new period, the oldest one is folded first. Inline for the two
+  // usual cases, with room: after the newest period, or overlapping only it.
+  void insert(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (__builtin_expect(n != 0 && n != N && b > a, 1)) {
       const uint32_t last = (head + n - 1) & (N - 1);
       if (a > end[last]) {  // periods are never before folded_end
-        start[(head + n) & (N - 1)] = a;
-        end[(head + n) & (N - 1)] = b;
+        const uint32_t i = (head + n) & (N - 1);
+        start[i] = a;
+        end[i] = b;
+        bytes[i] = nbytes;
         ++n;
         return;
       }
       if (a >= start[last]) {
         if (b > end[last]) end[last] = b;
+        bytes[last] += nbytes;
         return;
       }
     }
-    insert_slow(a, b);
+    insert_slow(a, b, nbytes);
   }
-  __attribute__((noinline)) void insert_slow(uint64_t a, uint64_t b) {
+  __attribute__((noinline)) void insert_slow(uint64_t a, uint64_t b, uint64_t nbytes) {
     if (a < folded_end) a = folded_end;  // that part is already counted, or lost
-    if (b <= a) return;
+    if (b <= a) {
+      // Its time is counted already; its bytes join the newest period (or
+      // the folded ones) so that no byte is lost.
+      if (n)
+        this->b(n - 1) += nbytes;
+      else
+        folded_bytes += nbytes;
+      return;
+    }
     if (n) {
       uint64_t& last_e = e(n - 1);
       if (a > last_e) {
         // The usual case: after every period (a ping-pong makes one per op).
       } else if (a >= s(n - 1)) {
         if (b > last_e) last_e = b;  // overlaps the newest period only
+        this->b(n - 1) += nbytes;
         return;
       } else {
-        merge(a, b);  // reaches back further: out-of-order completions
+        merge(a, b, nbytes);  // reaches back further: out-of-order completions
         return;
       }
     }
     if (full()) fold_oldest();
-    start[(head + n) & (N - 1)] = a;
-    end[(head + n) & (N - 1)] = b;
+    const uint32_t i = (head + n) & (N - 1);
+    start[i] = a;
+    end[i] = b;
+    bytes[i] = nbytes;
     ++n;
+  }
+  // Hands every period still in the window to the sink (at exit).
+  void bin_all() {
+    if (!sink) return;
+    for (uint32_t i = 0; i < n; ++i) sink->add(s(i), e(i), b(i));
   }
   uint64_t total() const {
     uint64_t t = folded;
     for (uint32_t i = 0; i < n; ++i) t += end[(head + i) & (N - 1)] - start[(head + i) & (N - 1)];
     return t;
   }
+  uint64_t total_bytes() const {
+    uint64_t t = folded_bytes;
+    for (uint32_t i = 0; i < n; ++i) t += bytes[(head + i) & (N - 1)];
+    return t;
+  }
 
  private:
+  void fold(uint64_t a, uint64_t b, uint64_t nbytes) {
+    folded += b - a;
+    folded_bytes += nbytes;
+    if (sink) sink->add(a, b, nbytes);
+  }
   // General case: [a, b] merges the periods it overlaps (contiguous, as the
   // window is sorted and disjoint), or lands in a gap between two of them.
-  void merge(uint64_t a, uint64_t b) {
+  void merge(uint64_t a, uint64_t b, uint64_t nbytes) {
     uint32_t hi = n;
     while (hi > 0 && s(hi - 1) > b) --hi;
     uint32_t lo = hi;
@@ -100,12 +151,13 @@ struct PeriodWindow {
     if (lo < hi) {
       if (s(lo) < a) a = s(lo);
       if (e(hi - 1) > b) b = e(hi - 1);
+      for (uint32_t i = lo; i < hi; ++i) nbytes += this->b(i);
     }
     if (lo == hi && full()) {
       // A new period in a gap, and no room. One older than every kept period is
       // disjoint from all of them and (clamped above) from the folded ones.
       if (lo == 0) {
-        folded += b - a;
+        fold(a, b, nbytes);
         return;
       }
       fold_oldest();  // shifts every index down by one
@@ -114,14 +166,17 @@ struct PeriodWindow {
     // Replace periods [lo, hi) by [a, b], shifting the newer ones.
     const uint32_t removed = hi - lo;
     if (removed == 0) {
-      for (uint32_t i = n; i > lo; --i) s(i) = s(i - 1), e(i) = e(i - 1);
+      for (uint32_t i = n; i > lo; --i)
+        s(i) = s(i - 1), e(i) = e(i - 1), this->b(i) = this->b(i - 1);
       ++n;
     } else {
-      for (uint32_t i = hi; i < n; ++i) s(i - removed + 1) = s(i), e(i - removed + 1) = e(i);
+      for (uint32_t i = hi; i < n; ++i)
+        s(i - removed + 1) = s(i), e(i - removed + 1) = e(i), this->b(i - removed + 1) = this->b(i);
       n -= removed - 1;
     }
     s(lo) = a;
     e(lo) = b;
+    this->b(lo) = nbytes;
   }
 };
 
@@ -132,6 +187,21 @@ struct NicBusy {
   bool serial = false;  // FI_THREAD_DOMAIN: the application serializes the domain
   std::atomic<uint32_t> lock{0};
   PeriodWindow<kShared> window;  // the lock holder's only
+  NicActivity activity;          // the lock holder's only (window.sink points here)
+  // Periods threads folded on their own while the lock was held: in the
+  // totals, not in the bins.
+  uint64_t unbinned_ticks = 0, unbinned_bytes = 0;
+
+  NicBusy() { window.sink = &activity; }
+  // Time windows (and the busiest stretch's) start at `origin`, 1 << shift
+  // ticks each; the busiest stretch lasts at most `span`.
+  void set_windows(uint64_t origin, uint32_t shift, uint64_t span) {
+    activity.bins.origin = activity.peak.origin = origin;
+    activity.bins.shift = activity.peak.shift = shift;  // the bins' may grow later
+    activity.peak.span = span;
+  }
+  NicBusy(const NicBusy&) = delete;
+  NicBusy& operator=(const NicBusy&) = delete;
 
   // Runs f(window) under the try-lock; false (f not run) when it is held.
   template <typename F>
@@ -158,21 +228,25 @@ struct NicLocal {
 
   // Moves every period into the NIC's window. False when its lock is held.
   bool flush() {
-    if (!nic || (w.n == 0 && w.folded == 0)) return true;
+    if (!nic || (w.n == 0 && w.folded == 0 && w.folded_bytes == 0)) return true;
     return nic->with_window([this](PeriodWindow<NicBusy::kShared>& g) {
-      for (uint32_t i = 0; i < w.n; ++i) g.insert(w.s(i), w.e(i));
+      for (uint32_t i = 0; i < w.n; ++i) g.insert(w.s(i), w.e(i), w.b(i));
       g.folded += w.folded;
+      g.folded_bytes += w.folded_bytes;
+      nic->unbinned_ticks += w.folded;
+      nic->unbinned_bytes += w.folded_bytes;
       w.n = 0;
       w.folded = 0;
+      w.folded_bytes = 0;
     });
   }
-  void add(uint64_t a, uint64_t b) {
+  void add(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (w.full() && !flush()) {
       // The NIC is being updated by another thread: count our oldest period
       // on our own rather than wait.
       w.fold_oldest();
     }
-    w.insert(a, b);
+    w.insert(a, b, nbytes);
   }
 };
 

@@ -68,9 +68,14 @@ struct CqWrap {
   const struct fi_ops_cq* real_ops = nullptr;
   struct fi_ops fid_ops = {};
   struct fi_ops_cq ops = {};
+  // The application's entry format, and the one the provider writes (a format
+  // with the length when the provider accepted one: cq_format.h).
   enum fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
   size_t entry_size = sizeof(struct fi_cq_entry);
-  bool has_len = false;                // entries carry the received length
+  enum fi_cq_format prov_format = FI_CQ_FORMAT_CONTEXT;
+  size_t prov_entry_size = sizeof(struct fi_cq_entry);
+  bool has_len = false;                // provider entries carry the received length
+  bool translate = false;              // prov_format != format: entries pass through our stack
   uint32_t id = 0;                     // index into the per-thread poll tables (< kMaxCqs) or kNoCq
   std::atomic<uint64_t> last_poll{0};  // ticks of the latest poll by any thread
   std::atomic<bool> closed{false};
@@ -131,7 +136,11 @@ void wrap_fabric(struct fid_fabric* fabric, const char* prov_name);
 DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const struct fi_info* info);
 EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent,
                 bool rx_only);
-CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, const struct fi_cq_attr* attr);
+// Opens the provider's CQ for the application (in a format with the length
+// when the application's has none) and wraps it.
+int open_cq(DomainWrap* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);
+CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, enum fi_cq_format app_format,
+                enum fi_cq_format prov_format);
 AvWrap* wrap_av(struct fid_av* av, size_t addrlen);
 
 // Installs the data-path shims of each family into an endpoint's tables.

@@ -21,7 +21,7 @@ namespace fabtrace {
 
 namespace {
 
-using CellMapKey = std::tuple<const EpWrap*, fi_addr_t, int, uint64_t>;
+using CellMapKey = std::tuple<const EpWrap*, fi_addr_t, int, uint64_t, bool>;
 
 // Every thread's NIC busy periods go into their NICs' windows now; an interval
 // that could not be added is named, never lost silently.
@@ -37,6 +37,21 @@ void add_pending_nic_intervals(Shard* tail) {
   };
   flush(tail);
   for (Shard* s = all_shards(); s; s = s->next) flush(s);
+  // The periods still in each NIC's window go to its time windows now.
+  std::vector<DomainWrap*> domains;
+  {
+    std::lock_guard<std::mutex> lk(runtime().mu);
+    domains = runtime().domains;
+  }
+  for (DomainWrap* d : domains) {
+    bool done = false;
+    const auto bin = [d](PeriodWindow<NicBusy::kShared>& g) {
+      g.bin_all();
+      d->nic.activity.peak.finish();
+    };
+    for (int tries = 0; !done && tries < 100000; ++tries) done = d->nic.with_window(bin);
+    if (!done) lost += d->nic.window.n;
+  }
   if (lost)
     log_line(
         "warning: %llu NIC busy intervals not counted (their NIC was being updated by "
@@ -44,13 +59,33 @@ void add_pending_nic_intervals(Shard* tail) {
         static_cast<unsigned long long>(lost));
 }
 
+// A NIC's time windows and busiest stretch, once every period is in them.
+void nic_activity(const Calibration& cal, const Runtime& rt, const NicBusy& nic, NicReport* n) {
+  const NicBins& b = nic.activity.bins;
+  n->window_ns = cal.ticks_to_ns(b.width());
+  for (uint32_t i = 0; i < b.used; ++i)
+    if (b.busy[i] || b.bytes[i]) n->windows.push_back({i, cal.ticks_to_ns(b.busy[i]), b.bytes[i]});
+  const NicPeak& p = nic.activity.peak;
+  n->peak_limit_ns = cal.ticks_to_ns(p.span);
+  if (p.best_bytes > 0 && p.best_end > p.best_start) {
+    n->peak_bytes = p.best_bytes;
+    n->peak_span_ns = cal.ticks_to_ns(p.best_end - p.best_start);
+    n->peak_gbps = static_cast<double>(p.best_bytes) / n->peak_span_ns;
+    n->peak_start_s =
+        p.best_start > rt.start_ticks ? cal.ticks_to_ns(p.best_start - rt.start_ticks) / 1e9 : 0;
+  }
+  n->unbinned_busy_ns = cal.ticks_to_ns(nic.unbinned_ticks);
+  n->unbinned_bytes = nic.unbinned_bytes;
+}
+
 void merge_into(Cell& dst, const Cell& src) {
   dst.errors += src.errors;
   dst.eagain += src.eagain;
   dst.refused += src.refused;
   dst.untimed += src.untimed;
+  dst.ring_full += src.ring_full;
   dst.unfinished += src.unfinished;
-  dst.imm += src.imm;
+  dst.within_50us += src.within_50us;
   dst.ok_bytes += src.ok_bytes;
   dst.lat.merge(src.lat);
 }
@@ -115,8 +150,8 @@ void write_report() {
     for (uint64_t i = 0; i < s->cap; ++i) {
       const Cell* c = s->slots[i];
       if (!c) continue;
-      Cell& d =
-          cells[CellMapKey{c->key.ep, c->key.peer, static_cast<int>(c->key.kind), c->key.bytes}];
+      Cell& d = cells[CellMapKey{c->key.ep, c->key.peer, static_cast<int>(c->key.kind),
+                                 c->key.bytes, c->key.size_unknown}];
       d.key = c->key;
       merge_into(d, *c);
     }
@@ -134,7 +169,8 @@ void write_report() {
   uint64_t activity = 0;
   for (auto& kv : cells) {
     const Cell& c = kv.second;
-    activity += c.lat.count() + c.errors + c.untimed + c.unfinished + c.eagain + c.refused;
+    activity +=
+        c.lat.count() + c.errors + c.untimed + c.ring_full + c.unfinished + c.eagain + c.refused;
   }
   if (!activity) return;  // a process that did no fabric I/O writes nothing
 
@@ -167,13 +203,14 @@ void write_report() {
   for (const std::string& p : provs) rep.providers += (rep.providers.empty() ? "" : ",") + p;
 
   // Links: merge cells by their readable (local, remote) pair, then (op, size).
-  std::map<std::pair<std::string, std::string>, std::map<std::pair<int, uint64_t>, Cell>> links;
+  using RowKey = std::tuple<int, uint64_t, bool>;  // op, bytes, size unknown
+  std::map<std::pair<std::string, std::string>, std::map<RowKey, Cell>> links;
   std::map<const DomainWrap*, std::pair<std::set<std::string>, std::pair<uint64_t, uint64_t>>> nic;
   for (auto& kv : cells) {
     const Cell& c = kv.second;
     const std::string local = local_label(c.key.ep);
     Cell& d = links[{local, remote_label(c.key.ep, c.key.peer)}]
-                   [{static_cast<int>(c.key.kind), c.key.bytes}];
+                   [RowKey{static_cast<int>(c.key.kind), c.key.bytes, c.key.size_unknown}];
     d.key = c.key;
     merge_into(d, c);
     auto& n = nic[c.key.ep->domain];
@@ -190,23 +227,27 @@ void write_report() {
     for (auto& rc : l.second) {
       const Cell& c = rc.second;
       OpRow o;
-      o.op = op_name(static_cast<OpKind>(rc.first.first));
-      o.bytes = rc.first.second;
-      o.recv = op_is_recv(static_cast<OpKind>(rc.first.first));
+      const OpKind kind = static_cast<OpKind>(std::get<0>(rc.first));
+      o.op = op_name(kind);
+      o.bytes = std::get<1>(rc.first);
+      o.size_unknown = std::get<2>(rc.first);
+      o.recv = op_is_recv(kind);
       o.count = c.lat.count();
       o.errors = c.errors;
       o.untimed = c.untimed;
+      o.ring_full = c.ring_full;
       o.unfinished = c.unfinished;
       o.eagain = c.eagain;
       o.refused = c.refused;
-      o.imm = c.imm;
+      o.within_50us = c.within_50us;
       if (o.count) {
         o.avg_ns = c.lat.mean() * cal.ns_per_tick;
         o.min_ns = cal.ticks_to_ns(c.lat.min());
         o.max_ns = cal.ticks_to_ns(c.lat.max());
         o.p50_ns = cal.ticks_to_ns(c.lat.percentile(0.50));
         o.p99_ns = cal.ticks_to_ns(c.lat.percentile(0.99));
-        o.gbps = o.avg_ns > 0 ? static_cast<double>(o.bytes) / o.avg_ns : 0;
+        // No bandwidth from a size that is not what arrived.
+        o.gbps = o.avg_ns > 0 && !o.size_unknown ? static_cast<double>(o.bytes) / o.avg_ns : 0;
       }
       lr.rows.push_back(o);
     }
@@ -217,12 +258,13 @@ void write_report() {
     if (it == nic.end()) continue;
     NicReport n;
     n.domain = d->name;
-    for (const std::string& s : it->second.first) n.local += (n.local.empty() ? "" : ",") + s;
+    n.locals.assign(it->second.first.begin(), it->second.first.end());
     n.ops = it->second.second.first;
     n.bytes = it->second.second.second;
     n.busy_ns = cal.ticks_to_ns(d->nic.busy_ticks());
     n.gbps = n.busy_ns > 0 ? static_cast<double>(n.bytes) / n.busy_ns : 0;
-    if (n.ops || n.busy_ns > 0) rep.nics.push_back(n);
+    nic_activity(cal, rt, d->nic, &n);
+    rep.nics.push_back(n);  // every domain with ops: the report counts one NIC per domain
   }
   for (const CqWrap* q : cqs) {
     if (q->id == kNoCq || !polls[q->id].polls) continue;

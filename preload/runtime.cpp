@@ -98,13 +98,17 @@ void runtime_activate() {
     Runtime& rt = runtime();
     clock_init();
     const Calibration cal = clock_calibration();
-    rt.imm_ticks = cal.ns_to_ticks(50e3);
+    rt.within_50us_ticks = cal.ns_to_ticks(50e3);
     const double edges_ns[5] = {10e3, 100e3, 1e6, 10e6, 100e6};
     for (int i = 0; i < 5; ++i) rt.gap_edges[i] = cal.ns_to_ticks(edges_ns[i]);
     rt.stall_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.stall_us) * 1e3);
     rt.slow_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.slow_op_us) * 1e3);
     rt.ns_per_tick = cal.ns_per_tick;
     rt.start_ticks = now_ticks();
+    // The largest power of two of ticks not above 10 ms: a window index is a shift.
+    const uint64_t ten_ms = cal.ns_to_ticks(10e6);
+    while ((uint64_t{2} << rt.nic_window_shift) <= ten_ms) ++rt.nic_window_shift;
+    rt.nic_peak_span = ten_ms;
     rt.pid = getpid();
     rt.ring.init(rt.cfg.inflight);
     start_timeline(rt);

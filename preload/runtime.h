@@ -34,12 +34,14 @@ struct Runtime {
   int pid = 0;
 
   // Thresholds in ticks, from the first calibration.
-  uint64_t imm_ticks = 0;                 // late-receiver mark: 50 us
+  uint64_t within_50us_ticks = 0;         // 50 us: receives completed sooner are counted
   uint64_t gap_edges[5] = {};             // 10us 100us 1ms 10ms 100ms
   uint64_t stall_ticks = UINT64_MAX;      // FABTRACE_STALL_US, for the cq_stall probe
   uint64_t slow_ticks = UINT64_MAX;       // FABTRACE_SLOW_OP_US, for the slow_op probe
   double ns_per_tick = 1.0;               // from the first calibration (probe arguments)
   uint64_t start_ticks = 0;               // first fabric activity
+  uint32_t nic_window_shift = 0;          // NIC time windows: 1 << shift ticks, about 10 ms
+  uint64_t nic_peak_span = 0;             // NIC busiest stretch: at most 10 ms, in ticks
   bool timeline_on = false;               // per-op timeline selected for this process (set once)
   CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any
 

@@ -24,8 +24,12 @@ struct CellKey {
   fi_addr_t peer;
   uint64_t bytes;
   OpKind kind;
+  // A receive whose CQ entry had no length: bytes is the posted size, not
+  // what arrived.
+  bool size_unknown = false;
   bool operator==(const CellKey& o) const {
-    return ep == o.ep && peer == o.peer && bytes == o.bytes && kind == o.kind;
+    return ep == o.ep && peer == o.peer && bytes == o.bytes && kind == o.kind &&
+           size_unknown == o.size_unknown;
   }
 };
 
@@ -36,11 +40,12 @@ struct Cell {
   uint64_t errors = 0;            // completed in error (incl. cancelled)
   uint64_t eagain = 0;            // refused at issue with -FI_EAGAIN (not issued)
   uint64_t refused = 0;           // refused at issue with another error
-  uint64_t untimed = 0;     // issued, not timed (no completion expected, ring full, context kept)
-  uint64_t unfinished = 0;  // issued and timed, never completed (CQ closed, or exit)
-  uint64_t imm = 0;         // receives completed within the late-receiver mark
-  uint64_t ok_bytes = 0;    // bytes of successful completions
-  LogHistogram lat;         // successful completions, ticks
+  uint64_t untimed = 0;      // issued, not timed by design (no completion expected, context kept)
+  uint64_t ring_full = 0;    // issued, not timed: no free record in the in-flight ring
+  uint64_t unfinished = 0;   // issued and timed, never completed (CQ closed, or exit)
+  uint64_t within_50us = 0;  // receives completed less than 50 us after they were posted
+  uint64_t ok_bytes = 0;     // bytes of successful completions
+  LogHistogram lat;          // successful completions, ticks
 };
 
 // NICs (domains) whose busy periods a thread gathers on its own first.
@@ -73,14 +78,16 @@ struct Shard {
   Shard* next = nullptr;
 };
 
-// One busy interval [a, b] of domain d's NIC, seen by the thread of shard s.
-inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a, uint64_t b) {
+// One busy interval [a, b] of domain d's NIC, in which `bytes` were completed,
+// seen by the thread of shard s.
+inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a, uint64_t b, uint64_t bytes) {
   if (!s) return;
   if (d->id < kMaxNics) {
     NicLocal& l = s->nic[d->id];
     l.nic = &d->nic;
-    l.add(a, b);
-  } else if (!d->nic.with_window([a, b](PeriodWindow<NicBusy::kShared>& g) { g.insert(a, b); })) {
+    l.add(a, b, bytes);
+  } else if (!d->nic.with_window(
+                 [a, b, bytes](PeriodWindow<NicBusy::kShared>& g) { g.insert(a, b, bytes); })) {
     ++s->nic_lost;
   }
 }

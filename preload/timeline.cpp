@@ -139,7 +139,7 @@ void Timeline::push_free(OpChunk* c) {
 }
 
 void Timeline::append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
-                           bool error) {
+                           bool error, uint16_t flags) {
   if (!s) return;
   TimelineLocal& tl = s->timeline;
   if (bytes < cfg_.min_bytes && !error) {
@@ -172,7 +172,7 @@ void Timeline::append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end,
     tl.chunk.store(fresh, std::memory_order_release);
     ch = fresh;
   }
-  put(ch, rec, end, bytes, link, error);
+  put(ch, rec, end, bytes, link, error, flags);
 }
 
 void Timeline::name_new_links() {

@@ -77,10 +77,11 @@ class Timeline {
   // The data path: one completed op (called by the thread that polled it).
   // Inline (preload/timeline_append.h): room in the thread's chunk, a link
   // already named, no NIC filter. Everything else goes to append_slow.
+  // `flags`: oplog::kOp* bits.
   inline void append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
-                     bool error);
-  void append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
-                   bool error);
+                     bool error, uint16_t flags = 0);
+  void append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes, bool error,
+                   uint16_t flags);
 
   const std::string& path() const { return path_; }
 
@@ -98,7 +99,7 @@ class Timeline {
   static bool keeps(const LinkSlot& s, OpKind kind);
   uint32_t link_id(const EpWrap* ep, fi_addr_t peer);
   static inline void put(OpChunk* ch, const OpRecord* rec, uint64_t end, uint64_t bytes,
-                         uint32_t link, bool error);
+                         uint32_t link, bool error, uint16_t flags);
   OpChunk* pop_free();
   void push_free(OpChunk* c);
   void run();

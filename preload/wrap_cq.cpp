@@ -1,17 +1,31 @@
 // Completion queues: every poll is timestamped once; every completion whose
 // context is one of our records is timed, given back its application context
 // and its record released. Other completions pass through untouched.
+//
+// One application poll is one pass through these shims. libfabric's utility
+// CQ implements fi_cq_read and fi_cq_sread by calling fi_cq_readfrom through
+// the CQ's op table, which is ours: such a call, made from inside one of our
+// shims on the same thread, goes straight to the provider (t_in_cq), so the
+// poll is stamped, counted and paid for once.
+//
+// Receives are filed under the size that arrived, which only entries with a
+// length tell: an application that asks for fi_cq_entry gets its CQ opened in
+// FI_CQ_FORMAT_MSG and its entries copied out in its own format (cq_format.h).
 #include <rdma/fi_errno.h>
 
 #include "common/clock.h"
 #include "preload/completion.h"
 #include "preload/probes.h"
+#include "preload/cq_format.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
 namespace fabtrace {
 
 namespace {
+
+// Set while this thread is inside a provider's CQ read called by one of our shims.
+thread_local bool t_in_cq __attribute__((tls_model("initial-exec"))) = false;
 
 CqWrap* cq_of(struct fid_cq* cq) { return FABTRACE_CONTAINER_OF(cq->ops, CqWrap, ops); }
 
@@ -48,24 +62,32 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
   Runtime& rt = runtime();
   Timeline* tl = rt.timeline_on ? &timeline() : nullptr;
   // This CQ's NIC: its ops completed by this poll are one busy interval
-  // [earliest issue, now], added once.
-  uint64_t nic_start = UINT64_MAX;
+  // [earliest issue, now], added once with their bytes.
+  uint64_t nic_start = UINT64_MAX, nic_bytes = 0;
   char* e = static_cast<char*>(buf);
-  for (ssize_t i = 0; i < n; ++i, e += w->entry_size) {
+  for (ssize_t i = 0; i < n; ++i, e += w->prov_entry_size) {
     // op_context is the first field of every CQ entry format.
     void** ctx = reinterpret_cast<void**>(e);
     OpRecord* rec = rt.ring.owned(*ctx);
     if (!rec) continue;
-    const uint64_t len = w->has_len ? reinterpret_cast<struct fi_cq_msg_entry*>(e)->len : 0;
-    if (complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain, tl) &&
-        rec->start < nic_start)
-      nic_start = rec->start;
+    const uint64_t len =
+        w->has_len ? reinterpret_cast<struct fi_cq_msg_entry*>(e)->len : kLenUnknown;
+    if (complete_ok(s, rec, now, len, src ? src[i] : FI_ADDR_NOTAVAIL, w->domain, tl)) {
+      if (rec->start < nic_start) nic_start = rec->start;
+      nic_bytes += rec->bytes;
+    }
     *ctx = rec->user_ctx;
     InflightRing::release(rec);
   }
-  if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now);
+  if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now, nic_bytes);
 }
 
+// One application poll. `read(pbuf, n)` is the provider's read of up to n
+// entries into pbuf: the application's buffer, or our stack when the provider
+// writes a longer format than the application asked for (cq_format.h); then
+// the application gets its entries copied in its own format. kBlocking
+// (fi_cq_sread*): the thread services the CQ from the call on, so the poll is
+// stamped when it starts, and its end is the CQ's latest poll.
 // --polls: every poll timed by BPF at its entry and exit (one load and branch
 // each while no session asks for it).
 struct PollProbe {
@@ -79,65 +101,78 @@ struct PollProbe {
   const uint32_t cq;
 };
 
+template <bool kBlocking, typename Read>
+inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Read&& read) {
+  const bool gap = runtime().cfg.cqgap;
+  Shard* s = nullptr;
+  if (kBlocking) {
+    s = my_shard();
+    if (gap) poll_mark(w, s, now_ticks());
+  }
+  struct fi_cq_msg_entry own[kCqChunk];
+  void* pbuf = buf;
+  if (w->translate && buf) {
+    pbuf = own;
+    if (count > kCqChunk) count = kCqChunk;
+  }
+  const PollProbe probe(w);
+  t_in_cq = true;  // the provider is C: nothing unwinds past the clear
+  const ssize_t n = read(pbuf, count);
+  t_in_cq = false;
+  probe.exit(n);
+  if (!kBlocking && n <= 0 && !gap) return n;  // nothing to time, nothing to stamp
+  const uint64_t now = now_ticks();
+  if (!kBlocking) {
+    s = my_shard();
+    if (gap) poll_mark(w, s, now);
+  } else if (gap) {
+    w->last_poll.store(now, std::memory_order_relaxed);
+  }
+  if (n > 0 && buf) {
+    consume(w, s, pbuf, n, now, src);
+    if (pbuf != buf)
+      cq_entries_to_app(buf, w->entry_size, pbuf, w->prov_entry_size, static_cast<size_t>(n));
+  }
+  return n;
+}
+
+
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
-  const PollProbe probe(w);
-  const ssize_t n = w->real_ops->read(cq, buf, count);
-  probe.exit(n);
-  if (n <= 0 && !runtime().cfg.cqgap) return n;  // nothing to time, nothing to stamp
-  const uint64_t now = now_ticks();
-  Shard* s = my_shard();
-  if (runtime().cfg.cqgap) poll_mark(w, s, now);
-  if (n > 0 && buf) consume(w, s, buf, n, now, nullptr);
-  return n;
+  if (t_in_cq) return w->real_ops->read(cq, buf, count);
+  return poll<false>(w, buf, count, nullptr,
+                     [&](void* b, size_t n) { return w->real_ops->read(cq, b, n); });
 }
 
 ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
   CqWrap* w = cq_of(cq);
-  const PollProbe probe(w);
-  const ssize_t n = w->real_ops->readfrom(cq, buf, count, src_addr);
-  probe.exit(n);
-  const uint64_t now = now_ticks();
-  Shard* s = my_shard();
-  if (runtime().cfg.cqgap) poll_mark(w, s, now);
-  if (n > 0 && buf) consume(w, s, buf, n, now, src_addr);
-  return n;
+  if (t_in_cq) return w->real_ops->readfrom(cq, buf, count, src_addr);
+  return poll<false>(w, buf, count, src_addr,
+                     [&](void* b, size_t n) { return w->real_ops->readfrom(cq, b, n, src_addr); });
 }
 
-// A blocking read is a poll when it starts (the thread is servicing the CQ
-// from then on) and when it returns.
 ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  Shard* s = my_shard();
-  const bool gap = runtime().cfg.cqgap;
-  if (gap) poll_mark(w, s, now_ticks());
-  const PollProbe probe(w);
-  const ssize_t n = w->real_ops->sread(cq, buf, count, cond, timeout);
-  probe.exit(n);
-  const uint64_t now = now_ticks();
-  if (gap) w->last_poll.store(now, std::memory_order_relaxed);
-  if (n > 0 && buf) consume(w, s, buf, n, now, nullptr);
-  return n;
+  if (t_in_cq) return w->real_ops->sread(cq, buf, count, cond, timeout);
+  return poll<true>(w, buf, count, nullptr,
+                    [&](void* b, size_t n) { return w->real_ops->sread(cq, b, n, cond, timeout); });
 }
 
 ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr,
                      const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  Shard* s = my_shard();
-  const bool gap = runtime().cfg.cqgap;
-  if (gap) poll_mark(w, s, now_ticks());
-  const PollProbe probe(w);
-  const ssize_t n = w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
-  probe.exit(n);
-  const uint64_t now = now_ticks();
-  if (gap) w->last_poll.store(now, std::memory_order_relaxed);
-  if (n > 0 && buf) consume(w, s, buf, n, now, src_addr);
-  return n;
+  if (t_in_cq) return w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
+  return poll<true>(w, buf, count, src_addr, [&](void* b, size_t n) {
+    return w->real_ops->sreadfrom(cq, b, n, src_addr, cond, timeout);
+  });
 }
 
 ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flags) {
   CqWrap* w = cq_of(cq);
+  if (t_in_cq) return w->real_ops->readerr(cq, buf, flags);
+  t_in_cq = true;
   const ssize_t n = w->real_ops->readerr(cq, buf, flags);
+  t_in_cq = false;
   if (n <= 0 || !buf) return n;
   if (OpRecord* rec = runtime().ring.owned(buf->op_context)) {
     const uint64_t now = now_ticks();
@@ -176,30 +211,55 @@ void release_records_of_cq(CqWrap* cq) {
   }
 }
 
-CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, const struct fi_cq_attr* attr) {
+int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* context) {
+  const enum fi_cq_format app = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+  // The layout of the application's entries: UNSPEC is the provider's own
+  // default, known for the providers cq_unspec_layout names.
+  enum fi_cq_format layout =
+      app == FI_CQ_FORMAT_UNSPEC ? cq_unspec_layout(d->fabric->prov_name) : app;
+  int ret = 1;
+  if (attr && layout == FI_CQ_FORMAT_CONTEXT && !(attr->flags & FI_PEER)) {
+    // fi_cq_entry carries no length: ask for fi_cq_msg_entry and translate.
+    struct fi_cq_attr mine = *attr;
+    mine.format = FI_CQ_FORMAT_MSG;
+    {
+      NestGuard g;
+      ret = d->real_ops->cq_open(d->domain, &mine, cq, context);
+    }
+    if (ret == 0) {
+      // The application sees what the provider wrote back, in its own format.
+      const enum fi_cq_format prov = mine.format;
+      mine.format = attr->format;
+      *attr = mine;
+      if (cq && *cq) wrap_cq(*cq, d, layout, prov);
+      return ret;
+    }
+    // Refused: open what the application asked for; lengths stay unknown.
+  }
+  {
+    NestGuard g;
+    ret = d->real_ops->cq_open(d->domain, attr, cq, context);
+  }
+  if (ret != 0 || !cq || !*cq) return ret;
+  // A provider we do not know writes the format it chose for UNSPEC back, or
+  // keeps UNSPEC, which everywhere we know of means fi_cq_entry.
+  if (layout == FI_CQ_FORMAT_UNSPEC) layout = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+  if (layout == FI_CQ_FORMAT_UNSPEC) layout = FI_CQ_FORMAT_CONTEXT;
+  wrap_cq(*cq, d, layout, layout);
+  return ret;
+}
+
+CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, enum fi_cq_format app_format,
+                enum fi_cq_format prov_format) {
   auto* w = new CqWrap();
   w->cq = cq;
   w->domain = domain;
-  // FI_CQ_FORMAT_UNSPEC is the provider's default, fi_cq_entry in libfabric's
-  // util CQ and every provider here; only op_context is touched either way.
-  w->format = attr ? attr->format : FI_CQ_FORMAT_CONTEXT;
-  switch (w->format) {
-    case FI_CQ_FORMAT_MSG:
-      w->entry_size = sizeof(struct fi_cq_msg_entry);
-      w->has_len = true;
-      break;
-    case FI_CQ_FORMAT_DATA:
-      w->entry_size = sizeof(struct fi_cq_data_entry);
-      w->has_len = true;
-      break;
-    case FI_CQ_FORMAT_TAGGED:
-      w->entry_size = sizeof(struct fi_cq_tagged_entry);
-      w->has_len = true;
-      break;
-    default:
-      w->entry_size = sizeof(struct fi_cq_entry);
-      break;
-  }
+  w->format = app_format;
+  w->entry_size = cq_entry_size(app_format);
+  w->prov_format = prov_format;
+  w->prov_entry_size = cq_entry_size(prov_format);
+  w->has_len = cq_format_has_len(prov_format);
+  w->translate = w->prov_entry_size != w->entry_size;
   Runtime& rt = runtime();
   const uint32_t id = rt.ncq_ids.fetch_add(1, std::memory_order_relaxed);
   w->id = id < kMaxCqs ? id : kNoCq;

@@ -43,14 +43,7 @@ int fabric_domain2(struct fid_fabric* fabric, struct fi_info* info, struct fid_d
 
 int domain_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq,
                    void* context) {
-  DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->cq_open(domain, attr, cq, context);
-  }
-  if (ret == 0 && cq && *cq) wrap_cq(*cq, w, attr);
-  return ret;
+  return open_cq(domain_of(domain), attr, cq, context);
 }
 
 int domain_av_open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av,
@@ -143,6 +136,7 @@ DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const str
   if (info) w->addrlen = info->src_addrlen;
   // The application serializes every call into a FI_THREAD_DOMAIN domain.
   w->nic.serial = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
+  w->nic.set_windows(runtime().start_ticks, runtime().nic_window_shift, runtime().nic_peak_span);
   w->real_ops = domain->ops;
   copy_table(&w->ops, domain->ops);
   FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, cq_open, domain_cq_open);

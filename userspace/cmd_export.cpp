@@ -124,7 +124,7 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
         " anchor_wall_ns=" + std::to_string(has_calib ? cal.real0_ns : 0) +
         " (times are CLOCK_MONOTONIC ns; wall = t - anchor_mono_ns + anchor_wall_ns)");
   o.end_row();
-  o.put("start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid");
+  o.put("start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid,size_known");
   o.end_row();
 
   // Second pass: stream the ops.
@@ -166,6 +166,8 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
           o.put(*last_cols);
           o.put(op.error ? ",1," : ",0,");
           o.num(op.tid);
+          // 0: a receive whose completion had no length; bytes is its posted size.
+          o.put((op.flags & oplog::kOpSizeUnknown) ? ",0" : ",1");
           o.end_row();
         }
       },

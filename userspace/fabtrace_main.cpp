@@ -26,7 +26,7 @@ void usage(std::FILE* out) {
                "      longest: --kind stall --top 10 lists the longest stalls and why).\n"
                "  report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
                "      the whole job from every rank's outputs under DIR: a summary on stdout\n"
-               "      (slowest and outlier links, NIC bandwidth, CQ poll gaps, late receivers,\n"
+               "      (slowest and outlier links, NIC bandwidth, CQ poll gaps, receives posted late,\n"
                "      errors), and in OUTDIR (default DIR/fabtrace-report) report.html,\n"
                "      links.csv/json, nics.csv/json and a Perfetto trace.\n"
                "  help\n");

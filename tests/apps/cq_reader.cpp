@@ -1,5 +1,6 @@
 #include "cq_reader.h"
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -10,9 +11,12 @@ namespace {
 
 constexpr size_t kBatch = 16;
 
+std::atomic<uint64_t> g_polls{0};
+
 Completion from_entry(const void* base, size_t i, fi_cq_format fmt) {
   Completion c;
   switch (fmt) {
+    case FI_CQ_FORMAT_UNSPEC:  // fi_cq_entry in libfabric's util CQ and sockets
     case FI_CQ_FORMAT_CONTEXT: {
       const auto* e = static_cast<const fi_cq_entry*>(base) + i;
       c.op_context = e->op_context;
@@ -75,6 +79,8 @@ size_t read_error(fid_cq* cq, std::vector<Completion>* out) {
 
 }  // namespace
 
+uint64_t cq_polls_made() { return g_polls.load(std::memory_order_relaxed); }
+
 const char* cq_method_name(CqMethod m) {
   switch (m) {
     case CqMethod::kRead:
@@ -92,6 +98,7 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
   fi_addr_t src[kBatch];
   for (fi_addr_t& a : src) a = FI_ADDR_NOTAVAIL;
   ssize_t r;
+  g_polls.fetch_add(1, std::memory_order_relaxed);
   switch (method) {
     case CqMethod::kReadFrom:
       r = fi_cq_readfrom(cq, buf, kBatch, src);

@@ -5,6 +5,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "context.h"
@@ -19,5 +20,10 @@ const char* cq_method_name(CqMethod m);
 // *out. Returns the number of entries appended. Throws FamilyError on CQ failure.
 size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_ms,
                std::vector<Completion>* out);
+
+// fi_cq_read / fi_cq_readfrom / fi_cq_sread calls this process made (every
+// thread): the program's own count of its CQ polls, to hold a tracer's poll
+// count against.
+uint64_t cq_polls_made();
 
 }  // namespace ftapp

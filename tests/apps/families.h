@@ -40,5 +40,9 @@ void run_peek(Env& env);
 void run_sep(Env& env);
 void run_srx(Env& env);
 void run_trigger(Env& env);
+void run_sizes(Env& env);
+void run_multiep(Env& env);
+void run_bw(Env& env);
+void run_recvtiming(Env& env);
 
 }  // namespace ftapp

@@ -26,12 +26,11 @@ bool is_known_test(const std::string& name) {
 void print_usage(FILE* f) {
   std::fprintf(f,
                "usage: ft_app --prov PROV --test NAME [--count N] [--size BYTES] [--threads T]\n"
-               "              [--result FILE] [--cq-format context|msg|data|tagged]\n"
+               "              [--result FILE] [--cq-format context|unspec|msg|data|tagged]\n"
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
                "              [--timeout SEC] [--hold-until FILE] [--until FILE] [--touch-mb N]\n"
                "  NAME: msg tagged rma atomic inject cancel threads pingpong stream multirecv\n"
-               "        peek\n"
-               "        sep srx trigger all\n"
+               "        peek sep srx trigger sizes multiep bw recvtiming all\n"
                "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n"
                "  --hold-until FILE: after the test, each rank waits (up to --timeout) until\n"
                "  FILE exists before it exits, so a test can watch what runs in the\n"
@@ -108,6 +107,8 @@ bool parse_options(int argc, char** argv, Options* out, std::string* err) {
     } else if (key == "--cq-format") {
       if (val == "context") {
         o.cq_format = FI_CQ_FORMAT_CONTEXT;
+      } else if (val == "unspec") {
+        o.cq_format = FI_CQ_FORMAT_UNSPEC;  // the provider's default (read as fi_cq_entry)
       } else if (val == "msg") {
         o.cq_format = FI_CQ_FORMAT_MSG;
       } else if (val == "data") {

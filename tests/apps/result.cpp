@@ -4,6 +4,8 @@
 #include <map>
 #include <vector>
 
+#include "cq_reader.h"
+
 namespace ftapp {
 namespace {
 
@@ -36,26 +38,42 @@ std::string quote(const std::string& s) {
   return o + "\"";
 }
 
-std::string counts(const std::map<std::string, uint64_t>& m) {
+std::string key_text(const std::string& k) { return quote(k); }
+std::string key_text(uint64_t k) { return quote(std::to_string(k)); }
+
+// A JSON object of a map, each value written by `text`.
+template <typename Map, typename Text>
+std::string object(const Map& m, Text text) {
   std::string o = "{";
   bool first = true;
   for (const auto& kv : m) {
     if (!first) o += ",";
     first = false;
-    o += quote(kv.first) + ":" + std::to_string(kv.second);
+    o += key_text(kv.first) + ":" + text(kv.second);
   }
   return o + "}";
 }
 
+std::string counts(const std::map<std::string, uint64_t>& m) {
+  return object(m, [](uint64_t v) { return std::to_string(v); });
+}
+
+std::string sizes(const std::map<std::string, std::map<uint64_t, uint64_t>>& m) {
+  return object(m, [](const std::map<uint64_t, uint64_t>& by_size) {
+    return object(by_size, [](uint64_t v) { return std::to_string(v); });
+  });
+}
+
+std::string numbers(const std::map<std::string, double>& m) {
+  return object(m, [](double v) {
+    char t[64];
+    std::snprintf(t, sizeof t, "%.17g", v);
+    return std::string(t);
+  });
+}
+
 std::string strings(const std::map<std::string, std::string>& m) {
-  std::string o = "{";
-  bool first = true;
-  for (const auto& kv : m) {
-    if (!first) o += ",";
-    first = false;
-    o += quote(kv.first) + ":" + quote(kv.second);
-  }
-  return o + "}";
+  return object(m, [](const std::string& v) { return quote(v); });
 }
 
 std::string list(const std::vector<std::string>& v) {
@@ -87,11 +105,15 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"no_completion\":" + counts(s.no_completion);
   o += ",\"other_calls\":" + counts(s.other_calls);
   o += ",\"kept_context\":" + counts(s.kept_context);
+  o += ",\"received_sizes\":" + sizes(s.received_sizes);
+  o += ",\"opened\":" + counts(s.opened);
+  o += ",\"measured\":" + numbers(s.measured);
   o += ",\"completions\":" + std::to_string(s.completions);
   o += ",\"error_completions\":" + std::to_string(s.error_completions);
   o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);
   o += ",\"context_errors\":" + std::to_string(s.context_errors);
   o += ",\"data_errors\":" + std::to_string(s.data_errors);
+  o += ",\"cq_polls\":" + std::to_string(cq_polls_made());
   o += ",\"failures\":" + std::to_string(s.failures);
   o += ",\"skipped\":" + list(s.skipped);
   o += ",\"skipped_features\":" + list(s.skipped_features);

@@ -37,6 +37,21 @@ void Stats::kept_context_error() {
   ++s_.kept_context_errors;
 }
 
+void Stats::received(const char* fn, uint64_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  ++s_.received_sizes[fn][bytes];
+}
+
+void Stats::opened(const char* what, uint64_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  s_.opened[what] += n;
+}
+
+void Stats::measured(const char* what, double v) {
+  std::lock_guard<std::mutex> g(mu_);
+  s_.measured[what] = v;
+}
+
 void Stats::completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.completions;

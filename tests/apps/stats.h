@@ -17,6 +17,11 @@ struct StatsSnapshot {
   // Accepted calls whose context reaches the provider unchanged (FI_PEEK, FI_CLAIM,
   // FI_MULTI_RECV, FI_TRIGGER): the tracer counts them untimed.
   std::map<std::string, uint64_t> kept_context;
+  // Receives by function and by the size of the message they got (from the
+  // sender's plan: known even when the CQ format carries no length).
+  std::map<std::string, std::map<uint64_t, uint64_t>> received_sizes;
+  std::map<std::string, uint64_t> opened;  // objects a family opened: "domains", "endpoints"
+  std::map<std::string, double> measured;  // what a family measured itself: "bw_MB_per_s"
   uint64_t completions = 0;
   uint64_t error_completions = 0;
   uint64_t kept_context_errors = 0;  // error completions of those calls
@@ -40,6 +45,9 @@ class Stats {
   void no_completion(const char* fn);
   void other_call(const char* fn);
   void kept_context(const char* fn);
+  void received(const char* fn, uint64_t bytes);
+  void opened(const char* what, uint64_t n);
+  void measured(const char* what, double v);
   void completion();
   void error_completion();
   void kept_context_error();

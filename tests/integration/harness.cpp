@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -161,6 +162,21 @@ RunResult run(const std::vector<std::string>& argv, const Env& env, bool preload
   return r;
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Cli report_cli(const std::string& dir, const std::string& out) {
+  const std::string err_file = make_temp_dir("report-err") + "/stderr";
+  const RunResult r = run({"sh", "-c", "exec \"$0\" report \"$1\" -o \"$2\" 2>\"$3\"", FABTRACE_CLI,
+                           dir, out, err_file},
+                          {}, false, 120);
+  return Cli{r.exit_code, r.output, slurp(err_file)};
+}
+
 nlohmann::json load_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path);
@@ -199,12 +215,19 @@ std::map<std::string, OpTotals> op_totals(const nlohmann::json& report) {
       x.count += o.at("count").get<uint64_t>();
       x.errors += o.at("errors").get<uint64_t>();
       x.untimed += o.at("untimed").get<uint64_t>();
+      x.ring_full += o.value("ring_full", uint64_t{0});
       x.unfinished += o.at("unfinished").get<uint64_t>();
       x.eagain += o.at("eagain").get<uint64_t>();
       x.refused += o.at("refused").get<uint64_t>();
     }
   }
   return t;
+}
+
+std::string test_name(std::string text) {
+  for (char& ch : text)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return text;
 }
 
 int free_port() {

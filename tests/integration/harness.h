@@ -33,6 +33,14 @@ bool wait_listening(int port, int timeout_s = 60);
 int wait_for(int pid, int timeout_s = 120);
 
 nlohmann::json load_json(const std::string& path);
+std::string slurp(const std::string& path);  // a file's bytes ("" when unreadable)
+
+// `fabtrace report DIR -o OUT`, its stdout and stderr apart.
+struct Cli {
+  int rc = -1;
+  std::string out, err;
+};
+Cli report_cli(const std::string& dir, const std::string& out);
 std::vector<std::string> list_files(const std::string& dir, const std::string& prefix,
                                     const std::string& suffix);
 
@@ -41,11 +49,16 @@ std::vector<nlohmann::json> reports_of_rank(const std::string& dir, const std::s
 
 // Totals per op name over every link of a report.
 struct OpTotals {
-  uint64_t count = 0, errors = 0, untimed = 0, unfinished = 0, eagain = 0, refused = 0;
-  uint64_t issued() const { return count + errors + untimed + unfinished; }
+  uint64_t count = 0, errors = 0, untimed = 0, ring_full = 0, unfinished = 0, eagain = 0,
+           refused = 0;
+  uint64_t issued() const { return count + errors + untimed + ring_full + unfinished; }
 };
 std::map<std::string, OpTotals> op_totals(const nlohmann::json& report);
 
 int free_port();
+
+// A parameterized test's name from free text: every character that is not a
+// letter or digit becomes '_' ("tcp;ofi_rxm" -> "tcp_ofi_rxm").
+std::string test_name(std::string text);
 
 }  // namespace fabtrace::test

@@ -22,9 +22,7 @@ void PrintTo(const AppCase& c, std::ostream* os) {
 std::string case_name(const ::testing::TestParamInfo<AppCase>& info) {
   std::string n = std::string(info.param.prov) + "_" + info.param.test;
   if (info.param.cq_format) n += std::string("_cq_") + info.param.cq_format;
-  for (char& ch : n)
-    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
+  return test_name(n);
 }
 
 class App : public ::testing::TestWithParam<AppCase> {};

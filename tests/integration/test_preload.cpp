@@ -89,12 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Providers, Pingpong,
                                            PingpongCase{"shm", "rdm", 500},
                                            PingpongCase{"sockets", "rdm", 20},
                                            PingpongCase{"tcp", "msg", 500}),
-                         [](const auto& p) {
-                           std::string n = p.param.prov;
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+                         [](const auto& p) { return test_name(p.param.prov); });
 
 // FABTRACE=0: loaded, inert, no report; the program works.
 TEST(Preload, InertWhenDisabled) {

@@ -23,13 +23,6 @@ namespace {
 
 constexpr const char* kChromium = "/usr/bin/chromium";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -38,20 +31,6 @@ bool exists(const std::string& path) {
 std::vector<std::string> with(std::vector<std::string> v, const std::vector<std::string>& more) {
   v.insert(v.end(), more.begin(), more.end());
   return v;
-}
-
-struct Cli {
-  int rc = -1;
-  std::string out, err;
-};
-
-// `fabtrace report DIR -o OUT`, stdout and stderr apart.
-Cli report_cli(const std::string& dir, const std::string& out) {
-  const std::string err_file = make_temp_dir("report-err") + "/stderr";
-  const RunResult r = run({"sh", "-c", "exec \"$0\" report \"$1\" -o \"$2\" 2>\"$3\"", FABTRACE_CLI,
-                           dir, out, err_file},
-                          {}, false, 120);
-  return Cli{r.exit_code, r.output, slurp(err_file)};
 }
 
 // A real two-rank ft_app run (tagged over tcp;ofi_rxm) with timelines on and
@@ -190,7 +169,8 @@ void check_report(const std::vector<nlohmann::json>& reps, const Cli& cli, const
             continue;
           found = true;
           matched.insert(i);
-          for (const char* k : {"count", "errors", "untimed", "unfinished", "eagain", "refused"})
+          for (const char* k :
+               {"count", "errors", "untimed", "ring_full", "unfinished", "eagain", "refused"})
             EXPECT_EQ(c[col[k]], std::to_string(o.at(k).get<uint64_t>())) << k;
           EXPECT_EQ(c[col["host"]], rep.at("host").get<std::string>());
           EXPECT_DOUBLE_EQ(std::stod(c[col["p99_ns"]]), o.at("p99_ns").get<double>());

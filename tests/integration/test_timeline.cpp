@@ -31,7 +31,9 @@ std::vector<Row> export_rows(const std::string& oplog, std::string* stderr_out =
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     if (!header) {
-      header = line.rfind("start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid", 0) == 0;
+      header =
+          line.rfind("start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid,size_known",
+                     0) == 0;
       continue;
     }
     if (line.find(',') == std::string::npos || line.rfind("[fabtrace]", 0) == 0) continue;
@@ -39,7 +41,7 @@ std::vector<Row> export_rows(const std::string& oplog, std::string* stderr_out =
     std::stringstream ss(line);
     std::string x;
     while (std::getline(ss, x, ',')) f.push_back(x);
-    if (f.size() != 9) continue;
+    if (f.size() != 10) continue;
     rows.push_back(Row{std::stoull(f[0]), std::stoull(f[1]), std::stoull(f[2]), std::stoull(f[4]),
                        std::stoull(f[7]), std::stoull(f[8]), f[3], f[5], f[6]});
   }

@@ -147,9 +147,9 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
       l.local = me;
       l.remote = "(any)";
       OpRow rv = row("fi_trecv", 65536, 1000ULL * static_cast<uint64_t>(n - 1), 15000, 2e6);
-      rv.imm = g == 1 ? rv.count * 9 / 10 : rv.count / 20;
+      rv.within_50us = g == 1 ? rv.count * 9 / 10 : rv.count / 20;
       if (g == 1) {
-        j.late_imm = rv.imm;
+        j.late_imm = rv.within_50us;
         j.late_count = rv.count;
       }
       l.rows.push_back(rv);
@@ -157,7 +157,7 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
     }
     NicReport nic;
     nic.domain = "cxi" + std::to_string(local);
-    nic.local = me;
+    nic.locals = {me};
     nic.ops = nic_ops;
     nic.bytes = nic_bytes;
     nic.gbps = 10.0 + g;

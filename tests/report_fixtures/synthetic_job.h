@@ -19,7 +19,8 @@
 //     outlier, and the slowest row by p99);
 //   - a stall: the CQ#1 of the first rank of the second node: a 250 ms poll
 //     gap ending 3.25 s after that rank's start (3.75 s into the job);
-//   - a late receiver: rank 1's fi_trecv, 90% immediate (others 5%);
+//   - rank 1's fi_trecv: 90% completed within 50 us of posting (others 5%);
+//     the timelines hold no receives, so no "posted late" verdict;
 //   - errors: 3 fi_tsend completions in error on rank 1 (to rank 0);
 //     EAGAIN: 120 on rank 0's fi_tsend to rank 1; 2 unfinished fi_write on the
 //     last rank; 7 timeline records dropped on rank 1.

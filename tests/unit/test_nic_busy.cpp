@@ -131,5 +131,138 @@ TEST(NicBusy, ConcurrentThreadsNeverUndercount) {
   EXPECT_LE(nic.busy_ticks(), 2 * kOps * 60);
 }
 
+// Bytes ride with their periods: merged periods add theirs up, and nothing is
+// lost when the window folds.
+TEST(PeriodWindow, BytesFollowTheirPeriods) {
+  Window w;
+  w.insert(0, 100, 10);
+  w.insert(50, 150, 20);  // overlaps: one period
+  w.insert(200, 300, 5);
+  EXPECT_EQ(w.n, 2u);
+  EXPECT_EQ(w.b(0), 30u);
+  w.insert(90, 250, 1);  // bridges both
+  EXPECT_EQ(w.n, 1u);
+  EXPECT_EQ(w.b(0), 36u);
+  for (uint64_t i = 1; i <= 20; ++i) w.insert(i * 1000, i * 1000 + 10, i);
+  EXPECT_EQ(w.total_bytes(), 36u + 210u);
+}
+
+// A period inside one window lands there whole; one across windows is split
+// by its time in each, its bytes in proportion, adding up exactly.
+TEST(NicBins, PeriodsSpreadOverTheirWindows) {
+  NicBins b;
+  b.origin = 1000;
+  b.shift = 4;  // 16-tick windows
+  b.add(1000 + 2, 1000 + 10, 7);
+  EXPECT_EQ(b.busy[0], 8u);
+  EXPECT_EQ(b.bytes[0], 7u);
+  b.add(1000 + 24, 1000 + 72, 480);  // 8 ticks in window 1, 16 in 2 and 3, 8 in 4
+  EXPECT_EQ(b.busy[1], 8u);
+  EXPECT_EQ(b.busy[2], 16u);
+  EXPECT_EQ(b.busy[3], 16u);
+  EXPECT_EQ(b.busy[4], 8u);
+  EXPECT_EQ(b.bytes[1], 80u);
+  EXPECT_EQ(b.bytes[2], 160u);
+  EXPECT_EQ(b.bytes[3], 160u);
+  EXPECT_EQ(b.bytes[4], 80u);
+  EXPECT_EQ(b.used, 5u);
+  b.add(500, 1000 + 1, 3);  // before the origin: counted from it
+  EXPECT_EQ(b.busy[0], 9u);
+}
+
+// Memory is fixed: a period past the last window merges windows pairwise and
+// doubles their width; totals stay.
+TEST(NicBins, CoarsenWhenFull) {
+  NicBins b;
+  b.shift = 0;
+  uint64_t busy = 0, bytes = 0;
+  for (uint64_t i = 0; i < NicBins::kBins; ++i) {
+    b.add(i, i + 1, 2);
+    busy += 1;
+    bytes += 2;
+  }
+  EXPECT_EQ(b.shift, 0u);
+  b.add(3 * NicBins::kBins, 3 * NicBins::kBins + 4, 8);  // needs windows up to 3 * kBins
+  busy += 4;
+  bytes += 8;
+  EXPECT_EQ(b.shift, 2u);
+  EXPECT_LE(b.used, NicBins::kBins);
+  uint64_t got_busy = 0, got_bytes = 0;
+  for (uint32_t i = 0; i < NicBins::kBins; ++i) got_busy += b.busy[i], got_bytes += b.bytes[i];
+  EXPECT_EQ(got_busy, busy);
+  EXPECT_EQ(got_bytes, bytes);
+  EXPECT_EQ(b.busy[0], 4u);  // four 1-tick periods in the first 4-tick window
+}
+
+// The NIC's windows get every period once the shared window folds them, and
+// the rest at exit (bin_all): their totals are the whole-run ones.
+TEST(NicBusy, WindowsAddUpToTheWholeRun) {
+  NicBusy nic;
+  nic.activity.bins.shift = 6;
+  NicLocal l;
+  l.nic = &nic;
+  for (uint64_t i = 0; i < 1000; ++i) l.add(i * 100, i * 100 + 40, 4096);
+  ASSERT_TRUE(l.flush());
+  nic.window.bin_all();
+  uint64_t busy = 0, bytes = 0;
+  const NicBins& b = nic.activity.bins;
+  for (uint32_t i = 0; i < b.used; ++i) busy += b.busy[i], bytes += b.bytes[i];
+  EXPECT_EQ(busy, nic.busy_ticks());
+  EXPECT_EQ(bytes, 1000u * 4096u);
+  EXPECT_EQ(nic.unbinned_ticks, 0u);
+}
+
+NicPeak peak_of(uint32_t shift, uint64_t span) {
+  NicPeak p;
+  p.shift = shift;
+  p.span = span;
+  return p;
+}
+
+// The busiest stretch: the most bytes, over its length from the first issue
+// to the last completion; a slow period far away does not join it.
+TEST(NicPeak, BusiestStretchByBytes) {
+  NicPeak p = peak_of(10, 1000);  // 1024-tick windows
+  p.add(0, 900, 16);              // a slow setup op alone
+  for (uint64_t i = 0; i < 10; ++i) p.add(5200 + i * 20, 5200 + i * 20 + 15, 4096);
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 10u * 4096u);
+  EXPECT_EQ(p.best_start, 5200u);
+  EXPECT_EQ(p.best_end, 5200u + 9 * 20 + 15);
+}
+
+// A burst across a window boundary is one stretch: the two windows together.
+TEST(NicPeak, BurstAcrossTwoWindowsIsOneStretch) {
+  NicPeak p = peak_of(10, 1000);
+  for (uint64_t i = 0; i < 10; ++i) p.add(2000 + i * 20, 2000 + i * 20 + 15, 100);  // 2000..2195
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 1000u);
+  EXPECT_EQ(p.best_start, 2000u);
+  EXPECT_EQ(p.best_end, 2195u);
+}
+
+// Two adjacent windows whose activity lasts longer than the span are no
+// stretch: the busier window alone is.
+TEST(NicPeak, AdjacentWindowsOnlyWithinTheSpan) {
+  NicPeak p = peak_of(10, 1000);
+  p.add(1024, 1100, 300);  // window 1, early
+  p.add(2000, 2040, 500);  // window 1, late
+  p.add(2100, 2900, 400);  // window 2: 1024..2900 is longer than 1000
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 800u);
+  EXPECT_EQ(p.best_start, 1024u);
+  EXPECT_EQ(p.best_end, 2040u);
+}
+
+// A period longer than the span counts by its share in each window: its
+// mean rate, not its whole bytes over a window.
+TEST(NicPeak, LongPeriodCountsByItsShareInEachWindow) {
+  NicPeak p = peak_of(10, 1000);
+  p.add(0, 10240, 102400);  // 10 bytes per tick over ten windows
+  p.finish();
+  EXPECT_EQ(p.best_bytes, 10240u);
+  EXPECT_EQ(p.best_end - p.best_start, 1024u);
+}
+
 }  // namespace
 }  // namespace fabtrace

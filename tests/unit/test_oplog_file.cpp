@@ -496,7 +496,7 @@ OpEntry op(uint64_t s, uint64_t e, OpKind k, uint64_t bytes, uint32_t link, uint
 }
 
 constexpr const char* kHeaderRow =
-    "start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid\n";
+    "start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid,size_known\n";
 
 TEST_F(OplogFileTest, ExportCsvRowsExact) {
   const std::string p = path("export.oplog");
@@ -509,11 +509,12 @@ TEST_F(OplogFileTest, ExportCsvRowsExact) {
   // A first calibration that the later one replaces for every op.
   ASSERT_TRUE(w.write_calib(calib(9.0, 0, 0, 0, 100, 2)));
   ASSERT_TRUE(w.write_links({{1, "0x0a", "0x0b"}, {2, "cxi,0", "q\"r"}}));
-  const std::vector<OpEntry> a = {
+  std::vector<OpEntry> a = {
       op(1000, 1010, OpKind::kTsend, 65536, 1, 0, 4001),  // d = 0, 10 ticks -> 4 ns
       op(1001, 1004, OpKind::kWrite, 8, 2, 1, 4002),      // 0.4 -> 0, 1.6 -> 2
-      op(999, 1002, OpKind::kRecv, 0, 7, 0, 4003),        // before tick0; unknown link
+      op(999, 1002, OpKind::kRecv, 4096, 7, 0, 4003),     // before tick0; unknown link
   };
+  a[2].flags = oplog::kOpSizeUnknown;  // a receive filed under its posted size
   ASSERT_TRUE(w.write_ops(a.data(), a.size()));
   ASSERT_TRUE(w.write_calib(calib(0.4, 1000, 5000000000ull, 1700000000000000000ull, 2.5, 99)));
   const std::vector<OpEntry> b = {
@@ -535,11 +536,11 @@ TEST_F(OplogFileTest, ExportCsvRowsExact) {
           "anchor_mono_ns=5000000000 anchor_wall_ns=1700000000000000000 (times are "
           "CLOCK_MONOTONIC ns; wall = t - anchor_mono_ns + anchor_wall_ns)\n") +
       kHeaderRow +
-      "5000000000,5000000004,4,fi_tsend,65536,0x0a,0x0b,0,4001\n"
-      "5000000000,5000000002,2,fi_write,8,\"cxi,0\",\"q\"\"r\",1,4002\n"
-      "5000000000,5000000001,1,fi_recv,0,,,0,4003\n"
-      "5000001000,405000001000,400000000000,fi_compare_atomicmsg,123456789012,0x0a,0x0b,0,1\n"
-      "4999999600,5000000000,400,fi_read,1,\"cxi,0\",\"q\"\"r\",0,2\n";
+      "5000000000,5000000004,4,fi_tsend,65536,0x0a,0x0b,0,4001,1\n"
+      "5000000000,5000000002,2,fi_write,8,\"cxi,0\",\"q\"\"r\",1,4002,1\n"
+      "5000000000,5000000001,1,fi_recv,4096,,,0,4003,0\n"
+      "5000001000,405000001000,400000000000,fi_compare_atomicmsg,123456789012,0x0a,0x0b,0,1,1\n"
+      "4999999600,5000000000,400,fi_read,1,\"cxi,0\",\"q\"\"r\",0,2,1\n";
   EXPECT_EQ(csv, expect);
 
   // The same through the command line, into a file.
@@ -573,8 +574,8 @@ TEST_F(OplogFileTest, ExportRoundsToNearest) {
             std::string::npos)
       << csv;
   EXPECT_EQ(csv.substr(rows + std::strlen(kHeaderRow)),
-            "1001,1002,1,fi_send,0,,,0,0\n"
-            "999,998,-1,fi_send,0,,,0,0\n");
+            "1001,1002,1,fi_send,0,,,0,0,1\n"
+            "999,998,-1,fi_send,0,,,0,0,1\n");
 }
 
 TEST_F(OplogFileTest, ExportTruncatedFileSaysSoAndKeepsWhatIsThere) {

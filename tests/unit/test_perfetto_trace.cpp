@@ -535,6 +535,17 @@ class PerfettoTrace : public ::testing::Test {
   std::vector<Op> r0_ops_, r1_ops_;
 };
 
+// A rank that started at kMono0 on its monotonic clock, kWall0 on the wall.
+Rank rank_at(const std::string& host, const std::string& rank, long pid) {
+  Rank r;
+  r.host = host;
+  r.rank = rank;
+  r.pid = pid;
+  r.start_mono_ns = kMono0;
+  r.start_wall_ns = kWall0;
+  return r;
+}
+
 const Descriptor* find_desc(const Decoded& d, const std::string& name) {
   for (const Descriptor& x : d.descs)
     if (x.name == name) return &x;
@@ -736,12 +747,7 @@ TEST_F(PerfettoTrace, SplitPerRank) {
 // the file) and within the limit; together they hold every op once.
 TEST_F(PerfettoTrace, SplitsLargeTraceIntoSelfContainedFiles) {
   Job job;
-  Rank r;
-  r.host = "big";
-  r.rank = "5";
-  r.pid = 4242;
-  r.start_mono_ns = kMono0;
-  r.start_wall_ns = kWall0;
+  Rank r = rank_at("big", "5", 4242);
   std::vector<Op> ops;
   for (uint64_t i = 0; i < 3000; ++i) {
     // Two links, pairs of overlapping ops (two lanes), some errors.
@@ -876,6 +882,40 @@ TEST_F(PerfettoTrace, UnreadableInputsAreSkipped) {
   const Descriptor* p = find_desc(d, "rank NA (h)");
   ASSERT_TRUE(p);
   EXPECT_GT(p->pid, 4194304);
+}
+
+// A NIC's time windows become a counter track under its rank: each window's
+// bytes over its length in GB/s from the window's start, back to 0 after an
+// active window that the next one does not follow.
+TEST_F(PerfettoTrace, NicBandwidthTrackFromTheTimeWindows) {
+  Job job;
+  Rank r = rank_at("h0", "0", 100);
+  NicReport n;
+  n.domain = "eth0";
+  n.locals = {"fi_sockaddr_in://10.0.0.1:7", "fi_sockaddr_in://10.0.0.1:8"};
+  n.window_ns = 10e6;
+  n.windows = {{0, 5e6, 1000000}, {1, 10e6, 2000000}, {5, 1e6, 500000}};
+  r.report.nics.push_back(n);
+  job.ranks.push_back(r);
+  std::vector<std::string> files;
+  PerfettoStats st;
+  std::string err;
+  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
+  EXPECT_EQ(st.nic_tracks, 1u);
+  EXPECT_EQ(st.nic_values, 5u);
+  const Decoded d = decode_trace(files[0]);
+  ASSERT_TRUE(d.ok) << d.problem;
+  const Descriptor* t = find_desc(d, "NIC eth0 10.0.0.1:7 +1 more GB/s");
+  const Descriptor* p = find_desc(d, "rank 0 (h0)");
+  ASSERT_TRUE(t && p);
+  EXPECT_TRUE(t->counter);
+  EXPECT_EQ(t->parent, p->uuid);
+  std::vector<std::pair<uint64_t, double>> got;
+  for (const Event& e : d.events)
+    if (e.track == t->uuid) got.push_back({(e.ts - kWall0) / 1000000, e.dvalue});
+  const std::vector<std::pair<uint64_t, double>> want = {
+      {0, 0.1}, {10, 0.2}, {20, 0.0}, {50, 0.05}, {60, 0.0}};
+  EXPECT_EQ(got, want);
 }
 
 TEST_F(PerfettoTrace, UnwritableDirectoryFails) {

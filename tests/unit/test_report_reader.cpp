@@ -65,11 +65,12 @@ TEST(ReportReader, ReadsBackWhatThePreloadWrites) {
       const OpRow &a = out.links[i].rows[k], &b = in.links[i].rows[k];
       EXPECT_EQ(a.op, b.op);
       EXPECT_EQ(a.bytes, b.bytes);
+      EXPECT_EQ(a.size_unknown, b.size_unknown);
       EXPECT_EQ(a.count, b.count);
       EXPECT_EQ(a.errors, b.errors);
       EXPECT_EQ(a.unfinished, b.unfinished);
       EXPECT_EQ(a.eagain, b.eagain);
-      EXPECT_EQ(a.imm, b.imm);
+      EXPECT_EQ(a.within_50us, b.within_50us);
       EXPECT_EQ(a.recv, b.recv);
       EXPECT_DOUBLE_EQ(a.p50_ns, b.p50_ns);
       EXPECT_DOUBLE_EQ(a.p99_ns, b.p99_ns);
@@ -111,8 +112,8 @@ TEST(ReportReader, CorruptForeignEmptyAndNewerAreToldApart) {
       {"[1, 2, 3]", FileProblem::kForeign, "foreign"},
       {"{\"name\": \"some other tool\", \"links\": []}", FileProblem::kForeign, "foreign"},
       {"{\"format\": \"chrome-trace\", \"version\": 1}", FileProblem::kForeign, "chrome-trace"},
-      {"{\"format\": \"fabtrace-report\", \"version\": 2, \"host\": \"h\"}", FileProblem::kVersion,
-       "version 2"},
+      {"{\"format\": \"fabtrace-report\", \"version\": 99, \"host\": \"h\"}", FileProblem::kVersion,
+       "version 99"},
       {"{\"format\": \"fabtrace-report\", \"version\": 1, \"rank\": \"0\", \"pid\": 1}",
        FileProblem::kCorrupt, "host is missing"},
       {"{\"format\": \"fabtrace-report\", \"version\": 1, \"host\": \"h\", \"rank\": \"0\", "
@@ -133,6 +134,29 @@ TEST(ReportReader, CorruptForeignEmptyAndNewerAreToldApart) {
     EXPECT_NE(why.find(c.word), std::string::npos) << why;
     EXPECT_EQ(why.find('\n'), std::string::npos) << why;
   }
+}
+
+// A version 1 report (NIC addresses joined with commas, no ring_full, no
+// size_unknown) still reads.
+TEST(ReportReader, ReadsVersionOne) {
+  const std::string v1 =
+      "{\"format\": \"fabtrace-report\", \"version\": 1, \"host\": \"h\", \"rank\": \"0\", "
+      "\"pid\": 7, \"nics\": [{\"domain\": \"eth0\", \"local\": "
+      "\"fi_sockaddr_in://10.0.0.1:1,fi_sockaddr_in://10.0.0.1:2\", \"ops\": 3}], \"links\": "
+      "[{\"local\": \"fi_sockaddr_in://10.0.0.1:1\", \"remote\": \"(any)\", \"ops\": [{\"op\": "
+      "\"fi_recv\", \"bytes\": 64, \"count\": 5, \"untimed\": 2, \"imm\": 4}]}]}";
+  ProcessReport out;
+  std::string why;
+  ASSERT_TRUE(parse_process_report(v1, &out, &why)) << why;
+  ASSERT_EQ(out.nics.size(), 1u);
+  EXPECT_EQ(out.nics[0].locals, (std::vector<std::string>{"fi_sockaddr_in://10.0.0.1:1",
+                                                          "fi_sockaddr_in://10.0.0.1:2"}));
+  const OpRow& r = out.links.at(0).rows.at(0);
+  EXPECT_TRUE(r.recv);
+  EXPECT_FALSE(r.size_unknown);
+  EXPECT_EQ(r.untimed, 2u);
+  EXPECT_EQ(r.ring_full, 0u);
+  EXPECT_EQ(r.within_50us, 4u);  // version 1's "imm"
 }
 
 TEST(ReportReader, ToleratesMissingOptionalFieldsAndNulls) {

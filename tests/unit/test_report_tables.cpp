@@ -126,7 +126,7 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(c[4], l.remote);
     EXPECT_EQ(c[5], l.row.op);
     const uint64_t ints[] = {l.row.bytes,      l.row.count,  l.row.errors,  l.row.untimed,
-                             l.row.unfinished, l.row.eagain, l.row.refused, l.row.imm};
+                             l.row.unfinished, l.row.eagain, l.row.refused, l.row.within_50us};
     for (size_t k = 0; k < 8; ++k) {
       EXPECT_EQ(u64(c[6 + k]), ints[k]) << link_columns()[6 + k];
       EXPECT_EQ(j.at(link_columns()[6 + k]).get<uint64_t>(), ints[k]) << link_columns()[6 + k];
@@ -144,6 +144,10 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(j.at("local").get<std::string>(), l.local);
     EXPECT_EQ(j.at("remote").get<std::string>(), l.remote);
     EXPECT_EQ(j.at("op").get<std::string>(), l.row.op);
+    EXPECT_EQ(c[21], l.row.size_unknown ? "true" : "false");
+    EXPECT_EQ(j.at("size_unknown").get<bool>(), l.row.size_unknown);
+    EXPECT_EQ(u64(c[22]), l.row.ring_full);
+    EXPECT_EQ(j.at("ring_full").get<uint64_t>(), l.row.ring_full);
   }
   // The planted outlier is visible to pandas too.
   size_t outliers = 0;
@@ -165,7 +169,9 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     EXPECT_EQ(c[0], n.host);
     EXPECT_EQ(c[1], n.rank);
     EXPECT_EQ(c[3], n.nic.domain);
-    EXPECT_EQ(c[4], n.nic.local);
+    std::string locals;
+    for (const std::string& a : n.nic.locals) locals += (locals.empty() ? "" : " ") + a;
+    EXPECT_EQ(c[4], locals);
     EXPECT_EQ(u64(c[5]), n.nic.ops);
     EXPECT_EQ(u64(c[6]), n.nic.bytes);
     EXPECT_EQ(dbl(c[7]), n.nic.busy_ns);

@@ -22,7 +22,7 @@ ProcessReport sample() {
   r.ring_full = 7;
   NicReport n;
   n.domain = "cxi0";
-  n.local = "0x01ad0407";
+  n.locals = {"0x01ad0407"};
   n.ops = 10;
   n.bytes = 10 << 20;
   n.busy_ns = 2e6;
@@ -55,7 +55,7 @@ ProcessReport sample() {
   rv.recv = true;
   rv.bytes = 65536;
   rv.count = 10;
-  rv.imm = 4;
+  rv.within_50us = 4;
   rv.errors = 2;
   l.rows = {s, rv};
   r.links.push_back(l);
@@ -87,8 +87,8 @@ TEST(ReportWriter, JsonCarriesEveryField) {
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0]["op"], "fi_tsend");
   EXPECT_EQ(ops[0]["eagain"], 3);
-  EXPECT_FALSE(ops[0].contains("imm"));  // only receives have the late-receiver count
-  EXPECT_EQ(ops[1]["imm"], 4);
+  EXPECT_FALSE(ops[0].contains("completed_within_50us"));  // only receives have it
+  EXPECT_EQ(ops[1]["completed_within_50us"], 4);
   EXPECT_EQ(ops[1]["errors"], 2);
   EXPECT_DOUBLE_EQ(ops[0]["p99_ns"].get<double>(), 30000);
 }
@@ -104,9 +104,28 @@ TEST(ReportWriter, TextHasTheSeedLayoutAndTheNewColumns) {
   EXPECT_NE(t.find("=== 0x01ad0407 -> 0x01ad0501 ==="), std::string::npos);
   EXPECT_NE(t.find("p50    11.000  p99    30.000"), std::string::npos) << t;
   EXPECT_NE(t.find("[3 EAGAIN]"), std::string::npos);
-  EXPECT_NE(t.find("[imm 4 = 40.0%]"), std::string::npos);
+  EXPECT_NE(t.find("[<50us of post 4 = 40.0%]"), std::string::npos);
   EXPECT_NE(t.find("[2 err]"), std::string::npos);
   EXPECT_NE(t.find("7 ops not timed: in-flight ring full"), std::string::npos);
+}
+
+// A receive whose completions carried no length is not given a size it did
+// not have, nor a bandwidth computed from its posted size.
+TEST(ReportWriter, ReceivesOfUnknownSizeSaySoWithoutBandwidth) {
+  ProcessReport r = sample();
+  OpRow& rv = r.links[0].rows[1];
+  rv.size_unknown = true;
+  rv.bytes = 6291456;
+  rv.avg_ns = 1000;
+  const std::string t = render(write_report_text, r);
+  const size_t at = t.find("fi_trecv");
+  ASSERT_NE(at, std::string::npos) << t;
+  const std::string line = t.substr(at, t.find('\n', at) - at);
+  EXPECT_NE(line.find("size unknown, posted 6291456 B"), std::string::npos) << line;
+  EXPECT_EQ(line.find("GB/s"), std::string::npos) << line;
+  const auto j = nlohmann::json::parse(render(write_report_json, r));
+  EXPECT_EQ(j["links"][0]["ops"][1]["size_unknown"], true);
+  EXPECT_FALSE(j["links"][0]["ops"][0].contains("size_unknown"));
 }
 
 }  // namespace

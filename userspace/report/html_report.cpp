@@ -38,7 +38,8 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
   // Who owns an address: its host and rank.
   std::map<std::string, std::pair<std::string, std::string>> owner;
   for (const LinkRow& l : job.links) owner.emplace(l.local, std::make_pair(l.host, l.rank));
-  for (const NicRow& n : job.nics) owner.emplace(n.nic.local, std::make_pair(n.host, n.rank));
+  for (const NicRow& n : job.nics)
+    for (const std::string& a : n.nic.locals) owner.emplace(a, std::make_pair(n.host, n.rank));
 
   std::vector<std::string> locals, remotes;
   std::set<std::string> seen_l, seen_r;
@@ -89,7 +90,7 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
   std::map<std::pair<std::string, int>, Heatmap> maps;
   std::map<std::pair<std::string, int>, std::vector<double>> p50_sum;  // count-weighted sums
   for (const LinkRow& l : job.links) {
-    if (l.row.count == 0) continue;
+    if (l.row.count == 0 || l.row.size_unknown) continue;  // no size class without a size
     const std::pair<std::string, int> k{l.row.op, size_class(l.row.bytes)};
     Heatmap& m = maps[k];
     std::vector<double>& sums = p50_sum[k];
@@ -130,12 +131,6 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
 }
 
 namespace {
-
-std::string pct(double share) {
-  char b[32];
-  std::snprintf(b, sizeof(b), "%.1f%%", 100 * share);
-  return b;
-}
 
 std::string fixed(double v, int decimals) {
   char b[64];
@@ -396,8 +391,11 @@ void section_bandwidth(const Job& job, Html* h) {
   h->note(
       "Bytes of completed sends, writes, reads and atomics divided by the time the NIC had at "
       "least "
-      "one op in flight (overlapping ops count once); receives are left out. The slowest NIC is "
-      "drawn in orange.");
+      "one op in flight (overlapping ops count once), over the whole run; receives are left out. "
+      "The slowest NIC is drawn in orange. The peak is the NIC's busiest stretch of at most 10 "
+      "ms (the one whose ops completed the most bytes): those bytes over its length, from the "
+      "first issue to the last completion in it. One slow op weighs on the whole-run figure, not "
+      "on the peak unless it is within 10 ms of it.");
   std::vector<svg::Bar> bars;
   size_t slowest = 0;
   for (size_t i = 0; i < job.nics.size(); ++i)
@@ -408,13 +406,18 @@ void section_bandwidth(const Job& job, Html* h) {
   for (size_t i = 0; i < job.nics.size() && i < cap; ++i) {
     const NicRow& n = job.nics[i];
     svg::Bar b;
-    b.label = who(n.host, n.rank, n.pid) + " " + n.nic.domain + " " + short_addr(n.nic.local);
+    b.label = who(n.host, n.rank, n.pid) + " " + n.nic.domain + " " + short_addrs(n.nic.locals, 1);
     if (b.label.size() > 56) b.label = b.label.substr(0, 53) + "...";
     b.value = n.nic.gbps;
     b.value_text = fmt_gbps(n.nic.gbps);
+    if (n.nic.peak_gbps > 0) b.value_text += " (peak " + fmt_gbps(n.nic.peak_gbps) + ")";
     b.tooltip = n.host + " rank " + n.rank + " pid " + std::to_string(n.pid) + "\n" + n.nic.domain +
-                " " + n.nic.local + "\n" + fmt_count(n.nic.ops) + " ops, " +
-                fmt_bytes(n.nic.bytes) + ", busy " + fmt_ns(n.nic.busy_ns);
+                " " + short_addrs(n.nic.locals, n.nic.locals.size()) + "\n" + fmt_count(n.nic.ops) +
+                " ops, " + fmt_bytes(n.nic.bytes) + ", busy " + fmt_ns(n.nic.busy_ns);
+    if (n.nic.peak_gbps > 0)
+      b.tooltip += "\npeak " + fmt_gbps(n.nic.peak_gbps) + ": " + fmt_bytes(n.nic.peak_bytes) +
+                   " in " + fmt_ns(n.nic.peak_span_ns) + " at t+" +
+                   std::to_string(n.nic.peak_start_s) + " s";
     b.highlight = job.nics.size() > 1 && i == slowest && n.nic.ops > 0;
     bars.push_back(std::move(b));
   }
@@ -533,7 +536,7 @@ void link_table(const std::vector<const LinkRow*>& rows, const std::string& id, 
     t.td(short_addr(l->local), "addr", l->local);
     t.td(short_addr(l->remote), "addr", l->remote);
     t.td(l->row.op);
-    t.n(fmt_size(l->row.bytes));
+    t.n(fmt_row_size(l->row));
     t.n(fmt_count(l->row.count));
     t.n(fmt_ns(l->row.p50_ns));
     t.n(fmt_ns(l->row.p99_ns));
@@ -569,14 +572,23 @@ void section_links(const Job& job, const HtmlOptions& opt, Html* h) {
 }
 
 void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
-  h->h2("late", "Late receivers");
+  h->h2("late", "Receives posted late");
   h->note(
-      "Receive rows where a share of the receives completed less than 50 us after being posted: "
-      "the "
-      "message was already waiting, so the receiver posted late. Highlighted from " +
-      pct(opt.late_share) + ".");
-  if (job.late.empty()) {
-    h->note("None.");
+      "A receive was posted late when it was posted after the send of its message was issued. "
+      "Only the per-op timelines of both ranks tell: each receive is paired with its send (per "
+      "link and message family, in order, sizes checked) and their times compared on the "
+      "aligned clock. Rows without that evidence say why; they are never called late. \"Done "
+      "< 50 us\" is a different count: receives that completed less than 50 us after they were "
+      "posted, which a message already waiting and a receive posted just in time on a fast path "
+      "both give.");
+  std::vector<const LinkRow*> rows;
+  for (const LinkRow& l : job.links)
+    if (l.row.recv && l.row.count) rows.push_back(&l);
+  std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
+    return a->posted.late > b->posted.late;
+  });
+  if (rows.empty()) {
+    h->note("No receives.");
     return;
   }
   Table t({{"host", false},
@@ -586,44 +598,55 @@ void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
            {"op", false},
            {"size", true},
            {"receives", true},
-           {"immediate", true},
-           {"share", true}},
+           {"done < 50 us", true},
+           {"matched", true},
+           {"posted late", true},
+           {"median lateness", true},
+           {"no verdict because", false}},
           "late-table");
-  for (size_t i = 0; i < job.late.size() && i < opt.max_table_rows; ++i) {
-    const LateReceiver& l = job.late[i];
-    t.row(l.share() >= opt.late_share);
+  for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
+    const LinkRow& l = *rows[i];
+    t.row(l.posted.late > 0);
     t.td(l.host);
     t.td(l.rank);
     t.td(short_addr(l.local), "addr", l.local);
     t.td(short_addr(l.remote), "addr", l.remote);
-    t.td(l.op);
-    t.n(fmt_size(l.bytes));
-    t.n(fmt_count(l.count));
-    t.n(fmt_count(l.imm));
-    t.n(pct(l.share()));
+    t.td(l.row.op);
+    t.n(fmt_row_size(l.row));
+    t.n(fmt_count(l.row.count));
+    t.n(fmt_count(l.row.within_50us));
+    t.n(fmt_count(l.posted.matched));
+    t.n(fmt_count(l.posted.late));
+    t.n(l.posted.late ? fmt_ns(l.posted.late_median_ns) : "");
+    t.td(l.posted.unknown);
     t.end_row();
   }
   h->raw(t.done());
 }
 
 void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
-  h->h2("problems", "Errors, refusals, untimed and unfinished ops");
+  h->h2("problems", "Errors, refusals, ops not timed for a full ring, unfinished ops");
+  // Ops untimed by design (injects and the like) are a count, not a problem.
   std::vector<const LinkRow*> rows;
   for (const LinkRow& l : job.links)
-    if (l.row.errors || l.row.eagain || l.row.refused || l.row.untimed || l.row.unfinished)
+    if (l.row.errors || l.row.eagain || l.row.refused || l.row.ring_full || l.row.unfinished)
       rows.push_back(&l);
   std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
     const auto w = [](const OpRow& o) {
-      return o.errors * 1000000 + o.unfinished * 1000 + o.refused + o.eagain;
+      return o.errors * 1000000 + o.unfinished * 1000 + o.ring_full + o.refused + o.eagain;
     };
     return w(a->row) > w(b->row);
   });
   std::string totals =
       fmt_count(job.errors) + " completions in error, " + fmt_count(job.eagain) +
-      " EAGAIN refusals, " + fmt_count(job.refused) + " other refusals, " + fmt_count(job.untimed) +
-      " untimed, " + fmt_count(job.unfinished) + " unfinished; " + fmt_count(job.ring_full) +
+      " EAGAIN refusals, " + fmt_count(job.refused) + " other refusals, " +
+      fmt_count(job.unfinished) + " unfinished; " + fmt_count(job.ring_full) +
       " not timed for a full in-flight ring, " + fmt_count(job.cells_full) + " not aggregated, " +
-      fmt_count(job.ops_dropped) + " per-op timeline records dropped.";
+      fmt_count(job.ops_dropped) +
+      " per-op timeline records dropped. Not a problem: " + fmt_count(job.untimed) +
+      " ops untimed by design (no completion will come: fi_inject*, FI_INJECT without "
+      "FI_COMPLETION, selective completion; or their context must reach the provider "
+      "unchanged).";
   h->note(totals);
   if (!rows.empty()) {
     Table t({{"host", false},
@@ -635,7 +658,7 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
              {"errors", true},
              {"EAGAIN", true},
              {"refused", true},
-             {"untimed", true},
+             {"ring full", true},
              {"unfinished", true}},
             "problem-table");
     for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
@@ -646,11 +669,11 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
       t.td(short_addr(l->local), "addr", l->local);
       t.td(short_addr(l->remote), "addr", l->remote);
       t.td(l->row.op);
-      t.n(fmt_size(l->row.bytes));
+      t.n(fmt_row_size(l->row));
       t.n(fmt_count(l->row.errors));
       t.n(fmt_count(l->row.eagain));
       t.n(fmt_count(l->row.refused));
-      t.n(fmt_count(l->row.untimed));
+      t.n(fmt_count(l->row.ring_full));
       t.n(fmt_count(l->row.unfinished));
       t.end_row();
     }
@@ -732,7 +755,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
       "</div>\n<nav><a href=\"#heatmaps\">latency heatmaps</a><a href=\"#bandwidth\">bandwidth</a>"
       "<a href=\"#counters\">counters</a><a href=\"#stalls\">poll gaps</a><a "
       "href=\"#outliers\">outliers</a>"
-      "<a href=\"#late\">late receivers</a><a href=\"#problems\">problems</a><a "
+      "<a href=\"#late\">receives posted late</a><a href=\"#problems\">problems</a><a "
       "href=\"#ranks\">ranks</a>");
   for (const std::string& o : opt.outputs) {
     const size_t slash = o.find_last_of('/');
@@ -746,7 +769,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   h.raw("<div class=\"cards\" id=\"shape\">");
   card(&h, std::to_string(job.hosts().size()), "nodes");
   card(&h, std::to_string(job.ranks.size()), "ranks");
-  card(&h, std::to_string(job.nic_names().size()), "NICs (local addresses)");
+  card(&h, std::to_string(job.nic_count()), "NICs (a domain of a rank)");
   card(&h, std::to_string(links.size()), "links");
   card(&h, fmt_count(job.ops), "ops (" + fmt_count(job.completed) + " completed)");
   card(&h, fmt_bytes(job.bytes), "moved (sends, writes, reads, atomics)");

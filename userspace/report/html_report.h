@@ -56,7 +56,6 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis = 48);
 struct HtmlOptions {
   std::string dir;                   // the job directory (shown in the title)
   size_t top = 10;                   // rows of the slowest/outlier tables
-  double late_share = 0.5;           // as SummaryOptions::late_share
   size_t max_table_rows = 200;       // longer tables are cut (the CSV has everything)
   size_t max_counter_ranks = 16;     // ranks whose counters are plotted
   std::vector<std::string> outputs;  // other files written (linked by name)

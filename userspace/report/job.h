@@ -61,6 +61,16 @@ struct Rank {
   std::vector<CounterTrack> counter_tracks;
 };
 
+// For a receive row: whether its receives were posted before or after the
+// send of their message, as far as the per-op timelines tell (post_evidence.h).
+struct PostEvidence {
+  uint64_t logged = 0;        // receives of the row in the rank's per-op timeline
+  uint64_t matched = 0;       // paired with the send of their message
+  uint64_t late = 0;          // of those, posted after the send was issued
+  double late_median_ns = 0;  // how long after, the median of the late ones
+  std::string unknown;        // why receives of the row have no verdict ("" when all matched)
+};
+
 // One row of the job-wide link table: a link (local NIC -> remote NIC) x (op, size).
 struct LinkRow {
   std::string host;  // host of the local side
@@ -69,6 +79,7 @@ struct LinkRow {
   std::string local, remote;
   OpRow row;                 // counts and latency of that rank's row
   double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
+  PostEvidence posted;       // receive rows only
 };
 
 struct NicRow {
@@ -86,16 +97,6 @@ struct Stall {
   double end_job_s = 0;  // seconds since the job's first activity (first_wall_ns)
 };
 
-// Receives that found their message already waiting (posted late).
-struct LateReceiver {
-  std::string host, rank, local, remote, op;
-  long pid = 0;
-  uint64_t bytes = 0, count = 0, imm = 0;
-  double share() const {
-    return count ? static_cast<double>(imm) / static_cast<double>(count) : 0.0;
-  }
-};
-
 struct Skipped {
   std::string path;
   std::string why;  // one line: corrupt, truncated, foreign, unreadable
@@ -105,10 +106,9 @@ struct Job {
   std::vector<Rank> ranks;     // sorted by (host, numeric rank, pid)
   std::vector<LinkRow> links;  // every link row of every rank
   std::vector<NicRow> nics;
-  std::vector<Stall> stalls;       // one per CQ with polls, worst first
-  std::vector<LateReceiver> late;  // receive rows with imm > 0, worst share first
-  std::vector<Skipped> skipped;    // files under DIR that could not be used
-  std::vector<Skipped> partial;    // files used, but with a caveat (cut short, no end record)
+  std::vector<Stall> stalls;     // one per CQ with polls, worst first
+  std::vector<Skipped> skipped;  // files under DIR that could not be used
+  std::vector<Skipped> partial;  // files used, but with a caveat (cut short, no end record)
   // Totals. ops: every op accepted (OpRow::issued()); bytes: completed non-receive
   // ops (count x size), so a transfer traced on both sides counts once.
   uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, untimed = 0, unfinished = 0;
@@ -117,7 +117,11 @@ struct Job {
   uint64_t cells_full = 0;                       // ops not aggregated (a rank's row table was full)
   uint64_t first_wall_ns = 0, last_wall_ns = 0;  // the job's span on the wall clock
   std::vector<std::string> hosts() const;
-  std::vector<std::string> nic_names() const;  // distinct local NIC addresses
+  // NICs: one per NIC row (a domain of a rank, whatever its number of
+  // endpoint addresses), plus, for ranks of version 1 reports that wrote no
+  // row for a domain that only received, each local address of that rank's
+  // links that none of its rows lists.
+  size_t nic_count() const;
 };
 
 // Reads every fabtrace output under dir (recursively). Unusable files are
@@ -136,7 +140,7 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
 // duration taken from it; no files attached).
 Rank make_rank(ProcessReport report, std::string report_path = "");
 
-// Fills links, nics, stalls, late, the totals and the span from job->ranks
+// Fills links, nics, stalls, the totals and the span from job->ranks
 // (sorting the ranks first). load_job calls it; tests that build ranks in
 // memory call it too.
 void build_job_tables(Job* job);

@@ -23,6 +23,7 @@
 #include "common/oplog_file.h"
 #include "common/rank.h"
 #include "userspace/report/job.h"
+#include "userspace/report/post_evidence.h"
 #include "userspace/report/report_reader.h"
 
 namespace fabtrace::report {
@@ -232,16 +233,18 @@ std::vector<std::string> Job::hosts() const {
   return out;
 }
 
-std::vector<std::string> Job::nic_names() const {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
+size_t Job::nic_count() const {
+  size_t n = 0;
   for (const Rank& r : ranks) {
-    for (const NicReport& n : r.report.nics)
-      if (!n.local.empty() && seen.insert(n.local).second) out.push_back(n.local);
+    std::set<std::string> listed;
+    for (const NicReport& nic : r.report.nics) listed.insert(nic.locals.begin(), nic.locals.end());
+    n += r.report.nics.size();
+    std::set<std::string> unlisted;
     for (const LinkReport& l : r.report.links)
-      if (!l.local.empty() && seen.insert(l.local).second) out.push_back(l.local);
+      if (!l.local.empty() && !listed.count(l.local)) unlisted.insert(l.local);
+    n += unlisted.size();
   }
-  return out;
+  return n;
 }
 
 Rank make_rank(ProcessReport report, std::string report_path) {
@@ -289,7 +292,6 @@ void build_job_tables(Job* job) {
   job->links.clear();
   job->nics.clear();
   job->stalls.clear();
-  job->late.clear();
   job->ops = job->bytes = job->errors = job->eagain = job->untimed = job->unfinished = 0;
   job->refused = job->completed = job->ring_full = job->ops_dropped = job->cells_full = 0;
   job->first_wall_ns = job->last_wall_ns = 0;
@@ -316,6 +318,7 @@ void build_job_tables(Job* job) {
         row.local = l.local;
         row.remote = l.remote;
         row.row = o;
+        if (o.recv) row.posted.unknown = "the per-op timelines were not read";
         job->links.push_back(std::move(row));
         job->ops = sat_add(job->ops, o.issued());
         job->completed = sat_add(job->completed, o.count);
@@ -325,19 +328,6 @@ void build_job_tables(Job* job) {
         job->untimed = sat_add(job->untimed, o.untimed);
         job->unfinished = sat_add(job->unfinished, o.unfinished);
         job->refused = sat_add(job->refused, o.refused);
-        if (o.recv && o.imm > 0) {
-          LateReceiver lr;
-          lr.host = r.host;
-          lr.rank = r.rank;
-          lr.pid = r.pid;
-          lr.local = l.local;
-          lr.remote = l.remote;
-          lr.op = o.op;
-          lr.bytes = o.bytes;
-          lr.count = o.count;
-          lr.imm = o.imm;
-          job->late.push_back(std::move(lr));
-        }
       }
     }
     for (const NicReport& n : r.report.nics) job->nics.push_back(NicRow{r.host, r.rank, r.pid, n});
@@ -365,11 +355,6 @@ void build_job_tables(Job* job) {
   std::stable_sort(job->stalls.begin(), job->stalls.end(), [](const Stall& a, const Stall& b) {
     return a.cq.max_gap_ns > b.cq.max_gap_ns;
   });
-  std::stable_sort(job->late.begin(), job->late.end(),
-                   [](const LateReceiver& a, const LateReceiver& b) {
-                     if (a.share() != b.share()) return a.share() > b.share();
-                     return a.imm > b.imm;
-                   });
   mark_outliers(&job->links);
 }
 
@@ -425,6 +410,7 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   for (const std::string& path : found.oplogs) attach_oplog(path, by_key, job);
   for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
   build_job_tables(job);
+  match_receives_to_sends(job);
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "common/oplog_file.h"
 #include "common/printable.h"
 #include "userspace/report/perfetto_writer.h"
+#include "userspace/report/summary.h"
 
 namespace fabtrace::report {
 
@@ -313,6 +314,7 @@ class Builder {
   bool place(RankTrack& r, const Pending& p);
   bool write_stalls(RankTrack& r);
   bool write_counters(RankTrack& r);
+  bool write_nic_windows(RankTrack& r);
   void warn(const std::string& s) { stats_->warnings.push_back(s); }
 
   const Job& job_;
@@ -673,6 +675,43 @@ bool Builder::write_counters(RankTrack& r) {
   return true;
 }
 
+// One counter track per NIC of the rank: the bytes of each time window over
+// the window's length, in GB/s, held from the window's start (0 where no
+// window had activity).
+bool Builder::write_nic_windows(RankTrack& r) {
+  const Rank& rank = *r.rank;
+  for (const NicReport& n : rank.report.nics) {
+    if (n.windows.empty() || n.window_ns <= 0) continue;
+    const uint64_t uuid = next_uuid_++;
+    uint32_t gen = 0;
+    const std::string name = "NIC " + n.domain + " " + short_addrs(n.locals, 1) + " GB/s";
+    ++stats_->nic_tracks;
+    const auto at = [&](uint64_t index) {
+      return static_cast<int64_t>(rank.start_mono_ns) +
+             static_cast<int64_t>(static_cast<double>(index) * n.window_ns) + r.wall_offset;
+    };
+    for (size_t i = 0; i < n.windows.size(); ++i) {
+      const NicWindow& w = n.windows[i];
+      if (!room(2 * kOpBytes + name.size() + r.name.size() + 2 * kDescriptorBytes)) return false;
+      need_process(r);
+      if (gen != w_.generation()) {
+        w_.counter_track(uuid, r.uuid, name, "GB/s",
+                         "Bytes of the NIC's sends, writes, reads and atomics completed in each "
+                         "time window, spread over their busy periods, over the window's length");
+        gen = w_.generation();
+      }
+      w_.counter_double(to_u64_ts(at(w.index)), uuid, static_cast<double>(w.bytes) / n.window_ns);
+      ++stats_->nic_values;
+      const bool next_adjacent = i + 1 < n.windows.size() && n.windows[i + 1].index == w.index + 1;
+      if (!next_adjacent) {
+        w_.counter_double(to_u64_ts(at(w.index + 1)), uuid, 0.0);
+        ++stats_->nic_values;
+      }
+    }
+  }
+  return true;
+}
+
 bool Builder::write_rank(RankTrack& r) {
   if (!room(r.name.size() + kDescriptorBytes)) return false;
   need_process(r);
@@ -680,6 +719,7 @@ bool Builder::write_rank(RankTrack& r) {
   if (!r.rank->oplog_path.empty() && !write_ops(r)) return false;
   if (!write_stalls(r)) return false;
   if (!r.rank->counters_path.empty() && !write_counters(r)) return false;
+  if (!write_nic_windows(r)) return false;
   if (r.dropped > 0) {
     // Say on the rank's own track that ops are missing from the picture.
     if (!room(kEventBytes + r.name.size() + kDescriptorBytes)) return false;

@@ -69,6 +69,8 @@ struct PerfettoStats {
   uint64_t stall_instants = 0;   // long CQ poll gaps
   uint64_t counter_tracks = 0;
   uint64_t counter_values = 0;
+  uint64_t nic_tracks = 0;  // per-NIC bandwidth tracks (from the NIC time windows)
+  uint64_t nic_values = 0;
   uint32_t max_lanes = 0;             // most lanes any link needed
   std::vector<std::string> warnings;  // files skipped, one line each
 };

@@ -100,6 +100,13 @@ double get_double(const json& obj, const char* key, const std::string& where, do
   return v;
 }
 
+bool get_bool(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw BadField{where + key + " is " + type_name(*it) + ", not a boolean"};
+  return it->get<bool>();
+}
+
 std::string get_string(const json& obj, const char* key, const std::string& where,
                        bool required = false) {
   const auto it = obj.find(key);
@@ -166,11 +173,50 @@ void parse_fields(const json& j, ProcessReport* r) {
       const json& n = as_object((*nics)[i], "nics[" + std::to_string(i) + "]");
       NicReport x;
       x.domain = get_string(n, "domain", w);
-      x.local = get_string(n, "local", w);
+      if (const json* locals = get_array(n, "locals", w)) {
+        for (size_t k = 0; k < locals->size(); ++k) {
+          const json& a = (*locals)[k];
+          if (!a.is_string())
+            throw BadField{w + "locals[" + std::to_string(k) + "] is " + type_name(a) +
+                           ", not a string"};
+          x.locals.push_back(a.get<std::string>());
+        }
+      } else {
+        // Version 1: the addresses joined with commas.
+        const std::string joined = get_string(n, "local", w);
+        for (size_t at = 0; at < joined.size();) {
+          size_t comma = joined.find(',', at);
+          if (comma == std::string::npos) comma = joined.size();
+          if (comma > at) x.locals.push_back(joined.substr(at, comma - at));
+          at = comma + 1;
+        }
+      }
       x.ops = get_u64(n, "ops", w);
       x.bytes = get_u64(n, "bytes", w);
       x.busy_ns = get_double(n, "busy_ns", w);
       x.gbps = get_double(n, "achieved_gbps", w);
+      x.window_ns = get_double(n, "window_ns", w);
+      if (const json* wins = get_array(n, "windows", w)) {
+        for (size_t k = 0; k < wins->size(); ++k) {
+          const std::string ww = w + "windows[" + std::to_string(k) + "]";
+          const json& e = (*wins)[k];
+          if (!e.is_array() || e.size() != 3 || !e[0].is_number() || !e[1].is_number() ||
+              !e[2].is_number())
+            throw BadField{ww + " is not [index, busy_ns, bytes]"};
+          NicWindow nw;
+          nw.index = e[0].get<uint64_t>();
+          nw.busy_ns = e[1].get<double>();
+          nw.bytes = e[2].get<uint64_t>();
+          x.windows.push_back(nw);
+        }
+      }
+      x.peak_limit_ns = get_double(n, "peak_limit_ns", w);
+      x.peak_gbps = get_double(n, "peak_gbps", w);
+      x.peak_start_s = get_double(n, "peak_start_s", w);
+      x.peak_span_ns = get_double(n, "peak_span_ns", w);
+      x.peak_bytes = get_u64(n, "peak_bytes", w);
+      x.unbinned_busy_ns = get_double(n, "unbinned_busy_ns", w);
+      x.unbinned_bytes = get_u64(n, "unbinned_bytes", w);
       r->nics.push_back(std::move(x));
     }
   }
@@ -204,14 +250,18 @@ void parse_fields(const json& j, ProcessReport* r) {
           OpRow row;
           row.op = get_string(o, "op", wo, true);
           row.bytes = get_u64(o, "bytes", wo);
+          row.size_unknown = get_bool(o, "size_unknown", wo);
           row.count = get_u64(o, "count", wo);
           row.errors = get_u64(o, "errors", wo);
           row.untimed = get_u64(o, "untimed", wo);
+          row.ring_full = get_u64(o, "ring_full", wo);
           row.unfinished = get_u64(o, "unfinished", wo);
           row.eagain = get_u64(o, "eagain", wo);
           row.refused = get_u64(o, "refused", wo);
-          row.recv = o.contains("imm") || op_is_recv(op_from_name(row.op.c_str()));
-          row.imm = get_u64(o, "imm", wo);
+          // Version 1 called completed_within_50us "imm".
+          const char* fast = o.contains("imm") ? "imm" : "completed_within_50us";
+          row.recv = o.contains(fast) || op_is_recv(op_from_name(row.op.c_str()));
+          row.within_50us = get_u64(o, fast, wo);
           row.avg_ns = get_double(o, "avg_ns", wo);
           row.min_ns = get_double(o, "min_ns", wo);
           row.max_ns = get_double(o, "max_ns", wo);

@@ -18,7 +18,7 @@
 namespace fabtrace::report {
 
 constexpr const char* kReportFormat = "fabtrace-report";
-constexpr int kReportVersion = 1;  // the newest version this reader understands
+constexpr int kReportVersion = kReportFormatVersion;  // the newest version this reader understands
 
 enum class FileProblem {
   kNone,

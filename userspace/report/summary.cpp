@@ -37,8 +37,8 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 
 // "node1 r0 10.0.0.1:5 -> 10.0.0.2:7 fi_tsend 4 KiB"
 std::string row_name(const LinkRow& l) {
-  return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + " -> " + short_addr(l.remote) +
-         "  " + printable(l.row.op) + " " + fmt_size(l.row.bytes);
+  return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + (l.row.recv ? " <- " : " -> ") +
+         short_addr(l.remote) + "  " + printable(l.row.op) + " " + fmt_row_size(l.row);
 }
 
 // Appends words to lines no wider than `width`, each continuation indented.
@@ -73,8 +73,8 @@ void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
     return field(a->row) > field(b->row);
   });
   for (size_t i = 0; i < rows.size() && i < n; ++i)
-    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + printable(rows[i]->row.op) +
-           " " + fmt_size(rows[i]->row.bytes) + " x" + fmt_count(field(rows[i]->row)));
+    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + printable(rows[i]->row.op) + " " +
+           fmt_row_size(rows[i]->row) + " x" + fmt_count(field(rows[i]->row)));
   if (rows.size() > n) w->add("(+" + std::to_string(rows.size() - n) + " more rows)");
 }
 
@@ -108,6 +108,11 @@ std::string fmt_size(uint64_t b) {
     ++u;
   }
   return printf_str("%.1f %s", d, units[u]);
+}
+
+std::string fmt_row_size(const OpRow& row) {
+  return row.size_unknown ? "size unknown (posted " + fmt_size(row.bytes) + ")"
+                          : fmt_size(row.bytes);
 }
 
 std::string fmt_bytes(uint64_t b) {
@@ -153,6 +158,13 @@ std::string short_addr(const std::string& addr) {
   return printable(addr.substr(p + 3));
 }
 
+std::string short_addrs(const std::vector<std::string>& addrs, size_t max) {
+  std::string s;
+  for (size_t i = 0; i < addrs.size() && i < max; ++i) s += (i ? "," : "") + short_addr(addrs[i]);
+  if (addrs.size() > max) s += " +" + std::to_string(addrs.size() - max) + " more";
+  return s;
+}
+
 std::string who(const std::string& host, const std::string& rank, long pid) {
   std::string s = printable(host) + " r" + printable(rank);
   if (rank == "NA" || rank.empty()) s += " p" + std::to_string(pid);
@@ -183,11 +195,17 @@ std::vector<const LinkRow*> outlier_links(const Job& job) {
   return rows;
 }
 
-std::vector<const LateReceiver*> late_receivers(const Job& job, double min_share) {
-  std::vector<const LateReceiver*> out;
-  for (const LateReceiver& l : job.late)
-    if (l.count > 0 && l.share() >= min_share) out.push_back(&l);
-  return out;  // job.late is sorted worst share first
+std::vector<const LinkRow*> posted_late_rows(const Job& job) {
+  std::vector<const LinkRow*> out;
+  for (const LinkRow& l : job.links)
+    if (l.row.recv && l.posted.late > 0) out.push_back(&l);
+  std::stable_sort(out.begin(), out.end(), [](const LinkRow* a, const LinkRow* b) {
+    const double sa = static_cast<double>(a->posted.late) / static_cast<double>(a->posted.matched);
+    const double sb = static_cast<double>(b->posted.late) / static_cast<double>(b->posted.matched);
+    if (sa != sb) return sa > sb;
+    return a->posted.late > b->posted.late;
+  });
+  return out;
 }
 
 double outlier_median_ns(const LinkRow& row) {
@@ -216,7 +234,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     }
     w.add(h + ",");
     w.add(plural(job.ranks.size(), "rank", "ranks") + ",");
-    w.add(plural(job.nic_names().size(), "NIC", "NICs") + " (" +
+    w.add(plural(job.nic_count(), "NIC", "NICs") + " (" +
           plural(devices.size(), "device", "devices") + "),");
     w.add(plural(links.size(), "link", "links"));
     w.done();
@@ -239,6 +257,16 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     Wrapper w(&s, "ops       ", kWidth);
     for (const auto& kv : v) w.add(printable(kv.first) + " " + fmt_count(kv.second));
     if (v.empty()) w.add("(no data-path ops)");
+    w.done();
+  }
+  if (job.untimed) {
+    // Not a problem: these ops have no completion to time, or keep their context.
+    Wrapper w(
+        &s,
+        "untimed   " + fmt_count(job.untimed) + " ops by design (no completion, or context kept): ",
+        kWidth);
+    top_rows(
+        job, [](const OpRow& o) { return o.untimed; }, 3, &w);
     w.done();
   }
 
@@ -269,10 +297,13 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   }
 
   // NIC bandwidth.
-  if (!job.nics.empty()) {
-    s += "NIC achieved bandwidth (bytes / time with an op in flight; receives left out)\n";
-    std::vector<const NicRow*> nics;
-    for (const NicRow& n : job.nics) nics.push_back(&n);
+  std::vector<const NicRow*> nics;
+  for (const NicRow& n : job.nics)
+    if (n.nic.ops > 0) nics.push_back(&n);  // NICs that only received have no send bandwidth
+  if (!nics.empty()) {
+    s += "NIC bandwidth (receives left out): achieved = bytes / time with an op in flight over "
+         "the run;\n"
+         "  peak = the busiest stretch of <= 10 ms, its bytes / its length\n";
     std::vector<const NicRow*> shown = nics;
     const size_t max_rows = std::max<size_t>(opt.top * 2, 4);
     if (nics.size() > max_rows) {
@@ -287,9 +318,13 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       if (nics.size() > max_rows && i == max_rows / 2)
         s += "  ... " + std::to_string(nics.size() - max_rows) + " more in nics.csv ...\n";
       s += "  " + who(n->host, n->rank, n->pid) + "  " + printable(n->nic.domain) + " " +
-           short_addr(n->nic.local) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
+           short_addrs(n->nic.locals) + "  " + fmt_gbps(n->nic.gbps) + "  (" +
            plural(n->nic.ops, "op", "ops") + ", " + fmt_bytes(n->nic.bytes) + ", busy " +
-           fmt_ns(n->nic.busy_ns) + ")\n";
+           fmt_ns(n->nic.busy_ns) + ")";
+      if (n->nic.peak_gbps > 0)
+        s += "  peak " + fmt_gbps(n->nic.peak_gbps) + " (" + fmt_bytes(n->nic.peak_bytes) + " in " +
+             fmt_ns(n->nic.peak_span_ns) + printf_str(" at t+%.3f s)", n->nic.peak_start_s);
+      s += "\n";
     }
   }
 
@@ -308,21 +343,41 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     }
   }
 
-  // Late receivers.
-  const auto late = late_receivers(job, opt.late_share);
-  s += printf_str(
-      "late receivers (>= %.0f%% of a row's receives found their message already waiting)%s\n",
-      opt.late_share * 100, late.empty() ? ": none" : "");
+  // Receives posted late: a verdict only where both ranks' timelines pair
+  // the receive with its send; otherwise "unknown", never "late".
   {
+    const auto late = posted_late_rows(job);
+    uint64_t matched = 0, rows_matched = 0, no_verdict_rows = 0, no_verdict = 0;
+    for (const LinkRow& l : job.links) {
+      if (!l.row.recv || l.row.count == 0) continue;
+      matched += l.posted.matched;
+      if (l.posted.matched) ++rows_matched;
+      if (l.posted.matched < l.row.count) {
+        ++no_verdict_rows;
+        no_verdict += l.row.count - l.posted.matched;
+      }
+    }
+    s += "receives posted late (after their send was issued, by both ranks' per-op timelines)";
+    s += late.empty() ? (matched ? ": none of " + fmt_count(matched) + " matched receives\n"
+                                 : ": unknown (no receive matched to its send)\n")
+                      : "\n";
     for (size_t i = 0; i < late.size() && i < opt.top; ++i) {
-      const LateReceiver* l = late[i];
-      s += "  " + who(l->host, l->rank, l->pid) + "  " + printable(l->op) + " " +
-           fmt_size(l->bytes) + " " + short_addr(l->local) + " <- " + short_addr(l->remote) + "  " +
-           fmt_count(l->imm) + " of " + fmt_count(l->count) +
-           printf_str(" = %.1f%%", 100 * l->share()) + "\n";
+      const LinkRow* l = late[i];
+      s += "  " + row_name(*l) + "  " + fmt_count(l->posted.late) + " of " +
+           fmt_count(l->posted.matched) + " matched posted late, median " +
+           fmt_ns(l->posted.late_median_ns) + " after the send\n";
     }
     if (late.size() > opt.top)
       s += "  (+" + std::to_string(late.size() - opt.top) + " more rows)\n";
+    if (no_verdict_rows) {
+      std::string why;
+      for (const LinkRow& l : job.links)
+        if (l.row.recv && l.row.count && l.posted.matched < l.row.count && why.empty())
+          why = l.posted.unknown;
+      s += "  unknown for " + plural(no_verdict, "receive", "receives") + " in " +
+           plural(no_verdict_rows, "row", "rows") + ", e.g.: " + why + "\n";
+      s += "  (the evidence: FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 on every rank)\n";
+    }
   }
 
   // Problems.
@@ -338,8 +393,6 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   line(job.errors, "completions in error", [](const OpRow& o) { return o.errors; });
   line(job.eagain, "EAGAIN refusals (back-pressure)", [](const OpRow& o) { return o.eagain; });
   line(job.refused, "other refusals at issue", [](const OpRow& o) { return o.refused; });
-  line(job.untimed, "untimed ops (no completion, ring full or context kept)",
-       [](const OpRow& o) { return o.untimed; });
   line(job.unfinished, "unfinished ops (never completed)",
        [](const OpRow& o) { return o.unfinished; });
   const auto per_rank = [&](uint64_t total, const char* what, auto field, const char* fix) {
@@ -365,7 +418,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     any = true;
     s += "  " + printable(p.path) + ": " + printable(p.why) + "\n";
   }
-  if (!any) s += "  none: no errors, refusals, untimed, unfinished or dropped ops\n";
+  if (!any) s += "  none: no errors, refusals, unfinished, ring-full or dropped ops\n";
   if (!job.skipped.empty())
     s += "skipped   " + plural(job.skipped.size(), "file", "files") +
          (opt.skipped_on_stderr ? " (named on stderr)" : "") + "\n";

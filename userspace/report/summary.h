@@ -15,7 +15,6 @@ namespace fabtrace::report {
 struct SummaryOptions {
   std::string dir;                   // the job directory, for the title line
   size_t top = 5;                    // rows per list
-  double late_share = 0.5;           // a receive row is "late" from this share of imm
   std::vector<std::string> outputs;  // files written, listed at the end
   size_t skipped_on_stderr = 0;      // files already named on stderr
 };
@@ -32,15 +31,19 @@ bool write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
 std::vector<const LinkRow*> slowest_links(const Job& job, size_t n);
 // Non-receive rows whose outlier_ratio >= kOutlierRatio, highest ratio first.
 std::vector<const LinkRow*> outlier_links(const Job& job);
-// Receive rows whose imm share >= min_share, highest share first.
-std::vector<const LateReceiver*> late_receivers(const Job& job, double min_share);
+// Receive rows with receives posted after their message's send was issued
+// (LinkRow::posted), highest share of the matched ones first.
+std::vector<const LinkRow*> posted_late_rows(const Job& job);
 // The median p99 an outlier row was compared with (p99 / ratio).
 double outlier_median_ns(const LinkRow& row);
 
 // ---- formats ----
 
-std::string fmt_ns(double ns);      // "850 ns", "12.3 us", "4.56 ms", "1.234 s"
-std::string fmt_size(uint64_t b);   // message sizes: "64 B", "4 KiB", "1.5 MiB", "1000 B"
+std::string fmt_ns(double ns);     // "850 ns", "12.3 us", "4.56 ms", "1.234 s"
+std::string fmt_size(uint64_t b);  // message sizes: "64 B", "4 KiB", "1.5 MiB", "1000 B"
+// A row's size: fmt_size, or "size unknown (posted 4 KiB)" for a receive row
+// whose completions carried no length.
+std::string fmt_row_size(const OpRow& row);
 std::string fmt_bytes(uint64_t b);  // volumes: "512 B", "4.1 kB", "163.8 MB", "2.0 GB"
 std::string fmt_count(uint64_t n);  // "1234567" -> "1,234,567"
 std::string fmt_gbps(double gbps);  // "1.234 GB/s"
@@ -49,6 +52,9 @@ std::string fmt_gbps(double gbps);  // "1.234 GB/s"
 std::string fmt_wall(uint64_t wall_ns, bool with_date);
 // An address without its "scheme://" prefix: "fi_sockaddr_in://10.0.0.1:5" -> "10.0.0.1:5".
 std::string short_addr(const std::string& addr);
+// A NIC's addresses, each without its scheme: "10.0.0.1:5,10.0.0.1:6", the
+// first `max` of them and "+N more" for the rest.
+std::string short_addrs(const std::vector<std::string>& addrs, size_t max = 2);
 // "node1 r3" (the pid is added when the rank is NA).
 std::string who(const std::string& host, const std::string& rank, long pid);
 

@@ -31,7 +31,7 @@ ordered_json link_json(const LinkRow& l) {
   j["unfinished"] = o.unfinished;
   j["eagain"] = o.eagain;
   j["refused"] = o.refused;
-  j["imm"] = o.imm;
+  j["completed_within_50us"] = o.within_50us;
   j["avg_ns"] = num(o.avg_ns);
   j["min_ns"] = num(o.min_ns);
   j["max_ns"] = num(o.max_ns);
@@ -39,6 +39,14 @@ ordered_json link_json(const LinkRow& l) {
   j["p99_ns"] = num(o.p99_ns);
   j["gbps"] = num(o.gbps);
   j["outlier_ratio"] = num(l.outlier_ratio);
+  j["size_unknown"] = o.size_unknown;  // a receive row: bytes is the posted size
+  j["ring_full"] = o.ring_full;
+  // Receive rows: matched to their send by the per-op timelines, and of those
+  // posted after it (post_evidence.h); why not, for the rest.
+  j["posted_matched"] = l.posted.matched;
+  j["posted_late"] = l.posted.late;
+  j["posted_late_median_ns"] = num(l.posted.late_median_ns);
+  j["posted_unknown"] = l.posted.unknown;
   return j;
 }
 
@@ -49,11 +57,18 @@ ordered_json nic_json(const NicRow& n) {
   j["rank"] = n.rank;
   j["pid"] = static_cast<int64_t>(n.pid);
   j["domain"] = n.nic.domain;
-  j["local"] = n.nic.local;
+  std::string locals;  // space separated: an address holds no space
+  for (const std::string& a : n.nic.locals) locals += (locals.empty() ? "" : " ") + a;
+  j["locals"] = locals;
   j["ops"] = n.nic.ops;
   j["bytes"] = n.nic.bytes;
   j["busy_ns"] = num(n.nic.busy_ns);
   j["gbps"] = num(n.nic.gbps);
+  j["window_ns"] = num(n.nic.window_ns);
+  j["peak_gbps"] = num(n.nic.peak_gbps);
+  j["peak_start_s"] = num(n.nic.peak_start_s);
+  j["peak_span_ns"] = num(n.nic.peak_span_ns);
+  j["peak_bytes"] = n.nic.peak_bytes;
   return j;
 }
 
@@ -109,16 +124,27 @@ bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
 }  // namespace
 
 const std::vector<std::string>& link_columns() {
-  static const std::vector<std::string> cols = {
-      "host",   "rank",   "pid",     "local",      "remote", "op",      "bytes",
-      "count",  "errors", "untimed", "unfinished", "eagain", "refused", "imm",
-      "avg_ns", "min_ns", "max_ns",  "p50_ns",     "p99_ns", "gbps",    "outlier_ratio"};
+  static const std::vector<std::string> cols = {"host",          "rank",
+                                                "pid",           "local",
+                                                "remote",        "op",
+                                                "bytes",         "count",
+                                                "errors",        "untimed",
+                                                "unfinished",    "eagain",
+                                                "refused",       "completed_within_50us",
+                                                "avg_ns",        "min_ns",
+                                                "max_ns",        "p50_ns",
+                                                "p99_ns",        "gbps",
+                                                "outlier_ratio", "size_unknown",
+                                                "ring_full",     "posted_matched",
+                                                "posted_late",   "posted_late_median_ns",
+                                                "posted_unknown"};
   return cols;
 }
 
 const std::vector<std::string>& nic_columns() {
-  static const std::vector<std::string> cols = {"host", "rank",  "pid",     "domain", "local",
-                                                "ops",  "bytes", "busy_ns", "gbps"};
+  static const std::vector<std::string> cols = {
+      "host",    "rank", "pid",       "domain",    "locals",       "ops",          "bytes",
+      "busy_ns", "gbps", "window_ns", "peak_gbps", "peak_start_s", "peak_span_ns", "peak_bytes"};
   return cols;
 }
 

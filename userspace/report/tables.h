@@ -17,9 +17,11 @@
 namespace fabtrace::report {
 
 // host,rank,pid,local,remote,op,bytes,count,errors,untimed,unfinished,eagain,
-// refused,imm,avg_ns,min_ns,max_ns,p50_ns,p99_ns,gbps,outlier_ratio
+// refused,completed_within_50us,avg_ns,min_ns,max_ns,p50_ns,p99_ns,gbps,outlier_ratio,
+// size_unknown,ring_full,posted_matched,posted_late,posted_late_median_ns,posted_unknown
 const std::vector<std::string>& link_columns();
-// host,rank,pid,domain,local,ops,bytes,busy_ns,gbps
+// host,rank,pid,domain,locals (space separated),ops,bytes,busy_ns,gbps,window_ns,
+// peak_gbps,peak_start_s,peak_span_ns,peak_bytes
 const std::vector<std::string>& nic_columns();
 
 // Each returns false when writing fails (errno tells why).

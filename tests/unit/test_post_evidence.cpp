@@ -1,0 +1,217 @@
+// post_evidence: receives paired with the sends of their messages through
+// both ranks' per-op timelines, on planted timelines with known answers: on
+// one host and across hosts whose monotonic clocks differ (aligned by the
+// wall anchors), and every case that must give no verdict.
+#include "userspace/report/post_evidence.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "common/op_kinds.h"
+#include "common/oplog_file.h"
+#include "tests/report_fixtures/synthetic_job.h"
+
+namespace fabtrace::report {
+namespace {
+
+constexpr const char* kS = "fi_sockaddr_in://10.0.0.1:1";
+constexpr const char* kR = "fi_sockaddr_in://10.0.0.2:2";
+constexpr const char* kOther = "fi_sockaddr_in://10.0.0.3:3";
+constexpr uint64_t kUs = 1000;
+
+struct Planted {
+  uint64_t start_ns, end_ns;  // after the rank's first activity
+  OpKind kind;
+  uint64_t bytes;
+  uint32_t link;
+};
+
+class PostEvidenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = test::make_fixture_dir("evidence"); }
+  void TearDown() override { test::remove_tree(dir_); }
+
+  // A rank whose CLOCK_MONOTONIC read mono0 and the wall clock wall0 at its
+  // first activity; its timeline (ticks are ns) holds `ops` on `links`.
+  Rank rank(const std::string& host, const std::string& r, uint64_t mono0, uint64_t wall0,
+            const std::vector<OplogLink>& links, const std::vector<Planted>& ops) {
+    Rank k;
+    k.host = host;
+    k.rank = r;
+    k.pid = 100 + static_cast<long>(std::stol(r));
+    k.start_mono_ns = mono0;
+    k.start_wall_ns = wall0;
+    k.oplog_path = dir_ + "/r" + r + ".oplog";
+    ::unlink(k.oplog_path.c_str());  // writers create new files only: a job built again replaces it
+    OplogFileWriter w;
+    EXPECT_TRUE(w.open(k.oplog_path, OplogMeta{host, r, k.pid}));
+    OplogCalib c;
+    c.tsc = false;
+    c.ns_per_tick = 1.0;
+    c.tick0 = mono0;
+    c.mono0_ns = mono0;
+    c.real0_ns = wall0;
+    c.pairs = 2;
+    EXPECT_TRUE(w.write_calib(c));
+    EXPECT_TRUE(w.write_links(links));
+    std::vector<oplog::OpEntry> es;
+    for (const Planted& p : ops) {
+      oplog::OpEntry e{};
+      e.start_ticks = mono0 + p.start_ns;
+      e.end_ticks = mono0 + p.end_ns;
+      e.bytes = p.bytes;
+      e.link_id = p.link;
+      e.kind = static_cast<uint8_t>(p.kind);
+      es.push_back(e);
+    }
+    EXPECT_TRUE(w.write_ops(es.data(), es.size()));
+    EXPECT_TRUE(w.write_end(es.size(), 0, 0));
+    w.close();
+    // The report rows the timeline's ops belong to.
+    for (const OplogLink& l : links) {
+      LinkReport lr;
+      lr.local = l.local;
+      lr.remote = l.remote;
+      for (const Planted& p : ops) {
+        if (p.link != l.id) continue;
+        bool merged = false;
+        for (OpRow& o : lr.rows) {
+          if (o.op != op_name(p.kind) || o.bytes != p.bytes) continue;
+          ++o.count;
+          merged = true;
+        }
+        if (merged) continue;
+        OpRow o;
+        o.op = op_name(p.kind);
+        o.bytes = p.bytes;
+        o.count = 1;
+        o.recv = op_is_recv(p.kind);
+        lr.rows.push_back(o);
+      }
+      k.report.links.push_back(lr);
+    }
+    return k;
+  }
+
+  const LinkRow& row_of(const Job& job, const std::string& rank, const char* op, uint64_t bytes) {
+    for (const LinkRow& l : job.links)
+      if (l.rank == rank && l.row.op == op && l.row.bytes == bytes) return l;
+    ADD_FAILURE() << "no row " << rank << " " << op << " " << bytes;
+    static LinkRow none;
+    return none;
+  }
+
+  Job job_of(std::vector<Rank> ranks) {
+    Job job;
+    job.ranks = std::move(ranks);
+    build_job_tables(&job);
+    match_receives_to_sends(&job);
+    return job;
+  }
+
+  // Sender: 10 tagged sends of 1000 B (one every 100 us from 5 ms) then 10 of 2000 B.
+  // Receiver: the 1000 B receives posted 20 us before their send, the
+  // 2000 B ones 1 ms after it; each completes 5 us after the later of the two.
+  static void plant(int64_t recv_offset_ns, std::vector<Planted>* sends,
+                    std::vector<Planted>* recvs) {
+    for (uint64_t k = 0; k < 20; ++k) {
+      const bool late = k >= 10;
+      const uint64_t issue = 5000 * kUs + k * 100 * kUs + (late ? 10000 * kUs : 0);
+      const uint64_t bytes = late ? 2000 : 1000;
+      sends->push_back({issue, issue + 3 * kUs, OpKind::kTsend, bytes, 0});
+      const uint64_t post = late ? issue + 1000 * kUs : issue - 20 * kUs;
+      const uint64_t done = (late ? post : issue) + 5 * kUs;
+      recvs->push_back({static_cast<uint64_t>(static_cast<int64_t>(post) + recv_offset_ns),
+                        static_cast<uint64_t>(static_cast<int64_t>(done) + recv_offset_ns),
+                        OpKind::kTrecv, bytes, 0});
+    }
+  }
+
+  std::string dir_;
+};
+
+// One host: both ranks read the same CLOCK_MONOTONIC; the receiver started
+// 3 ms after the sender, so its times are relative to a later origin.
+TEST_F(PostEvidenceTest, PrePostedAreNotLateLateOnesAre) {
+  std::vector<Planted> sends, recvs;
+  plant(-3000 * static_cast<int64_t>(kUs), &sends, &recvs);
+  const uint64_t mono = 1000000000000ull, wall = 1700000000000000000ull;
+  Job job =
+      job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
+              rank("h", "1", mono + 3000 * kUs, wall + 3000 * kUs, {{0, kR, "(any)"}}, recvs)});
+  const LinkRow& early = row_of(job, "1", "fi_trecv", 1000);
+  EXPECT_EQ(early.posted.logged, 10u);
+  EXPECT_EQ(early.posted.matched, 10u);
+  EXPECT_EQ(early.posted.late, 0u);
+  EXPECT_EQ(early.posted.unknown, "");
+  const LinkRow& late = row_of(job, "1", "fi_trecv", 2000);
+  EXPECT_EQ(late.posted.matched, 10u);
+  EXPECT_EQ(late.posted.late, 10u);
+  EXPECT_DOUBLE_EQ(late.posted.late_median_ns, 1000.0 * kUs);
+  EXPECT_EQ(late.posted.unknown, "");
+}
+
+// Two hosts whose CLOCK_MONOTONICs are 5000 s apart: the wall anchors align them.
+TEST_F(PostEvidenceTest, AcrossHostsByTheWallAnchors) {
+  std::vector<Planted> sends, recvs;
+  plant(0, &sends, &recvs);
+  const uint64_t wall = 1700000000000000000ull;
+  Job job = job_of({rank("a", "0", 1000000000000ull, wall, {{0, kS, kR}}, sends),
+                    rank("b", "1", 6000000000000ull, wall, {{0, kR, kS}}, recvs)});
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.late, 0u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 10u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 10u);
+}
+
+// No verdict, and a reason, wherever the pairing is not certain.
+TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
+  const uint64_t mono = 1000000000000ull, wall = 1700000000000000000ull;
+  std::vector<Planted> sends, recvs;
+  plant(0, &sends, &recvs);
+  {  // the sender's timeline lacks one send (an inject, a dropped record)
+    std::vector<Planted> fewer(sends.begin() + 1, sends.end());
+    Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, fewer),
+                      rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
+    const LinkRow& r = row_of(job, "1", "fi_trecv", 1000);
+    EXPECT_EQ(r.posted.matched, 0u);
+    EXPECT_NE(r.posted.unknown.find("19 sends and 20 receives"), std::string::npos)
+        << r.posted.unknown;
+  }
+  {  // sizes that do not pair up in order
+    std::vector<Planted> swapped = sends;
+    std::swap(swapped[9].start_ns, swapped[10].start_ns);
+    Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, swapped),
+                      rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted.unknown.find("sizes"), std::string::npos);
+  }
+  {  // receives from any source, and two senders to this receiver
+    Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
+                      rank("h", "2", mono, wall, {{0, kOther, kR}}, sends),
+                      rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown.find("several senders"),
+              std::string::npos);
+  }
+  {  // the sender has no timeline
+    Rank sender = rank("h", "0", mono, wall, {{0, kS, kR}}, sends);
+    sender.oplog_path.clear();
+    Job job = job_of({sender, rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown.find("no sender"),
+              std::string::npos);
+  }
+  {  // the receiver has none
+    Rank receiver = rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs);
+    receiver.oplog_path.clear();
+    Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends), receiver});
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 0u);
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.unknown, "no per-op timeline of this rank");
+  }
+}
+
+}  // namespace
+}  // namespace fabtrace::report

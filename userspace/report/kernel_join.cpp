@@ -1,0 +1,251 @@
+#include "userspace/report/kernel_join.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <tuple>
+
+#include "common/kernel_classify.h"
+#include "common/kernel_explain.h"
+#include "userspace/report/kernel_rows.h"
+
+namespace fabtrace::report {
+
+namespace {
+
+template <typename T>
+T as(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+bool longer(const KernelWindow& a, const KernelWindow& b) { return a.dur_ns() > b.dur_ns(); }
+
+// Keeps the `cap` longest windows of a stream in a min-heap (by duration).
+void keep_longest(std::vector<KernelWindow>* heap, KernelWindow w, size_t cap) {
+  if (heap->size() < cap) {
+    heap->push_back(std::move(w));
+    std::push_heap(heap->begin(), heap->end(), longer);
+  } else if (!heap->empty() && w.dur_ns() > heap->front().dur_ns()) {
+    std::pop_heap(heap->begin(), heap->end(), longer);
+    heap->back() = std::move(w);
+    std::push_heap(heap->begin(), heap->end(), longer);
+  }
+}
+
+KernelWindow window_of(const ft_hdr& h, const ft_window& w) {
+  KernelWindow k;
+  k.kind = h.kind;
+  k.pid = h.pid;
+  k.tid = h.tid;
+  k.cpu = h.cpu;
+  k.w = w;
+  k.verdict = window_verdict(w);
+  return k;
+}
+
+using ConnKey = std::tuple<std::string, uint32_t>;  // tuple bytes, owner
+
+void add(KernelLoad* l, uint64_t ns) {
+  l->ns += ns;
+  ++l->count;
+}
+
+}  // namespace
+
+bool load_kernel_node(const std::string& path, KernelNode* node, std::string* why) {
+  KernelLogReader r;
+  std::string err;
+  if (!r.open(path, &err)) {
+    *why = err;
+    return false;
+  }
+  // First pass: the names (symbols may follow the events they name).
+  if (!r.read_all([](const ft_hdr&, const uint8_t*) {}, &err)) {
+    *why = err;
+    return false;
+  }
+  const KernelNames names = KernelNames::from(r);
+  KernelNode n;
+  n.path = path;
+  n.meta = r.meta();
+  n.host = n.meta.host;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<KernelWindow>> stalls;
+  std::map<ConnKey, KernelConn> conns;
+  auto net = [&](const ft_hdr& h, const uint8_t* rec) {
+    const auto e = as<ft_net>(rec);
+    (h.kind == FT_EV_RETRANS ? n.retrans : n.drops)++;
+    const ConnKey key{std::string(reinterpret_cast<const char*>(&e.t), sizeof(e.t)), e.owner_pid};
+    auto it = conns.find(key);
+    if (it == conns.end()) {
+      if (conns.size() >= kKernelConnections) {
+        ++n.conns_dropped;
+        return;
+      }
+      KernelConn c;
+      c.t = e.t;
+      c.owner = e.owner_pid;
+      c.first_ns = h.ts;
+      it = conns.emplace(key, c).first;
+    }
+    (h.kind == FT_EV_RETRANS ? it->second.retrans : it->second.drops)++;
+    it->second.last_ns = h.ts;
+  };
+  const bool ok = r.read_all(
+      [&](const ft_hdr& h, const uint8_t* rec) {
+        if (!n.first_ns || h.ts < n.first_ns) n.first_ns = h.ts;
+        n.last_ns = std::max<uint64_t>(n.last_ns, h.ts);
+        switch (h.kind) {
+          case FT_EV_STALL: {
+            const auto e = as<ft_stall>(rec);
+            KernelWindow k = window_of(h, e.w);
+            k.cq = e.cq;
+            keep_longest(&stalls[{h.pid, e.cq}], std::move(k), kKernelStallsPerCq);
+            break;
+          }
+          case FT_EV_SLOW_OP:
+          case FT_EV_OP_ERROR: {
+            const auto e = as<ft_op>(rec);
+            KernelWindow k = window_of(h, e.w);
+            k.op = e.op;
+            k.bytes = e.bytes;
+            k.err = e.err;
+            k.local = record_str(e.local, FT_ADDR_LEN);
+            k.remote = record_str(e.remote, FT_ADDR_LEN);
+            if (h.kind == FT_EV_SLOW_OP)
+              keep_longest(&n.slow_ops, std::move(k), kKernelSlowOps);
+            else if (n.op_errors.size() < kKernelOpErrors)
+              n.op_errors.push_back(std::move(k));
+            break;
+          }
+          case FT_EV_RETRANS:
+          case FT_EV_DROP:
+            net(h, rec);
+            break;
+          case FT_EV_IRQ: {
+            const auto e = as<ft_irq>(rec);
+            const uint64_t d = h.ts > e.start ? h.ts - e.start : 0;
+            add(&n.irq_per_cpu[h.cpu], d);
+            add(&n.irq_by_name[record_str(e.name, FT_NAME_LEN)], d);
+            break;
+          }
+          case FT_EV_SOFTIRQ: {
+            const auto e = as<ft_irq>(rec);
+            add(&n.softirq_per_cpu[h.cpu], h.ts > e.start ? h.ts - e.start : 0);
+            break;
+          }
+          case FT_EV_OFFCPU: {
+            const auto e = as<ft_offcpu>(rec);
+            add(&n.offcpu_by_cause[offcpu_cause(e)], h.ts > e.start ? h.ts - e.start : 0);
+            break;
+          }
+          case FT_EV_FAULTS:
+            n.faults += as<ft_faults>(rec).count;
+            break;
+          case FT_EV_CXI_ERR:
+            ++n.cxi_errors;
+            break;
+          case FT_EV_WORK: {
+            const auto e = as<ft_work>(rec);
+            const auto f = names.functions.find(e.func);
+            const std::string cls = f != names.functions.end() ? cxi_work_class(f->second) : "";
+            add(&n.cxi_work[cls.empty() ? "other" : cls], h.ts > e.start ? h.ts - e.start : 0);
+            break;
+          }
+          default:
+            break;
+        }
+      },
+      &err);
+  if (!ok) {
+    *why = err;
+    return false;
+  }
+  for (auto& kv : stalls)
+    for (KernelWindow& w : kv.second) n.stalls.push_back(std::move(w));
+  std::stable_sort(n.stalls.begin(), n.stalls.end(), longer);
+  std::sort_heap(n.slow_ops.begin(), n.slow_ops.end(), longer);
+  for (auto& kv : conns) n.conns.push_back(kv.second);
+  std::stable_sort(n.conns.begin(), n.conns.end(), [](const KernelConn& a, const KernelConn& b) {
+    return a.retrans + a.drops > b.retrans + b.drops;
+  });
+  n.stats = r.stats();
+  n.truncated = r.truncated();
+  n.ended = r.has_end();
+  n.records = r.records_read();
+  n.bad_records = r.bad_records();
+  n.tasks = r.tasks();
+  *node = std::move(n);
+  return true;
+}
+
+const KernelWindow* stall_cause(const KernelNode& n, long pid, uint32_t cq, uint64_t end_mono_ns,
+                                uint64_t gap_ns) {
+  const KernelWindow* best = nullptr;
+  uint64_t best_off = UINT64_MAX;
+  const uint64_t tolerance = std::max<uint64_t>(gap_ns / 100, 50000);
+  for (const KernelWindow& s : n.stalls) {
+    if (static_cast<long>(s.pid) != pid || s.cq != cq) continue;
+    const uint64_t d = s.dur_ns();
+    if ((d > gap_ns ? d - gap_ns : gap_ns - d) > tolerance) continue;
+    const uint64_t off = s.w.end > end_mono_ns ? s.w.end - end_mono_ns : end_mono_ns - s.w.end;
+    if (off < best_off) {
+      best_off = off;
+      best = &s;
+    }
+  }
+  // Both ends come from one host's CLOCK_MONOTONIC: anything but a near match
+  // is another gap of the same length.
+  return best && best_off <= tolerance ? best : nullptr;
+}
+
+bool parse_ip_port(const std::string& addr, int* family, uint8_t ip[16], uint16_t* port) {
+  std::string s = addr;
+  const size_t scheme = s.find("://");
+  if (scheme != std::string::npos) s = s.substr(scheme + 3);
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= s.size()) return false;
+  const std::string p = s.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(p.c_str(), &end, 10);
+  if (*end || v > 0xFFFF) return false;
+  std::string host = s.substr(0, colon);
+  std::memset(ip, 0, 16);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    if (inet_pton(AF_INET6, host.c_str(), ip) != 1) return false;
+    *family = AF_INET6;
+  } else {
+    if (inet_pton(AF_INET, host.c_str(), ip) != 1) return false;
+    *family = AF_INET;
+  }
+  *port = static_cast<uint16_t>(v);
+  return true;
+}
+
+LinkNet link_net(const KernelNode& n, long pid, const std::string& local,
+                 const std::string& remote) {
+  LinkNet out;
+  int lf = 0, rf = 0;
+  uint8_t lip[16], rip[16];
+  uint16_t lport = 0, rport = 0;
+  if (!parse_ip_port(local, &lf, lip, &lport) || !parse_ip_port(remote, &rf, rip, &rport))
+    return out;
+  const size_t rlen = rf == AF_INET6 ? 16 : 4;
+  for (const KernelConn& c : n.conns) {
+    if (static_cast<long>(c.owner) != pid || c.t.family != rf) continue;
+    const bool to_remote = std::memcmp(c.t.daddr, rip, rlen) == 0;
+    // We connected to the remote's listening port, or the remote connected to
+    // ours (its side is an ephemeral port, so only its address tells).
+    const bool ours = to_remote && (c.t.dport == rport || c.t.sport == lport);
+    if (!ours) continue;
+    out.retrans += c.retrans;
+    out.drops += c.drops;
+  }
+  return out;
+}
+
+}  // namespace fabtrace::report

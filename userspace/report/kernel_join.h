@@ -1,0 +1,102 @@
+// The kernel logs of a job (`fabtrace record`, one per node), read and joined
+// with the ranks' outputs: by host, by process and thread id (the kernel's
+// records carry the ranks' own pids and tids), and by CLOCK_MONOTONIC time,
+// exactly: both sides read that clock on the same host, so no fitting.
+//
+// What is kept of a log is bounded whatever its size: the longest stalls per
+// (process, CQ), the longest slow ops, the first op errors, per-connection
+// network counts, per-CPU interrupt load, off-CPU time by cause per thread, the
+// cxi driver's events. The off-CPU intervals and IRQs themselves stay in the
+// file: the Perfetto trace streams them from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/kernel_log.h"
+
+namespace fabtrace::report {
+
+// Bounds of what load_kernel_node keeps.
+constexpr size_t kKernelStallsPerCq = 16;
+constexpr size_t kKernelSlowOps = 64;
+constexpr size_t kKernelOpErrors = 64;
+constexpr size_t kKernelConnections = 4096;
+
+// A stall, slow op or op error as the kernel explained it.
+struct KernelWindow {
+  uint16_t kind = 0;  // FT_EV_STALL, FT_EV_SLOW_OP, FT_EV_OP_ERROR
+  uint32_t pid = 0, tid = 0, cpu = 0;
+  uint64_t cq = 0;  // stalls: the CQ's index in the rank's report
+  // ops:
+  uint32_t op = 0;
+  uint64_t bytes = 0;
+  int32_t err = 0;
+  std::string local, remote;
+  ft_window w{};
+  std::string verdict;  // window_verdict(w)
+  uint64_t dur_ns() const { return w.end > w.start ? w.end - w.start : 0; }
+};
+
+// Retransmits and drops of one connection (local side first), by its owner.
+struct KernelConn {
+  ft_tuple t{};
+  uint32_t owner = 0;  // traced tgid owning the socket, 0 when unknown
+  uint64_t retrans = 0, drops = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+};
+
+struct KernelLoad {
+  uint64_t ns = 0, count = 0;
+};
+
+// One node's log, reduced.
+struct KernelNode {
+  std::string host, path;
+  KernelLogMeta meta;
+  KernelStats stats;
+  bool truncated = false, ended = false;
+  uint64_t records = 0, bad_records = 0;
+  uint64_t first_ns = 0, last_ns = 0;  // the events' span (CLOCK_MONOTONIC)
+  std::vector<KernelWindow> stalls;    // longest first
+  std::vector<KernelWindow> slow_ops;  // longest first
+  std::vector<KernelWindow> op_errors;
+  std::vector<KernelConn> conns;       // busiest first
+  uint64_t conns_dropped = 0;          // connections past kKernelConnections (their events counted here)
+  uint64_t retrans = 0, drops = 0;     // every one, attributed or not
+  std::map<uint32_t, KernelLoad> irq_per_cpu, softirq_per_cpu;  // taken from traced threads
+  std::map<std::string, KernelLoad> irq_by_name;                // hard IRQs
+  std::map<std::string, KernelLoad> offcpu_by_cause;            // every traced thread
+  uint64_t faults = 0;
+  uint64_t cxi_errors = 0;
+  std::map<std::string, KernelLoad> cxi_work;  // by work class
+  std::vector<KernelTask> tasks;
+};
+
+// Reads and reduces one kernel log. False with one line in *why when it cannot
+// be used at all (a cut-short log is used: truncated says so).
+bool load_kernel_node(const std::string& path, KernelNode* node, std::string* why);
+
+// The kernel's explanation of a rank's longest gap on CQ `cq`: the stall record
+// of process `pid` and that CQ whose window ends nearest `end_mono_ns`, if its
+// length is within 1% (or 50 us) of `gap_ns`. nullptr when the log has none.
+const KernelWindow* stall_cause(const KernelNode& n, long pid, uint32_t cq, uint64_t end_mono_ns,
+                                uint64_t gap_ns);
+
+// "ip:port" parts of a libfabric address as fabtrace prints it
+// ("fi_sockaddr_in://10.0.0.1:5000", "fi_sockaddr_in6://[::1]:5000",
+// "10.0.0.1:5000"). False for other formats (cxi addresses, names).
+bool parse_ip_port(const std::string& addr, int* family, uint8_t ip[16], uint16_t* port);
+
+// Retransmits and drops on a rank's link: the connections owned by `pid` that
+// join its local address to its remote one (either side may have connected: the
+// remote's listening port, or ours with the remote's address).
+struct LinkNet {
+  uint64_t retrans = 0, drops = 0;
+};
+LinkNet link_net(const KernelNode& n, long pid, const std::string& local,
+                 const std::string& remote);
+
+}  // namespace fabtrace::report

@@ -1,0 +1,260 @@
+#include "userspace/report/post_evidence.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/op_kinds.h"
+#include "common/oplog_file.h"
+
+namespace fabtrace::report {
+
+namespace {
+
+enum Family { kTagged = 0, kUntagged = 1, kOther = 2 };
+
+Family send_family(OpKind k) {
+  switch (k) {
+    case OpKind::kTsend:
+    case OpKind::kTsendv:
+    case OpKind::kTsendmsg:
+    case OpKind::kTsenddata:
+      return kTagged;
+    case OpKind::kSend:
+    case OpKind::kSendv:
+    case OpKind::kSendmsg:
+    case OpKind::kSenddata:
+      return kUntagged;
+    default:
+      return kOther;
+  }
+}
+
+Family recv_family(OpKind k) {
+  switch (k) {
+    case OpKind::kTrecv:
+    case OpKind::kTrecvv:
+    case OpKind::kTrecvmsg:
+      return kTagged;
+    case OpKind::kRecv:
+    case OpKind::kRecvv:
+    case OpKind::kRecvmsg:
+      return kUntagged;
+    default:
+      return kOther;
+  }
+}
+
+constexpr const char* kAny = "(any)";
+
+// Times on a rank's CLOCK_MONOTONIC; the rank says how to align them.
+struct Send {
+  int64_t issue;
+  uint64_t bytes;
+  uint32_t rank;
+};
+struct Recv {
+  int64_t post, done;
+  uint64_t bytes;
+  bool size_unknown;
+  uint32_t rank;
+  size_t row;  // index into Job::links
+};
+
+using SendKey = std::tuple<std::string, std::string, int>;  // sender, receiver, family
+using RecvKey = std::pair<std::string, int>;                // receiver, family
+
+struct Collected {
+  std::map<SendKey, std::vector<Send>> sends;
+  std::map<RecvKey, std::map<std::string, std::vector<Recv>>> recvs;  // by the row's remote
+  std::vector<double> residual_ns;  // per rank: its timeline's clock-fit residual
+  size_t records = 0;
+  bool full = false;
+};
+
+std::string row_key(const std::string& host, const std::string& rank, long pid,
+                    const std::string& local, const std::string& remote, const std::string& op,
+                    uint64_t bytes, bool size_unknown) {
+  return host + '\n' + rank + '\n' + std::to_string(pid) + '\n' + local + '\n' + remote + '\n' +
+         op + '\n' + std::to_string(bytes) + (size_unknown ? "?" : "");
+}
+
+// Reads one rank's timeline into `c`. False (with *why) when it cannot be read.
+bool collect(const Job& job, uint32_t r, const std::map<std::string, size_t>& rows,
+             const EvidenceOptions& opt, Collected* c, std::string* why) {
+  const Rank& rank = job.ranks[r];
+  OplogReader rd;
+  if (!rd.open(rank.oplog_path, why) || !rd.scan(why)) return false;
+  const Calibration cal = rd.calib();
+  c->residual_ns[r] = cal.residual_ns;
+  const auto& links = rd.links();
+  const bool ok = rd.read_all(
+      [&](const oplog::OpEntry* e, size_t n) {
+        for (size_t i = 0; i < n && !c->full; ++i) {
+          if (e[i].error) continue;  // a receive in error matched no message
+          const OpKind kind = static_cast<OpKind>(e[i].kind);
+          const auto l = links.find(e[i].link_id);
+          if (l == links.end()) continue;
+          const int64_t start = static_cast<int64_t>(cal.to_mono_ns(e[i].start_ticks));
+          const int64_t end = static_cast<int64_t>(cal.to_mono_ns(e[i].end_ticks));
+          if (++c->records > opt.max_records) {
+            c->full = true;
+            break;
+          }
+          const Family sf = send_family(kind), rf = recv_family(kind);
+          if (sf != kOther) {
+            c->sends[SendKey{l->second.local, l->second.remote, sf}].push_back(
+                Send{start, e[i].bytes, r});
+          } else if (rf != kOther) {
+            const bool unknown = (e[i].flags & oplog::kOpSizeUnknown) != 0;
+            const auto row =
+                rows.find(row_key(rank.host, rank.rank, rank.pid, l->second.local, l->second.remote,
+                                  op_name(kind), e[i].bytes, unknown));
+            if (row == rows.end()) continue;
+            c->recvs[RecvKey{l->second.local, rf}][l->second.remote].push_back(
+                Recv{start, end, e[i].bytes, unknown, r, row->second});
+          }
+        }
+      },
+      why);
+  return ok;
+}
+
+// Post time of the receive minus issue time of the send, on the aligned clock:
+// one host's ranks share CLOCK_MONOTONIC; across hosts each rank's anchors.
+int64_t post_minus_issue(const Job& job, const Recv& rv, const Send& sd) {
+  const Rank &a = job.ranks[rv.rank], &b = job.ranks[sd.rank];
+  if (a.host == b.host) return rv.post - sd.issue;
+  return (rv.post + a.wall_offset_ns()) - (sd.issue + b.wall_offset_ns());
+}
+
+void no_verdict(Job* job, const std::vector<Recv>& recvs, const std::string& why) {
+  for (const Recv& r : recvs) {
+    PostEvidence& p = job->links[r.row].posted;
+    if (p.unknown.empty()) p.unknown = why;
+  }
+}
+
+// Pairs the receives at one receiver from one sender with that sender's sends.
+void pair(Job* job, const Collected& c, std::vector<Recv> recvs, const std::vector<Send>& sends,
+          std::map<size_t, std::vector<int64_t>>* lateness) {
+  if (recvs.size() != sends.size()) {
+    no_verdict(job, recvs,
+               "the timelines hold " + std::to_string(sends.size()) + " sends and " +
+                   std::to_string(recvs.size()) +
+                   " receives on this link (injects, a byte floor or dropped records on one side)");
+    return;
+  }
+  std::stable_sort(recvs.begin(), recvs.end(),
+                   [](const Recv& a, const Recv& b) { return a.done < b.done; });
+  std::vector<Send> s = sends;
+  std::stable_sort(s.begin(), s.end(),
+                   [](const Send& a, const Send& b) { return a.issue < b.issue; });
+  for (size_t k = 0; k < recvs.size(); ++k) {
+    const bool fits =
+        recvs[k].size_unknown ? recvs[k].bytes >= s[k].bytes : recvs[k].bytes == s[k].bytes;
+    if (!fits) {
+      no_verdict(job, recvs,
+                 "the sizes of the sends and of the receives on this link do not pair up in order");
+      return;
+    }
+  }
+  for (size_t k = 0; k < recvs.size(); ++k) {
+    const int64_t d = post_minus_issue(*job, recvs[k], s[k]);
+    const double margin = c.residual_ns[recvs[k].rank] + c.residual_ns[s[k].rank];
+    PostEvidence& p = job->links[recvs[k].row].posted;
+    ++p.matched;
+    if (static_cast<double>(d) > margin) {
+      ++p.late;
+      (*lateness)[recvs[k].row].push_back(d);
+    }
+  }
+}
+
+}  // namespace
+
+void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
+  std::map<std::string, size_t> rows;
+  for (size_t i = 0; i < job->links.size(); ++i) {
+    LinkRow& l = job->links[i];
+    if (!l.row.recv) continue;
+    l.posted = PostEvidence();
+    rows[row_key(l.host, l.rank, l.pid, l.local, l.remote, l.row.op, l.row.bytes,
+                 l.row.size_unknown)] = i;
+  }
+  Collected c;
+  c.residual_ns.assign(job->ranks.size(), 0.0);
+  std::vector<bool> has_timeline(job->ranks.size(), false);
+  for (uint32_t r = 0; r < job->ranks.size(); ++r) {
+    if (job->ranks[r].oplog_path.empty()) continue;
+    std::string why;
+    has_timeline[r] = collect(*job, r, rows, opt, &c, &why);
+  }
+  // Rows of ranks without a timeline.
+  std::map<std::string, bool> rank_has;  // host, rank, pid -> timeline read
+  for (uint32_t r = 0; r < job->ranks.size(); ++r)
+    rank_has[job->ranks[r].host + '\n' + job->ranks[r].rank + '\n' +
+             std::to_string(job->ranks[r].pid)] = has_timeline[r];
+  for (LinkRow& l : job->links) {
+    if (!l.row.recv) continue;
+    if (!rank_has[l.host + '\n' + l.rank + '\n' + std::to_string(l.pid)])
+      l.posted.unknown = "no per-op timeline of this rank";
+  }
+  if (c.full) {
+    for (LinkRow& l : job->links)
+      if (l.row.recv)
+        l.posted.unknown =
+            "more than " + std::to_string(opt.max_records) + " timeline records to match; none was";
+    return;
+  }
+  for (const auto& [key, by_remote] : c.recvs)
+    for (const auto& [remote, rv] : by_remote)
+      for (const Recv& r : rv) ++job->links[r.row].posted.logged;
+
+  std::map<size_t, std::vector<int64_t>> lateness;
+  for (const auto& [key, by_remote] : c.recvs) {
+    const std::string& receiver = key.first;
+    const int family = key.second;
+    // The senders whose timelines have sends of this family to this receiver.
+    std::vector<std::string> senders;
+    for (auto it = c.sends.begin(); it != c.sends.end(); ++it)
+      if (std::get<1>(it->first) == receiver && std::get<2>(it->first) == family)
+        senders.push_back(std::get<0>(it->first));
+    std::map<std::string, std::vector<Recv>> from;
+    for (const auto& [remote, rv] : by_remote) {
+      if (remote != kAny) {
+        from[remote].insert(from[remote].end(), rv.begin(), rv.end());
+      } else if (senders.size() == 1) {
+        from[senders[0]].insert(from[senders[0]].end(), rv.begin(), rv.end());
+      } else {
+        no_verdict(job, rv,
+                   senders.empty() ? "no sender's timeline has sends to this address"
+                                   : "receives from any source, and several senders' timelines "
+                                     "have sends to this address");
+      }
+    }
+    for (auto& [sender, rv] : from) {
+      const auto s = c.sends.find(SendKey{sender, receiver, family});
+      if (s == c.sends.end()) {
+        no_verdict(job, rv, "no per-op timeline has the sends of " + sender);
+        continue;
+      }
+      pair(job, c, rv, s->second, &lateness);
+    }
+  }
+  for (auto& [row, d] : lateness) {
+    std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
+    job->links[row].posted.late_median_ns = static_cast<double>(d[d.size() / 2]);
+  }
+  for (LinkRow& l : job->links)
+    if (l.row.recv && l.posted.unknown.empty() && l.posted.matched < l.row.count)
+      l.posted.unknown = l.posted.logged < l.row.count
+                             ? "only " + std::to_string(l.posted.logged) + " of " +
+                                   std::to_string(l.row.count) +
+                                   " receives in the per-op timeline (FABTRACE_OPS_MIN_BYTES?)"
+                             : "not matched";
+}
+
+}  // namespace fabtrace::report
