@@ -32,7 +32,8 @@
 #define FT_OFF_HIST 64   /* off-CPU intervals */
 #define FT_IRQ_HIST 64   /* IRQ/softirq intervals taken while the thread ran */
 #define FT_FAULT_HIST 64 /* page-fault buckets (one per FT_FAULT_BUCKET_NS of faulting) */
-#define FT_FAULT_BUCKET_NS 4000000ULL /* 64 buckets cover 256 ms of non-stop faulting */
+#define FT_FAULT_BUCKET_NS 4000000ULL   /* 64 buckets cover 256 ms of non-stop faulting */
+#define FT_FAULT_BURST_GAP_NS 100000ULL /* a pause this long ends a bucket: bursts stay apart */
 #define FT_RUN_LOG 256 /* per CPU: the last tasks that ran (who held a waiting thread's CPU) */
 #define FT_RUNNERS 2   /* runners kept per off-CPU interval */
 

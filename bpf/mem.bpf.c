@@ -21,11 +21,13 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   st->flt_addr = address;
 
   /* Buckets: a fault within FT_FAULT_BUCKET_NS of the current bucket's start
-   * joins it, else it opens the next one. */
+   * and FT_FAULT_BURST_GAP_NS of its latest fault joins it, else it opens the
+   * next one; so a burst (touching fresh memory) starts a bucket of its own and
+   * a window edge rarely falls inside one (the breakdown prorates those). */
   __u64 n = st->flt_n;
   if (n) {
     struct ft_fault_slot* cur = &st->flt[(n - 1) & (FT_FAULT_HIST - 1)];
-    if (now - cur->start < FT_FAULT_BUCKET_NS) {
+    if (now - cur->start < FT_FAULT_BUCKET_NS && now - cur->last < FT_FAULT_BURST_GAP_NS) {
       cur->last = now;
       cur->count++;
       goto summary;

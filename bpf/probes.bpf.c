@@ -189,7 +189,12 @@ static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) 
       reached = true;
       break;
     }
-    if (f->start <= e) w->faults += (__u32)f->count;
+    if (f->start > e) continue;
+    /* A bucket reaching past an edge of the window counts in proportion to its
+     * time inside (faults spread evenly over the bucket's few ms). */
+    const __u64 span = f->last - f->start;
+    const __u64 in = overlap(f->start, f->last, s, e);
+    w->faults += (__u32)(span && in < span ? f->count * in / span : f->count);
   }
   if (!reached) w->flags |= FT_WIN_PARTIAL_FAULT;
 }

@@ -327,7 +327,10 @@ TEST(Record, PageFaultsInsideASlowOp) {
         e.detail.at("op") == "fi_tsend" && (!slow || e.num("faults") > slow->num("faults")))
       slow = &e;
   ASSERT_NE(slow, nullptr) << "no slow fi_tsend of rank 0";
-  EXPECT_GE(slow->num("faults"), 16384u) << slow->cause;
+  // In-window counts come from the thread's fault buckets; a bucket that reaches
+  // over the window's edge is prorated by time, so the edges are exact to one
+  // burst: within 1% of the 16384 faults the touch made.
+  EXPECT_GE(slow->num("faults"), 16384u * 99 / 100) << slow->cause;
   EXPECT_NE(slow->cause.find("page faults"), std::string::npos) << slow->cause;
   // The log's fault summaries of that thread add up to at least the touch.
   uint64_t faults = 0;
@@ -430,8 +433,7 @@ TEST(Record, NodeCountersSampledOnceForTheNode) {
   EXPECT_EQ(stepper.steps_taken(), 8);
 
   const auto node = list_files(s.dir, "fabtrace_nic.", ".csv");
-  ASSERT_EQ(node.size(), 1u) << "one series for the node, none from the ranks\n"
-                             << s.record_log();
+  ASSERT_EQ(node.size(), 1u) << "one series for the node, none from the ranks\n" << s.record_log();
   EXPECT_NE(node[0].find(".node.p"), std::string::npos) << node[0];
   std::ifstream in(node[0]);
   std::stringstream csv;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/report_model.h"
+#include "userspace/report/kernel_join.h"
 
 namespace fabtrace::report {
 
@@ -79,7 +80,11 @@ struct LinkRow {
   std::string local, remote;
   OpRow row;                 // counts and latency of that rank's row
   double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
-  PostEvidence posted;       // receive rows only
+  // From the node's kernel log: TCP segments retransmitted and packets dropped on
+  // this link's connections over the run (kernel_logged: the host had a session).
+  bool kernel_logged = false;
+  uint64_t retrans = 0, drops = 0;
+  PostEvidence posted;  // receive rows only
 };
 
 struct NicRow {
@@ -93,8 +98,14 @@ struct Stall {
   std::string host, rank;
   long pid = 0;
   CqReport cq;
+  uint64_t end_mono_ns = 0;  // the gap's end on its host's CLOCK_MONOTONIC
   uint64_t end_wall_ns = 0;
   double end_job_s = 0;  // seconds since the job's first activity (first_wall_ns)
+  // From the node's kernel log (fabtrace record), when there is one: the
+  // kernel's breakdown of the gap. kernel_logged: the host had a session;
+  // has_cause: it explained this gap (a gap under FABTRACE_STALL_US has none).
+  bool kernel_logged = false, has_cause = false;
+  KernelWindow cause;
 };
 
 struct Skipped {
@@ -106,9 +117,10 @@ struct Job {
   std::vector<Rank> ranks;     // sorted by (host, numeric rank, pid)
   std::vector<LinkRow> links;  // every link row of every rank
   std::vector<NicRow> nics;
-  std::vector<Stall> stalls;     // one per CQ with polls, worst first
-  std::vector<Skipped> skipped;  // files under DIR that could not be used
-  std::vector<Skipped> partial;  // files used, but with a caveat (cut short, no end record)
+  std::vector<Stall> stalls;       // one per CQ with polls, worst first
+  std::vector<Skipped> skipped;    // files under DIR that could not be used
+  std::vector<Skipped> partial;    // files used, but with a caveat (cut short, no end record)
+  std::vector<KernelNode> kernel;  // one per node that ran fabtrace record (its kernel log)
   // Totals. ops: every op accepted (OpRow::issued()); bytes: completed non-receive
   // ops (count x size), so a transfer traced on both sides counts once.
   uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, untimed = 0, unfinished = 0;

@@ -71,7 +71,7 @@ bool rank_less(const std::string& a, const std::string& b) {
 using Key = std::tuple<std::string, std::string, long>;  // host, rank, pid
 
 struct Found {
-  std::vector<std::string> reports, texts, oplogs, counters;
+  std::vector<std::string> reports, texts, oplogs, counters, kernel_logs;
 };
 
 // The key of a process: host and rank by the writer's one rule (output_token),
@@ -125,11 +125,40 @@ void walk(const std::string& dir, const LoadOptions& opt, Found* found,
         found->oplogs.push_back(path);
       else if (starts_with(name, "fabtrace_nic.") && ends_with(name, ".csv"))
         found->counters.push_back(path);
+      else if (starts_with(name, "fabtrace_kernel.") && ends_with(name, ".klog"))
+        found->kernel_logs.push_back(path);
     }
     if (ec) skipped->push_back({d.string(), "cannot read the directory: " + ec.message()});
   }
-  for (auto* v : {&found->reports, &found->texts, &found->oplogs, &found->counters})
+  for (auto* v :
+       {&found->reports, &found->texts, &found->oplogs, &found->counters, &found->kernel_logs})
     std::sort(v->begin(), v->end());
+}
+
+// The node-wide sessions' kernel logs (one per node; a second of the same host
+// is used too: sessions of different runs, or restarted ones).
+void load_kernel_logs(const std::vector<std::string>& paths, Job* job) {
+  for (const std::string& path : paths) {
+    KernelNode n;
+    std::string why;
+    if (!load_kernel_node(path, &n, &why)) {
+      job->skipped.push_back({path, without_path(why, path)});
+      continue;
+    }
+    if (n.truncated)
+      job->partial.push_back({path, "kernel log cut short after " + std::to_string(n.records) +
+                                        " events (the rest of the file is unreadable)"});
+    else if (!n.ended)
+      job->partial.push_back({path,
+                              "kernel log without its end block: the session did not stop "
+                              "cleanly"});
+    bool host_has_ranks = false;
+    for (const Rank& r : job->ranks) host_has_ranks = host_has_ranks || r.host == n.host;
+    if (!host_has_ranks)
+      job->partial.push_back(
+          {path, "kernel log of host " + n.host + ", where no rank of this job reported"});
+    job->kernel.push_back(std::move(n));
+  }
 }
 
 void attach_oplog(const std::string& path, std::map<Key, size_t>& by_key, Job* job) {
@@ -199,7 +228,8 @@ void attach_counters(const std::string& path, const LoadOptions& opt, std::map<K
     // The node's series, sampled once by `fabtrace record` for all its ranks:
     // shown with the host's first rank that has no series of its own.
     for (auto k = by_key.begin(); k != by_key.end(); ++k) {
-      if (std::get<0>(k->first) != cs.host || !job->ranks[k->second].counters_path.empty()) continue;
+      if (std::get<0>(k->first) != cs.host || !job->ranks[k->second].counters_path.empty())
+        continue;
       if (it == by_key.end() || rank_less(std::get<1>(k->first), std::get<1>(it->first))) it = k;
     }
   }
@@ -344,6 +374,7 @@ void build_job_tables(Job* job) {
       // by the rank's own (monotonic, wall) anchor pair.
       const int64_t end_mono = static_cast<int64_t>(r.start_mono_ns) +
                                static_cast<int64_t>(std::llround(c.max_gap_end_s * 1e9));
+      s.end_mono_ns = end_mono > 0 ? static_cast<uint64_t>(end_mono) : 0;
       s.end_wall_ns = r.start_wall_ns ? static_cast<uint64_t>(end_mono + r.wall_offset_ns()) : 0;
       s.end_job_s =
           s.end_wall_ns && job->first_wall_ns
@@ -356,6 +387,7 @@ void build_job_tables(Job* job) {
     return a.cq.max_gap_ns > b.cq.max_gap_ns;
   });
   mark_outliers(&job->links);
+  join_kernel(job);
 }
 
 bool load_job(const std::string& dir, Job* job, std::string* error) {
@@ -409,6 +441,7 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
                               "only the JSON is read"});
   for (const std::string& path : found.oplogs) attach_oplog(path, by_key, job);
   for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
+  load_kernel_logs(found.kernel_logs, job);
   build_job_tables(job);
   match_receives_to_sends(job);
   return true;

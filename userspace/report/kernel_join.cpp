@@ -9,6 +9,7 @@
 
 #include "common/kernel_classify.h"
 #include "common/kernel_explain.h"
+#include "userspace/report/job.h"
 #include "userspace/report/kernel_rows.h"
 
 namespace fabtrace::report {
@@ -246,6 +247,41 @@ LinkNet link_net(const KernelNode& n, long pid, const std::string& local,
     out.drops += c.drops;
   }
   return out;
+}
+
+const KernelNode* kernel_node(const Job& job, const std::string& host) {
+  for (const KernelNode& n : job.kernel)
+    if (n.host == host) return &n;
+  return nullptr;
+}
+
+void join_kernel(Job* job) {
+  if (job->kernel.empty()) return;
+  for (Stall& s : job->stalls) {
+    s.kernel_logged = s.has_cause = false;
+    for (const KernelNode& n : job->kernel) {
+      if (n.host != s.host) continue;
+      s.kernel_logged = true;
+      const KernelWindow* w =
+          stall_cause(n, s.pid, s.cq.id, s.end_mono_ns, static_cast<uint64_t>(s.cq.max_gap_ns));
+      if (w) {
+        s.has_cause = true;
+        s.cause = *w;
+        break;
+      }
+    }
+  }
+  for (LinkRow& l : job->links) {
+    l.kernel_logged = false;
+    l.retrans = l.drops = 0;
+    for (const KernelNode& n : job->kernel) {
+      if (n.host != l.host) continue;
+      l.kernel_logged = true;
+      const LinkNet net = link_net(n, l.pid, l.local, l.remote);
+      l.retrans += net.retrans;
+      l.drops += net.drops;
+    }
+  }
 }
 
 }  // namespace fabtrace::report

@@ -63,9 +63,9 @@ struct KernelNode {
   std::vector<KernelWindow> stalls;    // longest first
   std::vector<KernelWindow> slow_ops;  // longest first
   std::vector<KernelWindow> op_errors;
-  std::vector<KernelConn> conns;       // busiest first
-  uint64_t conns_dropped = 0;          // connections past kKernelConnections (their events counted here)
-  uint64_t retrans = 0, drops = 0;     // every one, attributed or not
+  std::vector<KernelConn> conns;  // busiest first
+  uint64_t conns_dropped = 0;     // connections past kKernelConnections (their events counted here)
+  uint64_t retrans = 0, drops = 0;                              // every one, attributed or not
   std::map<uint32_t, KernelLoad> irq_per_cpu, softirq_per_cpu;  // taken from traced threads
   std::map<std::string, KernelLoad> irq_by_name;                // hard IRQs
   std::map<std::string, KernelLoad> offcpu_by_cause;            // every traced thread
@@ -98,5 +98,14 @@ struct LinkNet {
 };
 LinkNet link_net(const KernelNode& n, long pid, const std::string& local,
                  const std::string& remote);
+
+struct Job;
+// Joins the job's kernel logs into its stalls (the kernel's breakdown of each
+// CQ's longest gap) and link rows (retransmits and drops). build_job_tables
+// calls it; without kernel logs it changes nothing.
+void join_kernel(Job* job);
+
+// The node log of `host`, or nullptr.
+const KernelNode* kernel_node(const Job& job, const std::string& host);
 
 }  // namespace fabtrace::report

@@ -73,8 +73,8 @@ void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
     return field(a->row) > field(b->row);
   });
   for (size_t i = 0; i < rows.size() && i < n; ++i)
-    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + printable(rows[i]->row.op) + " " +
-           fmt_row_size(rows[i]->row) + " x" + fmt_count(field(rows[i]->row)));
+    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + printable(rows[i]->row.op) +
+           " " + fmt_row_size(rows[i]->row) + " x" + fmt_count(field(rows[i]->row)));
   if (rows.size() > n) w->add("(+" + std::to_string(rows.size() - n) + " more rows)");
 }
 
@@ -340,6 +340,8 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
            fmt_ns(st.cq.max_gap_ns) + "  ended " + fmt_wall(st.end_wall_ns, false) +
            printf_str(" (t+%.3f s)", st.end_job_s) + "  " + fmt_count(long_gaps) + " of " +
            plural(st.cq.polls, "poll", "polls") + " after a gap >= 1 ms\n";
+      const std::string why = stall_why(st);
+      if (!why.empty()) s += "      why: " + why + "\n";
     }
   }
 
@@ -379,6 +381,8 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       s += "  (the evidence: FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 on every rank)\n";
     }
   }
+
+  s += kernel_summary(job, opt.top);
 
   // Problems.
   s += "problems\n";

@@ -24,6 +24,14 @@ std::string summary_text(const Job& job, const SummaryOptions& opt);
 // False when the summary could not be written whole (a full disk, a closed pipe).
 bool write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
 
+// ---- the kernel's part (fabtrace record's logs; summary_kernel.cpp) ----
+
+// Why a stall happened, in one line ("" when its host had no kernel log).
+std::string stall_why(const Stall& s);
+// The slow ops with their causes and one short section per node; "" without
+// kernel logs.
+std::string kernel_summary(const Job& job, size_t top);
+
 // ---- selections (pointers into job) ----
 
 // Non-receive rows with completions, highest p99 first (receives are left out:

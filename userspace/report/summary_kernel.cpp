@@ -1,0 +1,105 @@
+// The kernel's part of the summary (fabtrace record's logs): why each stall
+// happened, the slow ops with their causes, and one short section per node.
+#include <algorithm>
+#include <cstdio>
+
+#include "common/kernel_explain.h"
+#include "common/op_kinds.h"
+#include "common/printable.h"
+#include "userspace/report/summary.h"
+
+namespace fabtrace::report {
+
+namespace {
+
+std::string op_label(uint32_t op) {
+  return op < static_cast<uint32_t>(kOpKindCount) ? op_name(static_cast<OpKind>(op)) : "op?";
+}
+
+std::string load_line(const std::map<uint32_t, KernelLoad>& per_cpu, uint64_t span_ns) {
+  std::string s;
+  for (const auto& kv : per_cpu) {
+    char b[96];
+    std::snprintf(
+        b, sizeof(b), "%scpu%u %s (%.2f%%)", s.empty() ? "" : ", ", kv.first,
+        fmt_ns(static_cast<double>(kv.second.ns)).c_str(),
+        span_ns ? 100.0 * static_cast<double>(kv.second.ns) / static_cast<double>(span_ns) : 0.0);
+    s += b;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string stall_why(const Stall& s) {
+  if (s.has_cause) return printable(s.cause.verdict);
+  if (s.kernel_logged)
+    return "the kernel log has no record of this gap (under FABTRACE_STALL_US, or before the "
+           "session attached)";
+  return "";
+}
+
+std::string kernel_summary(const Job& job, size_t top) {
+  if (job.kernel.empty()) return "";
+  std::string s;
+  // Slow ops, as the kernel explained them (longest first over every node).
+  std::vector<const KernelWindow*> slow;
+  for (const KernelNode& n : job.kernel)
+    for (const KernelWindow& w : n.slow_ops) slow.push_back(&w);
+  std::stable_sort(slow.begin(), slow.end(), [](const KernelWindow* a, const KernelWindow* b) {
+    return a->dur_ns() > b->dur_ns();
+  });
+  if (!slow.empty()) {
+    s += "slow ops (>= FABTRACE_SLOW_OP_US) and why, from the kernel\n";
+    for (size_t i = 0; i < slow.size() && i < top; ++i) {
+      const KernelWindow& w = *slow[i];
+      s += "  pid " + std::to_string(w.pid) + " tid " + std::to_string(w.tid) + "  " +
+           op_label(w.op) + " " + fmt_size(w.bytes) + " " + short_addr(printable(w.local)) +
+           " -> " + short_addr(printable(w.remote)) + "  " +
+           fmt_ns(static_cast<double>(w.dur_ns())) + ": " + printable(w.verdict) + "\n";
+    }
+  }
+  s += "kernel (fabtrace record)\n";
+  for (const KernelNode& n : job.kernel) {
+    const uint64_t span = n.last_ns > n.first_ns ? n.last_ns - n.first_ns : 0;
+    s += "  " + printable(n.host) + "  " + fmt_count(n.records) + " events over " +
+         fmt_ns(static_cast<double>(span));
+    if (n.stats.lost_total()) s += ", " + fmt_count(n.stats.lost_total()) + " lost (ring full)";
+    if (n.stats.recursion_misses)
+      s += ", " + fmt_count(n.stats.recursion_misses) + " program runs missed";
+    s += "\n";
+    std::string absent;
+    for (const KernelAttach& a : n.meta.attach)
+      if (a.state != "attached") absent += (absent.empty() ? "" : ", ") + printable(a.point);
+    if (!absent.empty()) s += "    not attached: " + absent + "\n";
+    if (!n.irq_per_cpu.empty())
+      s += "    IRQ time taken from traced threads: " + load_line(n.irq_per_cpu, span) + "\n";
+    if (!n.softirq_per_cpu.empty())
+      s += "    softirq time taken from traced threads: " + load_line(n.softirq_per_cpu, span) +
+           "\n";
+    if (n.retrans || n.drops) {
+      uint64_t traced = 0;
+      for (const KernelConn& c : n.conns)
+        if (c.owner) traced += c.retrans + c.drops;
+      s += "    TCP: " + fmt_count(n.retrans) + " retransmitted segments, " + fmt_count(n.drops) +
+           " dropped packets (" + fmt_count(traced) + " on traced connections; per link in " +
+           "links.csv)\n";
+    }
+    if (n.cxi_errors || !n.cxi_work.empty()) {
+      s += "    cxi driver: " + fmt_count(n.cxi_errors) + " errors (cass_err)";
+      for (const auto& kv : n.cxi_work)
+        s += ", " + printable(kv.first) + " work x" + fmt_count(kv.second.count) + " " +
+             fmt_ns(static_cast<double>(kv.second.ns));
+      s += "\n";
+    }
+  }
+  size_t without = 0;
+  for (const std::string& h : job.hosts())
+    if (!kernel_node(job, h)) ++without;
+  if (without)
+    s += "  " + std::to_string(without) + (without == 1 ? " host" : " hosts") +
+         " of the job had no kernel log (no fabtrace record there)\n";
+  return s;
+}
+
+}  // namespace fabtrace::report
