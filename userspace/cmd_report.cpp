@@ -38,10 +38,13 @@ namespace fs = std::filesystem;
 void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
+               "                       [--kernel-events]\n"
                "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
                "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
                "           trace go (default DIR/fabtrace-report)\n"
-               "  --top N  rows per list of the summary (default 5)\n");
+               "  --top N  rows per list of the summary (default 5)\n"
+               "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
+               "           logs (fabtrace record) under DIR\n");
 }
 
 // The seam to the Perfetto writer. Returns false (with *error) when it failed;
@@ -75,7 +78,7 @@ bool parse_size(const char* s, size_t* out) {
 
 int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
-  bool have_dir = false, html = true, trace = true;
+  bool have_dir = false, html = true, trace = true, kernel_events = false;
   size_t top = 5;
   for (int i = 0; i < argc; ++i) {
     const char* a = argv[i];
@@ -109,6 +112,10 @@ int cmd_report(int argc, char** argv) {
     }
     if (!std::strcmp(a, "--no-trace")) {
       trace = false;
+      continue;
+    }
+    if (!std::strcmp(a, "--kernel-events")) {
+      kernel_events = true;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0') {
@@ -168,7 +175,7 @@ int cmd_report(int argc, char** argv) {
 
   int rc = 0;
   std::vector<std::string> outputs;
-  if (!report::write_tables(job, out_dir, &outputs, &err)) {
+  if (!report::write_tables(job, out_dir, &outputs, &err, kernel_events)) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     rc = 1;
   }

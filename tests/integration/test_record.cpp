@@ -229,6 +229,41 @@ const Event* checked_stall(const StreamSession& s, double min_gap_ns, std::vecto
   return st;
 }
 
+// `fabtrace report DIR` over the session's directory: the "why:" line under
+// rank 0's longest CQ gap in the summary, and that gap as the summary prints it.
+struct ReportedStall {
+  std::string why;
+  std::string line;
+};
+ReportedStall reported_stall(const std::string& dir) {
+  const RunResult r = run({FABTRACE_CLI, "report", dir, "-o", dir + "/report"}, {}, false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream in(r.output);
+  std::string line;
+  ReportedStall out;
+  bool in_gaps = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("longest CQ poll gaps", 0) == 0) {
+      in_gaps = true;
+      continue;
+    }
+    if (!in_gaps) continue;
+    if (line.empty() || line[0] != ' ') break;
+    if (out.line.empty() && line.find(" r0 CQ#") != std::string::npos) {
+      out.line = line;
+      if (std::getline(in, line) && line.rfind("      why: ", 0) == 0) out.why = line.substr(11);
+      break;
+    }
+  }
+  return out;
+}
+
+// "... for A of B ms": B, the window's length the kernel explained.
+double verdict_window_ms(const std::string& why) {
+  const size_t of = why.find(" of ");
+  return of == std::string::npos ? -1 : std::stod(why.substr(of + 4));
+}
+
 TEST(Record, EveryProgramThatCanLoadHereLoads) {
   REQUIRE_ROOT();
   const RunResult r = run({FABTRACE_CLI, "record", "--list"}, {}, false);
@@ -273,6 +308,14 @@ TEST(Record, StoppedPollerIsExplained) {
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->cause.rfind("stopped", 0), 0u) << st->cause;
   EXPECT_GE(static_cast<double>(st->num("stopped_ns")), 0.9 * 200e6) << st->cause;
+
+  // fabtrace report joins the log: the summary says why, about the same gap.
+  const ReportedStall rs = reported_stall(s.dir);
+  EXPECT_EQ(rs.why.rfind("stopped (SIGSTOP or a debugger) for ", 0), 0u) << rs.line << "\n"
+                                                                         << rs.why;
+  EXPECT_NEAR(verdict_window_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
+              rank0_max_gap_ns(s.dir) / 1e6 * 0.01 + 0.05)
+      << rs.why;
 }
 
 // (b) A real-time CPU hog pinned to the poller's CPU for 200 ms.
@@ -308,6 +351,14 @@ TEST(Record, PreemptedPollerNamesTheHog) {
   EXPECT_EQ(static_cast<int>(st->other_pid), hog);
   EXPECT_EQ(st->other_comm, "cpu_hog");
   EXPECT_GE(static_cast<double>(st->num("runnable_ns")), 0.9 * 150e6) << st->cause;
+
+  const ReportedStall rs = reported_stall(s.dir);
+  EXPECT_EQ(rs.why.rfind("preempted by cpu_hog[" + std::to_string(hog) + "] for ", 0), 0u)
+      << rs.line << "\n"
+      << rs.why;
+  EXPECT_NEAR(verdict_window_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
+              rank0_max_gap_ns(s.dir) / 1e6 * 0.01 + 0.05)
+      << rs.why;
 }
 
 // Page faults inside a slow op: rank 0 touches 64 MiB of fresh memory (16384

@@ -16,6 +16,7 @@
 
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"
+#include "tests/report_fixtures/kernel_fixture.h"
 #include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
@@ -266,6 +267,55 @@ TEST(Report, NothingUsableIsAnError) {
 
 // The report in a real browser: no script error, and the heatmap (one cell
 // per NIC pair) in the rendered DOM.
+// Runs headless Chromium on a page (`what`: --dump-dom, --screenshot=...), its
+// stdout into stdout_file; returns its log (console messages are in it).
+std::string chromium(const std::string& page, const std::string& what,
+                     const std::string& stdout_file) {
+  const std::string log = make_temp_dir("chromium-log") + "/stderr";
+  const std::string profile = make_temp_dir("chromium-profile");
+  const RunResult r = run({"sh",
+                           "-c",
+                           "out=$0; log=$1; shift; exec \"$@\" >\"$out\" 2>\"$log\"",
+                           stdout_file,
+                           log,
+                           kChromium,
+                           "--headless",
+                           "--no-sandbox",
+                           "--disable-gpu",
+                           "--disable-quic",
+                           "--no-first-run",
+                           "--disable-background-networking",
+                           "--disable-component-update",
+                           "--disable-sync",
+                           "--user-data-dir=" + profile,
+                           "--enable-logging=stderr",
+                           "--v=0",
+                           "--window-size=1400,2000",
+                           what,
+                           page},
+                          {}, false, 120);
+  EXPECT_EQ(r.exit_code, 0) << slurp(log);
+  return slurp(log);
+}
+
+// The page's DOM after its script ran, with no console message or uncaught error.
+std::string rendered_dom(const std::string& out) {
+  const std::string page = "file://" + out + "/report.html";
+  const std::string dom_file = out + "/dom.html";
+  const std::string log = chromium(page, "--dump-dom", dom_file);
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(line.find("Uncaught"), std::string::npos) << line;
+    if (line.find(":CONSOLE") != std::string::npos) ADD_FAILURE() << "console message: " << line;
+  }
+  const std::string dom = slurp(dom_file);
+  EXPECT_FALSE(dom.empty()) << log;
+  EXPECT_NE(dom.find("data-script=\"ok\""), std::string::npos)
+      << "the inline script did not run to its end";
+  return dom;
+}
+
 TEST(Report, HtmlRendersInHeadlessChromium) {
   if (access(kChromium, X_OK) != 0)
     GTEST_SKIP() << kChromium << " is not installed (apt-get install chromium)";
@@ -274,45 +324,8 @@ TEST(Report, HtmlRendersInHeadlessChromium) {
   const Cli cli = report_cli(dir, out);
   ASSERT_EQ(cli.rc, 0) << cli.err;
   const std::string page = "file://" + out + "/report.html";
-  const auto chromium = [&](const std::string& what, const std::string& stdout_file) {
-    const std::string log = make_temp_dir("chromium-log") + "/stderr";
-    const std::string profile = make_temp_dir("chromium-profile");
-    const RunResult r = run({"sh",
-                             "-c",
-                             "out=$0; log=$1; shift; exec \"$@\" >\"$out\" 2>\"$log\"",
-                             stdout_file,
-                             log,
-                             kChromium,
-                             "--headless",
-                             "--no-sandbox",
-                             "--disable-gpu",
-                             "--disable-quic",
-                             "--no-first-run",
-                             "--disable-background-networking",
-                             "--disable-component-update",
-                             "--disable-sync",
-                             "--user-data-dir=" + profile,
-                             "--enable-logging=stderr",
-                             "--v=0",
-                             "--window-size=1400,2000",
-                             what,
-                             page},
-                            {}, false, 120);
-    EXPECT_EQ(r.exit_code, 0) << slurp(log);
-    return slurp(log);
-  };
-  const std::string dom_file = out + "/dom.html";
-  const std::string log = chromium("--dump-dom", dom_file);
-  std::istringstream lines(log);
-  std::string line;
-  while (std::getline(lines, line)) {
-    EXPECT_EQ(line.find("Uncaught"), std::string::npos) << line;
-    if (line.find(":CONSOLE") != std::string::npos) ADD_FAILURE() << "console message: " << line;
-  }
-  const std::string dom = slurp(dom_file);
-  ASSERT_FALSE(dom.empty()) << log;
-  EXPECT_NE(dom.find("data-script=\"ok\""), std::string::npos)
-      << "the inline script did not run to its end";
+  const std::string dom = rendered_dom(out);
+  ASSERT_FALSE(dom.empty());
   // The first heatmap and its cells: rows x columns of links.csv's local and remote NICs.
   const auto csv = read_csv(out + "/links.csv");
   std::set<std::string> locals, remotes;
@@ -333,11 +346,31 @@ TEST(Report, HtmlRendersInHeadlessChromium) {
 
   // A picture, for people.
   const std::string png = out + "/report.png";
-  chromium("--screenshot=" + png, out + "/screenshot.stdout");
+  chromium(page, "--screenshot=" + png, out + "/screenshot.stdout");
   const std::string img = slurp(png);
   ASSERT_GT(img.size(), 1000u);
   EXPECT_EQ(img.substr(1, 3), "PNG");
   std::printf("screenshot: %s\n", png.c_str());
+}
+
+// A job with a node's kernel log (the kernel fixture): the kernel sections of
+// the page render in Chromium with the planted causes.
+TEST(Report, KernelSectionsRenderInHeadlessChromium) {
+  if (access(kChromium, X_OK) != 0)
+    GTEST_SKIP() << kChromium << " is not installed (apt-get install chromium)";
+  const std::string dir = make_temp_dir("report-kernel-html");
+  write_kernel_fixture(dir);
+  const std::string out = dir + "/out";
+  const Cli cli = report_cli(dir, out);
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  const std::string dom = rendered_dom(out);
+  for (const char* id : {"id=\"why-table\"", "id=\"net-table\"", "id=\"nodes\""})
+    EXPECT_NE(dom.find(id), std::string::npos) << id;
+  EXPECT_NE(dom.find("preempted by stress-ng[4312] for 48.1 of 50.2 ms"), std::string::npos);
+  // The summary on stdout says the same.
+  EXPECT_NE(cli.out.find("why: preempted by stress-ng[4312] for 48.1 of 50.2 ms"),
+            std::string::npos)
+      << cli.out;
 }
 
 }  // namespace

@@ -25,6 +25,8 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
+#include "tests/report_fixtures/kernel_fixture.h"
+#include "userspace/report/job.h"
 #include "userspace/report/perfetto_trace.h"
 #include "userspace/report/perfetto_writer.h"
 
@@ -104,6 +106,7 @@ struct Event {
   int64_t ivalue = 0;
   double dvalue = 0;
   std::map<std::string, std::string> args;  // resolved name -> value as text
+  std::vector<uint64_t> flows, flow_ends;   // flow_ids, terminating_flow_ids
   size_t order = 0;                         // position in the file
 };
 
@@ -245,6 +248,8 @@ Decoded decode_trace(const std::string& path) {
       for (const PbField& x : f) {
         if (x.num == 9) ev.type = static_cast<uint32_t>(x.v);
         if (x.num == 11) ev.track = x.v;
+        if (x.num == 47) ev.flows.push_back(x.v);
+        if (x.num == 48) ev.flow_ends.push_back(x.v);
         if (x.num == 23) ev.name = x.b;
         if (x.num == 10) {
           const auto it = event_names.find(x.v);
@@ -926,6 +931,63 @@ TEST_F(PerfettoTrace, UnwritableDirectoryFails) {
   EXPECT_FALSE(write_perfetto(job, dir_ + "/no/such/dir", PerfettoOptions(), &files, &err));
   EXPECT_NE(err.find("no/such"), std::string::npos) << err;
   EXPECT_TRUE(files.empty());
+}
+
+// The kernel's tracks (perfetto_kernel.h) on the kernel fixture: a node track
+// with the thread's off-CPU slice, the CPU's IRQs, the network's events; the
+// explained stall's instant carries its cause and the flow from the slice that
+// caused it; no slices overlap on any track.
+TEST(PerfettoKernel, NodeTracksAndFlowsFromCauseToStall) {
+  char tmpl[] = "/tmp/fabtrace_perfetto_kernel.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const test::KernelFixture k = test::write_kernel_fixture(dir);
+  Job job;
+  std::string err;
+  ASSERT_TRUE(load_job(dir, &job, &err)) << err;
+  PerfettoOptions opt;
+  std::vector<std::string> files;
+  PerfettoStats st;
+  ASSERT_TRUE(write_perfetto_stats(job, dir + "/out", opt, &files, &st, &err)) << err;
+  ASSERT_EQ(files.size(), 1u);
+  const Decoded d = decode_trace(files[0]);
+  ASSERT_TRUE(d.ok) << d.problem;
+  EXPECT_EQ(check_tracks(d), "");
+  std::map<uint64_t, std::string> track_name;
+  bool node = false;
+  for (const Descriptor& t : d.descs) {
+    track_name[t.uuid] = t.name;
+    node = node || (t.process && t.name == "kernel (node01)");
+  }
+  EXPECT_TRUE(node);
+  EXPECT_EQ(st.kernel_slices, 3u);     // the off-CPU interval and two IRQs
+  EXPECT_EQ(st.kernel_instants, 13u);  // 7 + 2 + 3 network events, the slow op
+  uint64_t off_flow = 0, irq_slices = 0;
+  for (const Event& e : d.events) {
+    const std::string& tn = track_name[e.track];
+    if (e.type == 1 && tn.find("off CPU") != std::string::npos) {
+      EXPECT_EQ(e.name, "preempted: stress-ng");
+      EXPECT_EQ(e.args.at("ran_instead"), "stress-ng[4312]");
+      ASSERT_EQ(e.flows.size(), 1u);
+      off_flow = e.flows[0];
+    }
+    if (e.type == 1 && tn == "cpu1 IRQs") {
+      ++irq_slices;
+      EXPECT_EQ(e.name, "virtio0-input.0");
+    }
+  }
+  EXPECT_EQ(irq_slices, 2u);
+  ASSERT_NE(off_flow, 0u);
+  bool stall_has_cause = false;
+  for (const Event& e : d.events)
+    if (e.type == 3 && e.name.rfind("CQ#0 poll gap 50.2", 0) == 0) {
+      EXPECT_EQ(e.args.at("why"), "preempted by stress-ng[4312] for 48.1 of 50.2 ms");
+      ASSERT_EQ(e.flow_ends.size(), 1u);
+      EXPECT_EQ(e.flow_ends[0], off_flow);
+      stall_has_cause = true;
+    }
+  EXPECT_TRUE(stall_has_cause);
+  std::system(("rm -rf '" + dir + "'").c_str());  // test-owned temporary directory
 }
 
 }  // namespace

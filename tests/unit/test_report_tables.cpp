@@ -100,8 +100,10 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
   std::vector<std::string> files;
   std::string err;
   ASSERT_TRUE(write_tables(job, dir, &files, &err)) << err;
-  EXPECT_EQ(files, (std::vector<std::string>{dir + "/links.csv", dir + "/links.json",
-                                             dir + "/nics.csv", dir + "/nics.json"}));
+  EXPECT_EQ(files,
+            (std::vector<std::string>{dir + "/links.csv", dir + "/links.json", dir + "/nics.csv",
+                                      dir + "/nics.json", dir + "/stalls.csv",
+                                      dir + "/stalls.json"}));
 
   // links.csv
   const auto csv = parse_csv(slurp(dir + "/links.csv"));

@@ -198,6 +198,9 @@ svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, san
 .series { fill: none; stroke: var(--bar); stroke-width: 1.5; }
 .series-dot { fill: var(--bar); }
 .bar { fill: var(--bar); }
+.why-bar { vertical-align: middle; }
+.why-legend span { display: inline-block; margin-right: 12px; }
+.why-legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 .bar-hi { fill: var(--accent); }
 .bar-label, .bar-value { font-size: 12px; fill: var(--fg); }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
@@ -252,6 +255,7 @@ class Table {
     s_ += ">" + escape(v) + "</td>";
   }
   void n(const std::string& v) { td(v, "n"); }
+  void raw_td(const std::string& html) { s_ += "<td>" + html + "</td>"; }
   void end_row() { s_ += "</tr>\n"; }
   std::string done() { return s_ + "</tbody></table>\n"; }
 
@@ -515,6 +519,188 @@ void section_stalls(const Job& job, const HtmlOptions& opt, Html* h) {
     h->note(std::to_string(job.stalls.size() - opt.max_table_rows) + " more CQs not shown.");
 }
 
+// The parts of a stall's breakdown drawn in its bar, in order, with their colours.
+struct WhyPart {
+  const char* label;
+  const char* color;
+  uint64_t (*ns)(const ft_window&);
+};
+const WhyPart kWhyParts[] = {
+    {"on CPU", "#4c78a8",
+     [](const ft_window& w) -> uint64_t {
+       const uint64_t irq = w.irq_ns + w.softirq_ns;
+       return w.on_cpu_ns > irq ? w.on_cpu_ns - irq : 0;
+     }},
+    {"runnable (another task ran)", "#f58518",
+     [](const ft_window& w) -> uint64_t { return w.runnable_ns; }},
+    {"blocked (futex, sleep, I/O)", "#54a24b",
+     [](const ft_window& w) -> uint64_t {
+       return w.futex_ns + w.sleep_ns + w.nanosleep_ns + w.disk_ns + w.other_ns;
+     }},
+    {"stopped", "#e45756", [](const ft_window& w) -> uint64_t { return w.stopped_ns; }},
+    {"IRQ / softirq", "#b279a2",
+     [](const ft_window& w) -> uint64_t { return w.irq_ns + w.softirq_ns; }},
+};
+
+std::string why_bar(const ft_window& w) {
+  const double len = w.end > w.start ? static_cast<double>(w.end - w.start) : 0;
+  const double width = 220;
+  std::string s = "<svg class=\"why-bar\" width=\"" + fixed(width, 0) +
+                  "\" height=\"12\" role=\"img\" xmlns=\"http://www.w3.org/2000/svg\">";
+  double x = 0;
+  for (const WhyPart& p : kWhyParts) {
+    const double part = len > 0 ? std::min(1.0, static_cast<double>(p.ns(w)) / len) * width : 0;
+    if (part <= 0) continue;
+    s += "<rect x=\"" + fixed(x, 1) + "\" y=\"0\" width=\"" + fixed(part, 1) +
+         "\" height=\"12\" fill=\"" + p.color + "\"><title>" + escape(p.label) + " " +
+         escape(fmt_ns(static_cast<double>(p.ns(w)))) + "</title></rect>";
+    x += part;
+  }
+  return s + "</svg>";
+}
+
+// Why each stall happened, from the nodes' kernel logs (fabtrace record).
+void section_stall_causes(const Job& job, const HtmlOptions& opt, Html* h) {
+  if (job.kernel.empty()) return;
+  h->h2("why", "Why the CQs were not polled (kernel)");
+  h->note(
+      "For each CQ's longest poll gap, what the thread that ended it went through inside the gap, "
+      "worked out in the kernel by fabtrace record: on CPU (running, not polling this CQ), "
+      "runnable while another task ran, blocked, stopped, or in interrupt handlers.");
+  std::string legend = "<p class=\"why-legend\">";
+  for (const WhyPart& p : kWhyParts)
+    legend += std::string("<span><i style=\"background:") + p.color + "\"></i>" + escape(p.label) +
+              "</span>";
+  h->raw(legend + "</p>\n");
+  Table t({{"host", false},
+           {"rank", false},
+           {"CQ", true},
+           {"gap", true},
+           {"breakdown", false},
+           {"why", false},
+           {"faults", true}},
+          "why-table");
+  size_t rows = 0;
+  for (const Stall& s : job.stalls) {
+    if (rows == opt.max_table_rows) break;
+    if (!s.kernel_logged) continue;
+    ++rows;
+    t.row(s.has_cause && s.cause.w.runnable_ns + s.cause.w.stopped_ns > s.cause.w.on_cpu_ns);
+    t.td(s.host);
+    t.td(s.rank);
+    t.n("#" + std::to_string(s.cq.id));
+    t.n(fmt_ns(s.cq.max_gap_ns));
+    if (s.has_cause) {
+      t.raw_td(why_bar(s.cause.w));
+      t.td(s.cause.verdict);
+      t.n(fmt_count(s.cause.w.faults));
+    } else {
+      t.td("");
+      t.td(stall_why(s));
+      t.n("");
+    }
+    t.end_row();
+  }
+  h->raw(t.done());
+}
+
+// Retransmits and drops per link, from the nodes' kernel logs.
+void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
+  if (job.kernel.empty()) return;
+  h->h2("network", "TCP retransmits and drops per link (kernel)");
+  std::map<std::tuple<std::string, std::string, long, std::string, std::string>, const LinkRow*>
+      per_link;  // a link's rows all carry its counts: one per link
+  for (const LinkRow& l : job.links)
+    if (l.kernel_logged && (l.retrans || l.drops))
+      per_link.emplace(std::make_tuple(l.host, l.rank, l.pid, l.local, l.remote), &l);
+  uint64_t retrans = 0, drops = 0;
+  for (const KernelNode& n : job.kernel) {
+    retrans += n.retrans;
+    drops += n.drops;
+  }
+  h->note(fmt_count(retrans) + " segments retransmitted and " + fmt_count(drops) +
+          " packets dropped on the traced processes' connections over the nodes with a kernel "
+          "log; the links they belong to below (links.csv has the same per link).");
+  if (per_link.empty()) return;
+  std::vector<const LinkRow*> rows;
+  for (const auto& kv : per_link) rows.push_back(kv.second);
+  std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
+    return a->retrans + a->drops > b->retrans + b->drops;
+  });
+  Table t({{"host", false},
+           {"rank", false},
+           {"local", false},
+           {"remote", false},
+           {"retransmits", true},
+           {"drops", true}},
+          "net-table");
+  for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
+    t.row(rows[i]->retrans > 0);
+    t.td(rows[i]->host);
+    t.td(rows[i]->rank);
+    t.td(short_addr(rows[i]->local));
+    t.td(short_addr(rows[i]->remote));
+    t.n(fmt_count(rows[i]->retrans));
+    t.n(fmt_count(rows[i]->drops));
+    t.end_row();
+  }
+  h->raw(t.done());
+}
+
+// One block per node's kernel log: what attached, interrupt load, the driver.
+void section_kernel_nodes(const Job& job, Html* h) {
+  if (job.kernel.empty()) return;
+  h->h2("nodes", "Nodes (kernel)");
+  for (const KernelNode& n : job.kernel) {
+    const uint64_t span = n.last_ns > n.first_ns ? n.last_ns - n.first_ns : 0;
+    h->raw("<h3>" + escape(n.host) + "</h3>");
+    std::string line = fmt_count(n.records) + " events over " + fmt_ns(static_cast<double>(span)) +
+                       "; " + fmt_count(n.stats.lost_total()) + " lost (ring buffer full); " +
+                       fmt_count(n.faults) + " page faults of traced threads";
+    if (n.cxi_errors || !n.cxi_work.empty()) {
+      line += "; cxi driver: " + fmt_count(n.cxi_errors) + " errors";
+      for (const auto& kv : n.cxi_work)
+        line += ", " + kv.first + " work x" + fmt_count(kv.second.count);
+    }
+    h->note(line + ".");
+    std::string absent;
+    for (const KernelAttach& a : n.meta.attach)
+      if (a.state != "attached")
+        absent += (absent.empty() ? "" : ", ") + a.point + " (" + a.detail + ")";
+    if (!absent.empty()) h->note("Not attached: " + absent + ".");
+    Table t({{"CPU", true},
+             {"IRQ time", true},
+             {"IRQs", true},
+             {"softirq time", true},
+             {"softirqs", true},
+             {"share of the span", true}});
+    std::set<uint32_t> cpus;
+    for (const auto& kv : n.irq_per_cpu) cpus.insert(kv.first);
+    for (const auto& kv : n.softirq_per_cpu) cpus.insert(kv.first);
+    for (uint32_t c : cpus) {
+      const auto i = n.irq_per_cpu.find(c);
+      const auto si = n.softirq_per_cpu.find(c);
+      const KernelLoad irq = i == n.irq_per_cpu.end() ? KernelLoad{} : i->second;
+      const KernelLoad soft = si == n.softirq_per_cpu.end() ? KernelLoad{} : si->second;
+      t.row();
+      t.n(std::to_string(c));
+      t.n(fmt_ns(static_cast<double>(irq.ns)));
+      t.n(fmt_count(irq.count));
+      t.n(fmt_ns(static_cast<double>(soft.ns)));
+      t.n(fmt_count(soft.count));
+      t.n(span ? fixed(100.0 * static_cast<double>(irq.ns + soft.ns) / static_cast<double>(span),
+                       2) +
+                     " %"
+               : "-");
+      t.end_row();
+    }
+    if (!cpus.empty()) {
+      h->note("Interrupt time taken from traced threads, per CPU:");
+      h->raw(t.done());
+    }
+  }
+}
+
 void link_table(const std::vector<const LinkRow*>& rows, const std::string& id, Html* h) {
   Table t({{"host", false},
            {"rank", false},
@@ -757,6 +943,10 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
       "href=\"#outliers\">outliers</a>"
       "<a href=\"#late\">receives posted late</a><a href=\"#problems\">problems</a><a "
       "href=\"#ranks\">ranks</a>");
+  if (!job.kernel.empty())
+    h.raw(
+        "<a href=\"#why\">why (kernel)</a><a href=\"#network\">network</a><a "
+        "href=\"#nodes\">nodes</a>");
   for (const std::string& o : opt.outputs) {
     const size_t slash = o.find_last_of('/');
     const std::string name = slash == std::string::npos ? o : o.substr(slash + 1);
@@ -791,10 +981,13 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   section_bandwidth(job, &h);
   section_counters(job, opt, &h);
   section_stalls(job, opt, &h);
+  section_stall_causes(job, opt, &h);
   section_links(job, opt, &h);
+  section_link_net(job, opt, &h);
   section_late(job, opt, &h);
   section_problems(job, opt, &h);
   section_ranks(job, opt, &h);
+  section_kernel_nodes(job, &h);
   h.raw(
       "<footer>Written by fabtrace report. Every link row is in links.csv / links.json, every NIC "
       "in "

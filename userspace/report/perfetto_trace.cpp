@@ -16,6 +16,7 @@
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "common/printable.h"
+#include "userspace/report/perfetto_kernel.h"
 #include "userspace/report/perfetto_writer.h"
 #include "userspace/report/summary.h"
 
@@ -290,7 +291,7 @@ class Builder {
 
   // ---- interned names (cached per file generation)
   uint64_t arg_iid(int which) {
-    static const char* const kNames[] = {"bytes", "error", "gap_ms", "polls", "cq"};
+    static const char* const kNames[] = {"bytes", "error", "gap_ms", "polls", "cq", "why"};
     if (arg_gen_[which] != w_.generation()) {
       arg_iid_[which] = w_.annotation_name(kNames[which]);
       arg_gen_[which] = w_.generation();
@@ -315,6 +316,7 @@ class Builder {
   bool write_stalls(RankTrack& r);
   bool write_counters(RankTrack& r);
   bool write_nic_windows(RankTrack& r);
+  bool write_kernel(const KernelNode& n, int32_t order, const std::vector<RankTrack>& ranks);
   void warn(const std::string& s) { stats_->warnings.push_back(s); }
 
   const Job& job_;
@@ -331,8 +333,8 @@ class Builder {
   uint64_t preamble_bytes_ = 0;
   uint64_t next_uuid_ = 1;
 
-  uint64_t arg_iid_[5] = {};
-  uint32_t arg_gen_[5] = {};
+  uint64_t arg_iid_[6] = {};
+  uint32_t arg_gen_[6] = {};
   uint64_t op_iid_[512] = {};
   uint32_t op_gen_[512] = {};
   std::vector<std::string> op_names_;
@@ -579,10 +581,18 @@ bool Builder::write_stalls(RankTrack& r) {
     std::snprintf(name, sizeof(name), "CQ#%u poll gap %.3f ms", s->cq.id, s->cq.max_gap_ns / 1e6);
     if (!room(kEventBytes + r.name.size() + kDescriptorBytes)) return false;
     const uint64_t track = need_gap_track(r);
-    const DebugArg args[3] = {DebugArg::Double(arg_iid(2), s->cq.max_gap_ns / 1e6),
+    const DebugArg args[4] = {DebugArg::Double(arg_iid(2), s->cq.max_gap_ns / 1e6),
                               DebugArg::Uint(arg_iid(3), s->cq.polls),
-                              DebugArg::Uint(arg_iid(4), s->cq.id)};
-    w_.instant_named(ts, track, name, args, 3);
+                              DebugArg::Uint(arg_iid(4), s->cq.id),
+                              DebugArg::String(arg_iid(5), s->cause.verdict)};
+    // An explained stall: the kernel's intervals inside it flow into it.
+    const uint64_t flow = stall_flow_id(*s);
+    Flows flows;
+    if (s->has_cause) {
+      flows.ends = &flow;
+      flows.nends = 1;
+    }
+    w_.instant_named(ts, track, name, args, s->has_cause ? 4 : 3, flows);
     ++stats_->stall_instants;
   }
   return true;
@@ -712,6 +722,31 @@ bool Builder::write_nic_windows(RankTrack& r) {
   return true;
 }
 
+// The node's kernel tracks, on the clock of the node's ranks (their monotonic
+// offset; the log's own anchor where the node has no rank).
+bool Builder::write_kernel(const KernelNode& n, int32_t order,
+                           const std::vector<RankTrack>& ranks) {
+  KernelTraceContext ctx;
+  ctx.w = &w_;
+  ctx.room = [this](size_t bound) { return room(bound); };
+  ctx.next_uuid = &next_uuid_;
+  ctx.pid = kSyntheticPidBase / 2 + order;
+  ctx.order = order;
+  ctx.wall_offset = static_cast<int64_t>(n.meta.real_ns) - static_cast<int64_t>(n.meta.mono_ns);
+  for (const RankTrack& r : ranks)
+    if (r.rank->host == n.host && r.rank->start_wall_ns) {
+      ctx.wall_offset = r.wall_offset;
+      break;
+    }
+  KernelTraceStats ks;
+  const bool ok = write_kernel_tracks(n, job_, ctx, &ks, &stats_->warnings);
+  stats_->kernel_tracks += ks.tracks;
+  stats_->kernel_slices += ks.slices;
+  stats_->kernel_instants += ks.instants;
+  stats_->kernel_flows += ks.flows;
+  return ok;
+}
+
 bool Builder::write_rank(RankTrack& r) {
   if (!room(r.name.size() + kDescriptorBytes)) return false;
   need_process(r);
@@ -766,6 +801,8 @@ bool Builder::run(std::string* error) {
   if (!opt_.split_per_rank) {
     ok = open_base(prefix, snap);
     for (size_t i = 0; ok && i < ranks.size(); ++i) ok = write_rank(ranks[i]);
+    for (size_t i = 0; ok && i < job_.kernel.size(); ++i)
+      ok = write_kernel(job_.kernel[i], static_cast<int32_t>(ranks.size() + i), ranks);
     if (ok) ok = finish_file();
   } else {
     std::unordered_set<std::string> used;
@@ -777,6 +814,15 @@ bool Builder::run(std::string* error) {
       used.insert(base);
       ok = open_base(base, rk.start_wall_ns != 0 ? rk.start_wall_ns : snap);
       if (ok) ok = write_rank(ranks[i]);
+      if (ok) ok = finish_file();
+    }
+    // Each node's kernel tracks in a file of their own.
+    for (size_t i = 0; ok && i < job_.kernel.size(); ++i) {
+      std::string base = prefix + ".kernel." + file_token(job_.kernel[i].host);
+      for (int k = 2; used.count(base); ++k) base += "." + std::to_string(k);
+      used.insert(base);
+      ok = open_base(base, snap);
+      if (ok) ok = write_kernel(job_.kernel[i], static_cast<int32_t>(ranks.size() + i), ranks);
       if (ok) ok = finish_file();
     }
   }

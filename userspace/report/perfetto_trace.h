@@ -16,7 +16,11 @@
 //     gap's end) on a "CQ poll gaps" track;
 //   - counter tracks "cxiN:counter" from the rank's counter CSV: per-second
 //     rates for cumulative counters (every column except those whose name
-//     contains "in_use", "max_" or "status", which are plotted as sampled).
+//     contains "in_use", "max_" or "status", which are plotted as sampled);
+//   - per node with a kernel log (fabtrace record), a "kernel (host)" process
+//     track (perfetto_kernel.h): the traced threads' off-CPU intervals, the
+//     CPUs' IRQs, network and cxi driver events; an explained stall's instant
+//     carries its cause ("why") and the flows from the intervals behind it.
 // Nothing is held per op: oplogs are streamed through a bounded reorder window.
 //
 // Files: <out_dir>/trace.pftrace; when that would pass max_file_bytes it is
@@ -71,6 +75,10 @@ struct PerfettoStats {
   uint64_t counter_values = 0;
   uint64_t nic_tracks = 0;  // per-NIC bandwidth tracks (from the NIC time windows)
   uint64_t nic_values = 0;
+  uint64_t kernel_tracks = 0;         // kernel tracks (threads' off-CPU, CPUs' IRQs, network, cxi)
+  uint64_t kernel_slices = 0;         // off-CPU intervals, IRQs, driver work items
+  uint64_t kernel_instants = 0;       // retransmits, drops, driver errors, faults, slow ops
+  uint64_t kernel_flows = 0;          // intervals tied to the explained stall they caused
   uint32_t max_lanes = 0;             // most lanes any link needed
   std::vector<std::string> warnings;  // files skipped, one line each
 };

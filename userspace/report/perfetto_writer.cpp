@@ -246,8 +246,13 @@ void PerfettoWriter::debug_args(const DebugArg* args, size_t nargs) {
   }
 }
 
+void PerfettoWriter::flow_ids(const Flows& f) {
+  for (size_t i = 0; i < f.n; ++i) enc_.add_fixed64(pf::kTeFlowIds, f.ids[i]);
+  for (size_t i = 0; i < f.nends; ++i) enc_.add_fixed64(pf::kTeTerminatingFlowIds, f.ends[i]);
+}
+
 void PerfettoWriter::slice_begin(uint64_t ts, uint64_t track, uint64_t name_iid,
-                                 const DebugArg* args, size_t nargs) {
+                                 const DebugArg* args, size_t nargs, const Flows& flows) {
   begin_packet(true, ts, pf::kSeqNeedsIncrementalState);
   interned_data();
   enc_.begin_nested(pf::kPacketTrackEvent);
@@ -255,6 +260,7 @@ void PerfettoWriter::slice_begin(uint64_t ts, uint64_t track, uint64_t name_iid,
   enc_.add_varint(pf::kTeTrackUuid, track);
   enc_.add_varint(pf::kTeNameIid, name_iid);
   debug_args(args, nargs);
+  flow_ids(flows);
   enc_.end_nested();
   end_packet();
 }
@@ -282,7 +288,7 @@ void PerfettoWriter::instant(uint64_t ts, uint64_t track, uint64_t name_iid, con
 }
 
 void PerfettoWriter::instant_named(uint64_t ts, uint64_t track, std::string_view name,
-                                   const DebugArg* args, size_t nargs) {
+                                   const DebugArg* args, size_t nargs, const Flows& flows) {
   begin_packet(true, ts, pf::kSeqNeedsIncrementalState);
   interned_data();
   enc_.begin_nested(pf::kPacketTrackEvent);
@@ -290,6 +296,7 @@ void PerfettoWriter::instant_named(uint64_t ts, uint64_t track, std::string_view
   enc_.add_varint(pf::kTeTrackUuid, track);
   enc_.add_string(pf::kTeName, name);
   debug_args(args, nargs);
+  flow_ids(flows);
   enc_.end_nested();
   end_packet();
 }

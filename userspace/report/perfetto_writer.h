@@ -75,6 +75,8 @@ constexpr uint32_t kTeTrackUuid = 11;
 constexpr uint32_t kTeName = 23;
 constexpr uint32_t kTeCounterValue = 30;
 constexpr uint32_t kTeDoubleCounterValue = 44;
+constexpr uint32_t kTeFlowIds = 47;             // repeated fixed64
+constexpr uint32_t kTeTerminatingFlowIds = 48;  // repeated fixed64
 constexpr uint32_t kTypeSliceBegin = 1;
 constexpr uint32_t kTypeSliceEnd = 2;
 constexpr uint32_t kTypeInstant = 3;
@@ -141,6 +143,15 @@ struct DebugArg {
   }
 };
 
+// Flows an event takes part in (arrows in the UI): `ids` start or pass through
+// it, `ends` end at it. Ids are the caller's, unique within the trace.
+struct Flows {
+  const uint64_t* ids = nullptr;
+  size_t n = 0;
+  const uint64_t* ends = nullptr;
+  size_t nends = 0;
+};
+
 class PerfettoWriter {
  public:
   static constexpr uint32_t kSequenceId = 1;
@@ -190,12 +201,12 @@ class PerfettoWriter {
 
   // ---- events (ts: trace-clock ns)
   void slice_begin(uint64_t ts, uint64_t track, uint64_t name_iid, const DebugArg* args,
-                   size_t nargs);
+                   size_t nargs, const Flows& flows = {});
   void slice_end(uint64_t ts, uint64_t track);
   void instant(uint64_t ts, uint64_t track, uint64_t name_iid, const DebugArg* args, size_t nargs);
   // An instant whose name is not interned (one-off names).
   void instant_named(uint64_t ts, uint64_t track, std::string_view name, const DebugArg* args,
-                     size_t nargs);
+                     size_t nargs, const Flows& flows = {});
   void counter_int(uint64_t ts, uint64_t track, int64_t v);
   void counter_double(uint64_t ts, uint64_t track, double v);
 
@@ -216,6 +227,7 @@ class PerfettoWriter {
   }
   void write_interned_data();
   void debug_args(const DebugArg* args, size_t nargs);
+  void flow_ids(const Flows& f);
   void flush();
   uint64_t intern(std::unordered_map<std::string, uint64_t>* map,
                   std::vector<std::pair<uint64_t, std::string>>* pending, std::string_view name);

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/kernel_explain.h"
 #include "common/safe_output.h"
+#include "userspace/report/kernel_rows.h"
 
 namespace fabtrace::report {
 
@@ -47,6 +49,43 @@ ordered_json link_json(const LinkRow& l) {
   j["posted_late"] = l.posted.late;
   j["posted_late_median_ns"] = num(l.posted.late_median_ns);
   j["posted_unknown"] = l.posted.unknown;
+  // The link's TCP retransmits and drops from its node's kernel log (the same
+  // on every row of the link; 0 and kernel_logged=false without a session).
+  j["kernel_logged"] = l.kernel_logged;
+  j["retransmits"] = l.retrans;
+  j["drops"] = l.drops;
+  return j;
+}
+
+ordered_json stall_json(const Stall& st) {
+  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  ordered_json j;
+  j["host"] = st.host;
+  j["rank"] = st.rank;
+  j["pid"] = static_cast<int64_t>(st.pid);
+  j["cq"] = st.cq.id;
+  j["polls"] = st.cq.polls;
+  j["gap_ns"] = num(st.cq.max_gap_ns);
+  j["end_wall_ns"] = st.end_wall_ns;
+  j["end_job_s"] = num(st.end_job_s);
+  j["kernel_logged"] = st.kernel_logged;
+  j["explained"] = st.has_cause;
+  const ft_window& w = st.cause.w;  // zeros when not explained
+  j["tid"] = st.has_cause ? st.cause.tid : 0;
+  j["why"] = st.has_cause ? st.cause.verdict : std::string();
+  for (const WindowPart& p : window_parts(w)) j[std::string(p.name) + "_ns"] = p.ns;
+  j["faults"] = w.faults;
+  j["migrations"] = w.migrations;
+  j["offcpu_intervals"] = w.offcpu_count;
+  for (int i = 0; i < 2; ++i) {
+    const std::string k = "ran_instead_" + std::to_string(i + 1);
+    j[k] = w.top[i].pid
+               ? record_str(w.top[i].comm, FT_COMM_LEN) + "[" + std::to_string(w.top[i].pid) + "]"
+               : std::string();
+    j[k + "_ns"] = w.top[i].ns;
+  }
+  j["history_partial"] = (w.flags & (FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ |
+                                     FT_WIN_PARTIAL_FAULT | FT_WIN_UNKNOWN_THREAD)) != 0;
   return j;
 }
 
@@ -124,20 +163,36 @@ bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
 }  // namespace
 
 const std::vector<std::string>& link_columns() {
-  static const std::vector<std::string> cols = {"host",          "rank",
-                                                "pid",           "local",
-                                                "remote",        "op",
-                                                "bytes",         "count",
-                                                "errors",        "untimed",
-                                                "unfinished",    "eagain",
-                                                "refused",       "completed_within_50us",
-                                                "avg_ns",        "min_ns",
-                                                "max_ns",        "p50_ns",
-                                                "p99_ns",        "gbps",
-                                                "outlier_ratio", "size_unknown",
-                                                "ring_full",     "posted_matched",
-                                                "posted_late",   "posted_late_median_ns",
-                                                "posted_unknown"};
+  static const std::vector<std::string> cols = {"host",
+                                                "rank",
+                                                "pid",
+                                                "local",
+                                                "remote",
+                                                "op",
+                                                "bytes",
+                                                "count",
+                                                "errors",
+                                                "untimed",
+                                                "unfinished",
+                                                "eagain",
+                                                "refused",
+                                                "completed_within_50us",
+                                                "avg_ns",
+                                                "min_ns",
+                                                "max_ns",
+                                                "p50_ns",
+                                                "p99_ns",
+                                                "gbps",
+                                                "outlier_ratio",
+                                                "size_unknown",
+                                                "ring_full",
+                                                "posted_matched",
+                                                "posted_late",
+                                                "posted_late_median_ns",
+                                                "posted_unknown",
+                                                "kernel_logged",
+                                                "retransmits",
+                                                "drops"};
   return cols;
 }
 
@@ -145,6 +200,21 @@ const std::vector<std::string>& nic_columns() {
   static const std::vector<std::string> cols = {
       "host",    "rank", "pid",       "domain",    "locals",       "ops",          "bytes",
       "busy_ns", "gbps", "window_ns", "peak_gbps", "peak_start_s", "peak_span_ns", "peak_bytes"};
+  return cols;
+}
+
+const std::vector<std::string>& stall_columns() {
+  static const std::vector<std::string> cols = [] {
+    std::vector<std::string> c = {"host",          "rank",      "pid",         "cq",
+                                  "polls",         "gap_ns",    "end_wall_ns", "end_job_s",
+                                  "kernel_logged", "explained", "tid",         "why"};
+    for (const WindowPart& p : window_parts(ft_window{})) c.push_back(std::string(p.name) + "_ns");
+    for (const char* k :
+         {"faults", "migrations", "offcpu_intervals", "ran_instead_1", "ran_instead_1_ns",
+          "ran_instead_2", "ran_instead_2_ns", "history_partial"})
+      c.push_back(k);
+    return c;
+  }();
   return cols;
 }
 
@@ -175,17 +245,51 @@ bool write_nics_csv(const Job& job, std::FILE* out) {
   return write_csv(job.nics, nic_columns(), nic_json, out);
 }
 bool write_nics_json(const Job& job, std::FILE* out) { return write_json(job.nics, nic_json, out); }
+bool write_stalls_csv(const Job& job, std::FILE* out) {
+  return write_csv(job.stalls, stall_columns(), stall_json, out);
+}
+bool write_stalls_json(const Job& job, std::FILE* out) {
+  return write_json(job.stalls, stall_json, out);
+}
+
+bool write_kernel_events_csv(const Job& job, std::FILE* out) {
+  bool ok =
+      put(out, "host,ts_ns,kind,cpu,pid,tid,start_ns,dur_ns,cause,other_pid,other_comm,detail\n");
+  for (const KernelNode& n : job.kernel) {
+    KernelLogReader r;
+    std::string err;
+    if (!r.open(n.path, &err) || !r.read_all([](const ft_hdr&, const uint8_t*) {}, &err)) continue;
+    const KernelNames names = KernelNames::from(r);
+    const std::string host = csv_quote(n.host) + ",";
+    r.read_all(
+        [&](const ft_hdr& h, const uint8_t* rec) {
+          const KernelRow k = kernel_row(h, rec, names);
+          ok = ok && put(out, host + std::to_string(k.ts_ns) + "," + k.kind + "," +
+                                  std::to_string(k.cpu) + "," + std::to_string(k.pid) + "," +
+                                  std::to_string(k.tid) + "," + std::to_string(k.start_ns) + "," +
+                                  std::to_string(k.dur_ns) + "," + csv_quote(k.cause) + "," +
+                                  std::to_string(k.other_pid) + "," + csv_quote(k.other_comm) +
+                                  "," + csv_quote(k.detail) + "\n");
+        },
+        &err);
+  }
+  return ok && std::fflush(out) == 0 && !std::ferror(out);
+}
 
 bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
-                  std::string* error) {
+                  std::string* error, bool kernel_events) {
   const struct {
     const char* name;
     bool (*fn)(const Job&, std::FILE*);
   } outs[] = {{"links.csv", write_links_csv},
               {"links.json", write_links_json},
               {"nics.csv", write_nics_csv},
-              {"nics.json", write_nics_json}};
+              {"nics.json", write_nics_json},
+              {"stalls.csv", write_stalls_csv},
+              {"stalls.json", write_stalls_json},
+              {"kernel_events.csv", write_kernel_events_csv}};
   for (const auto& o : outs) {
+    if (o.fn == write_kernel_events_csv && (!kernel_events || job.kernel.empty())) continue;
     const std::string path = out_dir + "/" + o.name;
     ReplacingFile f;
     if (!f.open(path, error)) return false;

@@ -1,5 +1,9 @@
 // The job's tables for pandas & co: OUTDIR/links.{csv,json} (one row per link x
-// op x size) and OUTDIR/nics.{csv,json} (one row per rank's NIC).
+// op x size), OUTDIR/nics.{csv,json} (one row per rank's NIC), OUTDIR/stalls.
+// {csv,json} (one row per CQ: its longest poll gap and, with a kernel log, the
+// kernel's breakdown of it) and, on request, OUTDIR/kernel_events.csv (every
+// event of every node's kernel log, the columns of `fabtrace export kernel`
+// after a host column).
 //
 //   pd.read_csv("links.csv")  /  pd.read_json("links.json")   (a JSON array of
 //   objects with the same keys as the CSV columns, numbers as numbers)
@@ -18,8 +22,14 @@ namespace fabtrace::report {
 
 // host,rank,pid,local,remote,op,bytes,count,errors,untimed,unfinished,eagain,
 // refused,completed_within_50us,avg_ns,min_ns,max_ns,p50_ns,p99_ns,gbps,outlier_ratio,
-// size_unknown,ring_full,posted_matched,posted_late,posted_late_median_ns,posted_unknown
+// size_unknown,ring_full,posted_matched,posted_late,posted_late_median_ns,posted_unknown,
+// kernel_logged,retransmits,drops
 const std::vector<std::string>& link_columns();
+// host,rank,pid,cq,polls,gap_ns,end_wall_ns,end_job_s,kernel_logged,explained,tid,why,
+// on-cpu_ns,runnable_ns,futex_ns,sleep_ns,nanosleep_ns,disk_ns,stopped_ns,other_ns,irq_ns,
+// softirq_ns,faults,migrations,offcpu_intervals,ran_instead_1,ran_instead_1_ns,
+// ran_instead_2,ran_instead_2_ns,history_partial
+const std::vector<std::string>& stall_columns();
 // host,rank,pid,domain,locals (space separated),ops,bytes,busy_ns,gbps,window_ns,
 // peak_gbps,peak_start_s,peak_span_ns,peak_bytes
 const std::vector<std::string>& nic_columns();
@@ -29,11 +39,15 @@ bool write_links_csv(const Job& job, std::FILE* out);
 bool write_links_json(const Job& job, std::FILE* out);
 bool write_nics_csv(const Job& job, std::FILE* out);
 bool write_nics_json(const Job& job, std::FILE* out);
+bool write_stalls_csv(const Job& job, std::FILE* out);
+bool write_stalls_json(const Job& job, std::FILE* out);
+bool write_kernel_events_csv(const Job& job, std::FILE* out);
 
-// Writes the four files into out_dir (which must exist). Appends the paths
-// written to *files. False with *error (naming the file) on the first failure.
+// Writes the tables into out_dir (which must exist; kernel_events.csv only when
+// asked and the job has kernel logs). Appends the paths written to *files. False
+// with *error (naming the file) on the first failure.
 bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
-                  std::string* error);
+                  std::string* error, bool kernel_events = false);
 
 // A CSV field, quoted when it needs to be (RFC 4180).
 std::string csv_quote(const std::string& s);
