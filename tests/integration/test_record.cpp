@@ -149,10 +149,12 @@ struct StreamSession {
 
   explicit StreamSession(const std::string& tag, std::vector<std::string> prefix = {},
                          std::vector<std::string> app_args = {}, Env env = {},
-                         std::string stop_file = "") {
+                         std::string stop_file = "", std::vector<std::string> record_args = {}) {
     dir = make_temp_dir(tag);
     stop = stop_file.empty() ? dir + "/stop" : stop_file;
-    std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", dir, "--"};
+    std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", dir};
+    for (const auto& a : record_args) argv.push_back(a);
+    argv.push_back("--");
     for (const auto& p : prefix) argv.push_back(p);
     for (const std::string& a :
          std::vector<std::string>{FT_APP, "--prov", "tcp;ofi_rxm", "--test", "stream", "--timeout",
@@ -502,6 +504,35 @@ TEST(Record, NodeCountersSampledOnceForTheNode) {
   std::stringstream html;
   html << h.rdbuf();
   EXPECT_NE(html.str().find("class=\"chart line-chart\""), std::string::npos) << "no counter plot";
+}
+
+// --polls: every poll timed in the kernel at the preload's poll probes. Three
+// counts of rank 0's polls agree exactly: the program's own (ft_app counts its
+// fi_cq_read calls), the preload's, and the kernel log's poll records.
+TEST(Record, PollsCountedInTheKernelAgreeWithTheProgram) {
+  REQUIRE_ROOT();
+  StreamSession s("rec-polls", {}, {"--count", "2000"}, {}, "", {"--polls"});
+  ASSERT_EQ(wait_for(s.record, 240), 0) << s.record_log();
+  const auto reps = reports_of_rank(s.dir, "0");
+  ASSERT_EQ(reps.size(), 1u);
+  const uint32_t pid = reps[0].at("pid").get<uint32_t>();
+  uint64_t preload = 0;
+  for (const auto& cq : reps[0].at("cqs")) preload += cq.at("polls").get<uint64_t>();
+  // The program's own count, from its result line on stdout.
+  const std::string log = s.record_log();
+  uint64_t own = 0;
+  for (size_t at = log.find("\"rank\":0,"); at != std::string::npos;) {
+    const size_t c = log.find("\"cq_polls\":", at);
+    if (c != std::string::npos) own = std::stoull(log.substr(c + 11));
+    break;
+  }
+  s.log = kernel_log_of(s.dir);
+  uint64_t kernel = 0;
+  for (const Event& e : export_kernel(s.log))
+    if (e.kind == "poll" && e.pid == pid) ++kernel;
+  EXPECT_GT(own, 0u) << log;
+  EXPECT_EQ(preload, own);
+  EXPECT_EQ(kernel, own);
 }
 
 TEST(Record, NotRootGetsOneClearLine) {
