@@ -58,6 +58,23 @@ bool json_text(std::string* out, F fill) {
 
 }  // namespace
 
+const char* mark_kind_name(uint8_t kind) {
+  switch (kind) {
+    case oplog::kMarkInstant:
+      return "mark";
+    case oplog::kPhaseBegin:
+      return "begin";
+    case oplog::kPhaseEnd:
+      return "end";
+    case oplog::kCaptureOn:
+      return "capture_on";
+    case oplog::kCaptureOff:
+      return "capture_off";
+    default:
+      return "?";
+  }
+}
+
 // ---------------------------------------------------------------- writer
 
 OplogFileWriter::~OplogFileWriter() { close(); }

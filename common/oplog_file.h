@@ -47,6 +47,9 @@ constexpr size_t kMaxMarkNameBytes = 255;
 constexpr size_t kMaxReaderMarkNames = 1u << 20;
 }  // namespace oplog
 
+// "mark", "begin", "end", "capture_on", "capture_off"; "?" for another value.
+const char* mark_kind_name(uint8_t kind);
+
 struct OplogMeta {
   std::string host, rank;
   long pid = 0;
