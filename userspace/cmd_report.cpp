@@ -17,6 +17,7 @@
 #include "userspace/commands.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/tables.h"
 
@@ -41,7 +42,8 @@ void usage(std::FILE* out) {
                "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
                "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
                "           trace go (default DIR/fabtrace-report)\n"
-               "  --top N  rows per list of the summary (default 5)\n");
+               "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
+               "           (default 10)\n");
 }
 
 // The seam to the Perfetto writer. Returns false (with *error) when it failed;
@@ -77,6 +79,7 @@ int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
   bool have_dir = false, html = true, trace = true;
   size_t top = 5;
+  bool top_given = false;
   for (int i = 0; i < argc; ++i) {
     const char* a = argv[i];
     if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
@@ -89,6 +92,7 @@ int cmd_report(int argc, char** argv) {
         return 2;
       }
       if (!std::strcmp(a, "--top")) {
+        top_given = true;
         if (!parse_size(argv[++i], &top)) {
           std::fprintf(stderr, "fabtrace report: --top takes a number from 1 to 100000, not '%s'\n",
                        argv[i]);
@@ -172,6 +176,19 @@ int cmd_report(int argc, char** argv) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     rc = 1;
   }
+  // The slowest individual ops: one streaming pass over the per-op timelines.
+  const report::SlowestOps slowest = report::find_slowest_ops(job, top_given ? top : 10);
+  for (const std::string& w : slowest.warnings)
+    std::fprintf(stderr, "fabtrace report: %s\n", printable(w).c_str());
+  if (!slowest.covers.empty()) {
+    const std::string path = out_dir + "/slowest_ops.csv";
+    if (report::write_slowest_ops_csv(slowest, path, &err)) {
+      outputs.push_back(path);
+    } else {
+      std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+      rc = 1;
+    }
+  }
   std::vector<std::string> trace_files;
   if (trace) {
     bool built = false;
@@ -183,6 +200,7 @@ int cmd_report(int argc, char** argv) {
   if (html) {
     report::HtmlOptions hopt;
     hopt.dir = dir;
+    hopt.slowest = &slowest;
     hopt.outputs = outputs;
     hopt.outputs.insert(hopt.outputs.end(), trace_files.begin(), trace_files.end());
     const std::string path = out_dir + "/report.html";
@@ -198,6 +216,7 @@ int cmd_report(int argc, char** argv) {
   report::SummaryOptions sopt;
   sopt.dir = dir;
   sopt.top = top;
+  sopt.slowest = &slowest;
   sopt.outputs = outputs;
   sopt.skipped_on_stderr = job.skipped.size();
   std::fflush(stderr);

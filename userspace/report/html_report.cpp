@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/safe_output.h"
+#include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/svg.h"
 
@@ -754,7 +755,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   h.raw(
       "</div>\n<nav><a href=\"#heatmaps\">latency heatmaps</a><a href=\"#bandwidth\">bandwidth</a>"
       "<a href=\"#counters\">counters</a><a href=\"#stalls\">poll gaps</a><a "
-      "href=\"#outliers\">outliers</a>"
+      "href=\"#slowest\">slowest ops</a><a href=\"#outliers\">outliers</a>"
       "<a href=\"#late\">receives posted late</a><a href=\"#problems\">problems</a><a "
       "href=\"#ranks\">ranks</a>");
   for (const std::string& o : opt.outputs) {
@@ -791,6 +792,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   section_bandwidth(job, &h);
   section_counters(job, opt, &h);
   section_stalls(job, opt, &h);
+  if (opt.slowest) h.raw(slowest_ops_html(*opt.slowest));
   section_links(job, opt, &h);
   section_late(job, opt, &h);
   section_problems(job, opt, &h);
