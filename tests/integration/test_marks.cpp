@@ -187,6 +187,26 @@ TEST(MarksSignal, TogglesTheCapture) {
   EXPECT_EQ(kinds, (std::vector<int>{oplog::kCaptureOff, oplog::kCaptureOn}));
   const Oplog o1 = read_oplog(dir, "1");
   EXPECT_EQ(iterations_logged(o1), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+
+  // The report says what each timeline covers, and draws the marks.
+  const RunResult rep = run({FABTRACE_CLI, "report", dir, "-o", dir + "/out"}, {}, false);
+  ASSERT_EQ(rep.exit_code, 0) << rep.output;
+  // Rank 1 whole; rank 0 from its start to the first toggle, then from the second on.
+  EXPECT_NE(
+      rep.output.find("timeline  1 rank the whole run (" + std::to_string(o1.ops.size()) +
+                      " ops), " + std::to_string(o0.marks.size() - 2 + o1.marks.size()) + " marks"),
+      std::string::npos)
+      << rep.output;
+  const std::string host = reports_of_rank(dir, "0").at(0).at("host").get<std::string>();
+  const std::string r0 = host + " r0: toggled by SIGUSR2, captured t+";
+  const size_t at = rep.output.find(r0);
+  ASSERT_NE(at, std::string::npos) << rep.output;
+  const std::string line = rep.output.substr(at, rep.output.find('\n', at) - at);
+  EXPECT_NE(line.find(" .. end s; " + std::to_string(o0.ops.size()) + " ops, " +
+                      std::to_string(o0.outside) + " outside"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(std::count(line.begin(), line.end(), ','), 4) << line;  // two spans
 }
 
 // A program that handles SIGUSR2 itself keeps it: no toggle is installed (one
