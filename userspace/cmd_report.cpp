@@ -17,6 +17,7 @@
 #include "userspace/commands.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/otf2_export.h"
 #include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/tables.h"
@@ -37,13 +38,15 @@ namespace {
 namespace fs = std::filesystem;
 
 void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-               "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
-               "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
-               "           trace go (default DIR/fabtrace-report)\n"
-               "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
-               "           (default 10)\n");
+  std::fprintf(
+      out,
+      "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace] [--otf2]\n"
+      "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
+      "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
+      "           trace go (default DIR/fabtrace-report)\n"
+      "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
+      "           (default 10)\n"
+      "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n");
 }
 
 // The seam to the Perfetto writer. Returns false (with *error) when it failed;
@@ -77,7 +80,7 @@ bool parse_size(const char* s, size_t* out) {
 
 int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
-  bool have_dir = false, html = true, trace = true;
+  bool have_dir = false, html = true, trace = true, otf2 = false;
   size_t top = 5;
   bool top_given = false;
   for (int i = 0; i < argc; ++i) {
@@ -113,6 +116,10 @@ int cmd_report(int argc, char** argv) {
     }
     if (!std::strcmp(a, "--no-trace")) {
       trace = false;
+      continue;
+    }
+    if (!std::strcmp(a, "--otf2")) {
+      otf2 = true;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0') {
@@ -196,6 +203,18 @@ int cmd_report(int argc, char** argv) {
       std::fprintf(stderr, "fabtrace report: the Perfetto trace: %s\n", err.c_str());
       rc = 1;
     }
+  }
+  if (otf2) {
+    std::string archive;
+    report::Otf2Stats ost;
+    if (report::write_otf2(job, out_dir, &archive, &ost, &err)) {
+      trace_files.push_back(archive);
+    } else {
+      std::fprintf(stderr, "fabtrace report: --otf2: %s\n", err.c_str());
+      rc = 1;
+    }
+    for (const std::string& w : ost.warnings)
+      std::fprintf(stderr, "fabtrace report: otf2: %s\n", printable(w).c_str());
   }
   if (html) {
     report::HtmlOptions hopt;
