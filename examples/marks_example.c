@@ -11,6 +11,8 @@
  *
  * and FABTRACE_OPS_WINDOW='mark:iteration 3' keeps only that iteration's ops.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup; no _GNU_SOURCE: the header copes */
+
 #include <fabtrace.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>

@@ -37,36 +37,37 @@ extern "C" {
 typedef void (*fabtrace_name_fn_)(const char*);
 typedef void (*fabtrace_void_fn_)(void);
 
-/* The function `name` of the preload, or a no-op: looked up once per program
- * (per translation unit), then one load per call. */
-static inline void* fabtrace_lookup_(void** cache, const char* name, void* fallback) {
-  void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(f != 0, 1)) return f;
-  f = dlsym(FABTRACE_RTLD_DEFAULT_, name);
-  if (!f) f = fallback;
-  __atomic_store_n(cache, f, __ATOMIC_RELEASE);
-  return f;
-}
-
 static inline void fabtrace_none_name_(const char* name) { (void)name; }
 static inline void fabtrace_none_void_(void) {}
 
+/* The preload's function `sym`, or the fallback: looked up on the first call
+ * (per translation unit), then one load per call. dlsym's void* becomes a
+ * function pointer as POSIX allows (__extension__: no -Wpedantic warning). */
+#define FABTRACE_RESOLVE_(type, sym, fallback)                                   \
+  static type cache_;                                                            \
+  type fn_ = __atomic_load_n(&cache_, __ATOMIC_ACQUIRE);                         \
+  if (__builtin_expect(fn_ == 0, 0)) {                                           \
+    void* p_ = dlsym(FABTRACE_RTLD_DEFAULT_, sym);                               \
+    fn_ = p_ ? __extension__(type) p_ : fallback;                                \
+    __atomic_store_n(&cache_, fn_, __ATOMIC_RELEASE);                            \
+  }
+
 static inline void fabtrace_mark(const char* name) {
-  static void* cache;
-  ((fabtrace_name_fn_)fabtrace_lookup_(&cache, "fabtrace_mark_v1", (void*)&fabtrace_none_name_))(
-      name);
+  FABTRACE_RESOLVE_(fabtrace_name_fn_, "fabtrace_mark_v1", fabtrace_none_name_)
+  fn_(name);
 }
 
 static inline void fabtrace_begin(const char* name) {
-  static void* cache;
-  ((fabtrace_name_fn_)fabtrace_lookup_(&cache, "fabtrace_begin_v1", (void*)&fabtrace_none_name_))(
-      name);
+  FABTRACE_RESOLVE_(fabtrace_name_fn_, "fabtrace_begin_v1", fabtrace_none_name_)
+  fn_(name);
 }
 
 static inline void fabtrace_end(void) {
-  static void* cache;
-  ((fabtrace_void_fn_)fabtrace_lookup_(&cache, "fabtrace_end_v1", (void*)&fabtrace_none_void_))();
+  FABTRACE_RESOLVE_(fabtrace_void_fn_, "fabtrace_end_v1", fabtrace_none_void_)
+  fn_();
 }
+
+#undef FABTRACE_RESOLVE_
 
 #else /* FABTRACE_DISABLE */
 

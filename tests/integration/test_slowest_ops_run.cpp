@@ -89,7 +89,7 @@ TEST(SlowestOpsRun, ThePlantedSlowSendComesFirst) {
 
   const std::string html = slurp(out + "/report.html");
   EXPECT_NE(html.find("id=\"slowest-ops\""), std::string::npos);
-  EXPECT_NE(html.find("https://ui.perfetto.dev/#!/viewer?visStart=" +
+  EXPECT_NE(html.find("https://ui.perfetto.dev/?visStart=" +
                       std::to_string(std::stoll(col(ops[0], "start_wall_ns")) -
                                      static_cast<int64_t>(std::stod(col(ops[0], "dur_ns"))))),
             std::string::npos);

@@ -213,11 +213,12 @@ TEST_F(SlowestOpsTest, SummaryHtmlAndCsv) {
   EXPECT_NE(html.find("id=\"slowest-recvs\""), std::string::npos);
   const int64_t ts = s.ops[0].start_wall_ns;
   std::string href = perfetto_link(ts, 7e6);
-  href.replace(href.find('&'), 1, "&amp;");
+  for (size_t at = href.find('&'); at != std::string::npos; at = href.find('&', at + 5))
+    href.replace(at, 1, "&amp;");
   EXPECT_NE(html.find("href=\"" + href + "\""), std::string::npos) << html;
   EXPECT_EQ(perfetto_link(ts, 7e6),
-            "https://ui.perfetto.dev/#!/viewer?visStart=" + std::to_string(ts - 7000000) +
-                "&visEnd=" + std::to_string(ts + 14000000));
+            "https://ui.perfetto.dev/?visStart=" + std::to_string(ts - 7000000) + "&visEnd=" +
+                std::to_string(ts + 14000000) + "&ts=" + std::to_string(ts) + "&dur=7000000");
 
   const std::string csv = dir_ + "/slowest_ops.csv";
   std::string err;

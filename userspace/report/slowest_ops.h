@@ -70,7 +70,8 @@ std::string slowest_ops_text(const SlowestOps& s, size_t top_cover);
 std::string slowest_ops_html(const SlowestOps& s);
 // OUTDIR/slowest_ops.csv: both classes, with a "class" column.
 bool write_slowest_ops_csv(const SlowestOps& s, const std::string& path, std::string* error);
-// The ui.perfetto.dev address showing [start - margin, end + margin] of the trace.
+// The ui.perfetto.dev address showing [start - margin, end + margin] of the
+// trace and selecting the op's slice (its deep-link parameters).
 std::string perfetto_link(int64_t start_wall_ns, double dur_ns);
 
 }  // namespace fabtrace::report

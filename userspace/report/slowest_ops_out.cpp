@@ -68,12 +68,16 @@ std::string cover_text(const TimelineCover& c, uint64_t first_wall_ns) {
 }  // namespace
 
 std::string perfetto_link(int64_t start_wall_ns, double dur_ns) {
-  // The trace's timestamps are these wall-clock ns (perfetto_trace.h); a
-  // margin of the op's own length on each side, at least 1 us.
+  // ui.perfetto.dev's deep-link parameters, applied to the trace opened in
+  // that tab: visStart/visEnd set the visible span (ns on the trace's boot
+  // clock, which the trace states equal to the wall clock: perfetto_trace.h),
+  // ts/dur select the op's slice. A margin of the op's length (at least 1 us)
+  // on each side.
   const int64_t d = static_cast<int64_t>(dur_ns);
   const int64_t margin = std::max<int64_t>(d, 1000);
-  return "https://ui.perfetto.dev/#!/viewer?visStart=" + std::to_string(start_wall_ns - margin) +
-         "&visEnd=" + std::to_string(start_wall_ns + d + margin);
+  return "https://ui.perfetto.dev/?visStart=" + std::to_string(start_wall_ns - margin) +
+         "&visEnd=" + std::to_string(start_wall_ns + d + margin) +
+         "&ts=" + std::to_string(start_wall_ns) + "&dur=" + std::to_string(d);
 }
 
 std::string slowest_ops_text(const SlowestOps& s, size_t top_cover) {
