@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -257,6 +258,49 @@ TEST_F(TimelineMarks, VersionOneFilesStillRead) {
   ASSERT_EQ(r.ops.size(), 1u);
   EXPECT_EQ(r.ops[0].bytes, 3u);
   EXPECT_TRUE(r.marks.empty());
+}
+
+// Threads interning overlapping names and marking while another toggles the
+// capture and the writer runs: every mark's name reads back as written, each
+// name once in the dictionary, every toggle recorded.
+TEST_F(TimelineMarks, ConcurrentMarksNamesAndToggles) {
+  Timeline t;
+  start(t, "c.oplog", "");
+  constexpr int kThreads = 4, kMarks = 3000, kToggles = 100;
+  std::vector<std::thread> th;
+  for (int k = 0; k < kThreads; ++k)
+    th.emplace_back([&t, k] {
+      Shard* s = my_shard();
+      for (int i = 0; i < kMarks; ++i) {
+        const std::string name = "phase " + std::to_string((i * 7 + k) % 500);
+        t.append_mark(s, oplog::kMarkInstant, t.mark_name_id(name.c_str()),
+                      static_cast<uint32_t>(100 + k), 0, static_cast<uint64_t>(i));
+        OpRecord r;
+        r.kind = OpKind::kTsend;
+        r.start = static_cast<uint64_t>(i);
+        t.append(s, nullptr, &r, r.start + 1, static_cast<uint64_t>(i), false);
+      }
+    });
+  th.emplace_back([&t] {
+    for (int i = 0; i < kToggles; ++i) t.toggle_capture(now_ticks());
+  });
+  for (auto& x : th) x.join();
+  t.finish();
+  const Read r = read_back(path("c.oplog"));
+  size_t marks = 0, toggles = 0;
+  for (const auto& m : r.marks) {
+    if (m.kind == oplog::kCaptureOn || m.kind == oplog::kCaptureOff) {
+      ++toggles;
+      continue;
+    }
+    ++marks;
+    const int k = static_cast<int>(m.tid) - 100;
+    const int i = static_cast<int>(m.start_ticks);
+    EXPECT_EQ(r.names.at(m.link_id), "phase " + std::to_string((i * 7 + k) % 500));
+  }
+  EXPECT_EQ(marks, static_cast<size_t>(kThreads * kMarks));
+  EXPECT_EQ(toggles, static_cast<size_t>(kToggles));
+  EXPECT_EQ(r.names.size(), 500u);
 }
 
 }  // namespace
