@@ -170,9 +170,8 @@ class Timeline {
   // Capture changes on their way to the file (written by any thread or the
   // signal handler, drained by the writer).
   struct CaptureEvent {
-    std::atomic<uint64_t> seq{0};  // index + 1 once ticks and kind are written
-    std::atomic<uint64_t> ticks{0};
-    std::atomic<uint8_t> kind{0};
+    std::atomic<uint64_t> seq{0};   // index + 1 once `data` is written; 0 while it is
+    std::atomic<uint64_t> data{0};  // ticks << 1 | 1 for on (ticks stay below 2^63)
   };
   static constexpr uint32_t kCaptureRing = 256;
   CaptureEvent captures_[kCaptureRing];
