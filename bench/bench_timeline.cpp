@@ -5,6 +5,15 @@
 //   build/bench/bench_timeline --benchmark_filter=Sustained
 //
 // BM_TimelineAppend: ns per append on the data path (writer running).
+// BM_TimelineAppendWindowed/<window>: the same with FABTRACE_OPS_WINDOW set:
+//   "0:3600" (every op inside: the fast path) or "3600" (every op outside: it
+//   is counted and left out).
+// BM_TimelineMark: one fabtrace_mark's work in the preload with the timeline
+//   on: the name looked up in the mark dictionary, the clock read, one append.
+// BM_MarkApi/<mode>: fabtrace_mark("iteration 12") as the application calls it
+//   (include/fabtrace.h): no_preload (the header's fallback after its one
+//   lookup), no_timeline (the preload's entry point, tracer on, no timeline:
+//   the probe's semaphore checked, nothing recorded).
 // BM_TimelineSustained/<threads>: producers append flat out for 2 s, far faster
 //   than any file takes them, so written_per_s is the writer's ceiling (what it
 //   sustains); the rest is dropped and counted. bytes_per_op: file size / records.
@@ -18,9 +27,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/capture_window.h"
 #include "common/clock.h"
 #include "common/oplog_file.h"
+#include "fabtrace.h"
 #include "preload/inflight.h"
+#include "preload/marks.h"
 #include "preload/stats.h"
 #include "preload/timeline_append.h"
 
@@ -48,16 +60,25 @@ void fake_record(OpRecord* r) {
   r->start = now_ticks();
 }
 
-void BM_TimelineAppend(benchmark::State& state) {
+// Starts `t` on a fresh file with FABTRACE_OPS_WINDOW=window, a pool larger
+// than the run (every append lands in a chunk, none dropped). False (and the
+// benchmark skipped) when the file cannot be opened.
+bool start_timeline(benchmark::State& state, Timeline& t, const char* tag, const char* window,
+                    std::string* path) {
   clock_init();
+  *path = bench_path(tag);
+  TimelineConfig c = config(256);
+  std::string why;
+  parse_capture_window(window, &c.window, &why);
+  if (t.start(c, *path, OplogMeta{"bench", "0", getpid()})) return true;
+  state.SkipWithError("cannot open the oplog");
+  return false;
+}
+
+void append_loop(benchmark::State& state, const char* window) {
   Timeline t;
-  const std::string path = bench_path("append");
-  OplogMeta meta{"bench", "0", getpid()};
-  // A pool larger than the run: every append lands in a chunk (none dropped).
-  if (!t.start(config(256), path, meta)) {
-    state.SkipWithError("cannot open the oplog");
-    return;
-  }
+  std::string path;
+  if (!start_timeline(state, t, "append", window, &path)) return;
   Shard* s = my_shard();
   OpRecord r;
   fake_record(&r);
@@ -69,7 +90,43 @@ void BM_TimelineAppend(benchmark::State& state) {
   t.finish();
   unlink(path.c_str());
 }
+
+void BM_TimelineAppend(benchmark::State& state) { append_loop(state, ""); }
 BENCHMARK(BM_TimelineAppend)->Iterations(5000000);
+
+void BM_TimelineAppendWindowed(benchmark::State& state, const char* window) {
+  append_loop(state, window);
+}
+BENCHMARK_CAPTURE(BM_TimelineAppendWindowed, inside, "0:3600")->Iterations(5000000);
+BENCHMARK_CAPTURE(BM_TimelineAppendWindowed, outside, "3600")->Iterations(5000000);
+
+void BM_TimelineMark(benchmark::State& state) {
+  Timeline t;
+  std::string path;
+  if (!start_timeline(state, t, "mark", "", &path)) return;
+  Shard* s = my_shard();
+  for (auto _ : state) {
+    t.append_mark(s, oplog::kMarkInstant, t.mark_name_id("iteration 12"), 1, 0, now_ticks());
+  }
+  state.SetItemsProcessed(state.iterations());
+  t.finish();
+  unlink(path.c_str());
+}
+BENCHMARK(BM_TimelineMark)->Iterations(2000000);
+
+// Run before anything activates the preload's runtime in this process (the
+// benchmarks above drive their own Timeline objects only).
+void BM_MarkApi(benchmark::State& state, int mode) {
+  for (auto _ : state) {
+    if (mode == 0)
+      fabtrace_mark("iteration 12");
+    else
+      marks::mark("iteration 12");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK_CAPTURE(BM_MarkApi, no_preload, 0);
+BENCHMARK_CAPTURE(BM_MarkApi, no_timeline, 1);
 
 void BM_TimelineSustained(benchmark::State& state) {
   clock_init();

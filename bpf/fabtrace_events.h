@@ -263,6 +263,10 @@ enum ft_counter {
  *            const char *remote)
  *   poll_enter(u64 cq_index)
  *   poll_exit(u64 cq_index, s64 ret)
+ *   mark(const char *name)          the application's fabtrace_mark(name) (include/fabtrace.h)
+ *   phase_begin(const char *name)   fabtrace_begin(name)
+ *   phase_end()                     fabtrace_end(): closes the thread's innermost phase
+ * The mark probes carry no time: a program reads bpf_ktime_get_ns() at the hit.
  * Times are CLOCK_MONOTONIC ns. Every probe has a semaphore; the preload does the
  * work of preparing arguments only while a session has the probe attached. */
 #define FT_USDT_PROVIDER "fabtrace"

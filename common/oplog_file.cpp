@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/env.h"
 #include "common/input_limits.h"
@@ -56,6 +57,23 @@ bool json_text(std::string* out, F fill) {
 }
 
 }  // namespace
+
+const char* mark_kind_name(uint8_t kind) {
+  switch (kind) {
+    case oplog::kMarkInstant:
+      return "mark";
+    case oplog::kPhaseBegin:
+      return "begin";
+    case oplog::kPhaseEnd:
+      return "end";
+    case oplog::kCaptureOn:
+      return "capture_on";
+    case oplog::kCaptureOff:
+      return "capture_off";
+    default:
+      return "?";
+  }
+}
 
 // ---------------------------------------------------------------- writer
 
@@ -193,19 +211,63 @@ bool OplogFileWriter::write_links(const std::vector<OplogLink>& links) {
   return true;
 }
 
-bool OplogFileWriter::write_ops(const oplog::OpEntry* ops, size_t n) {
+bool OplogFileWriter::write_entries(uint16_t type, const oplog::OpEntry* e, size_t n) {
   if (failed_) return false;
   while (n > 0) {
     const size_t k = std::min(n, oplog::kMaxOpsPerBlock);
-    if (!write_block(oplog::kOps, static_cast<uint32_t>(k), ops, k * sizeof(oplog::OpEntry)))
-      return false;
-    ops += k;
+    if (!write_block(type, static_cast<uint32_t>(k), e, k * sizeof(oplog::OpEntry))) return false;
+    e += k;
     n -= k;
   }
   return true;
 }
 
-bool OplogFileWriter::write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered) {
+bool OplogFileWriter::write_ops(const oplog::OpEntry* ops, size_t n) {
+  return write_entries(oplog::kOps, ops, n);
+}
+
+bool OplogFileWriter::write_marks(const oplog::OpEntry* marks, size_t n) {
+  return write_entries(oplog::kMarks, marks, n);
+}
+
+bool OplogFileWriter::write_mark_names(const std::vector<OplogMarkName>& names) {
+  if (failed_) return false;
+  std::string buf;
+  size_t i = 0;
+  while (i < names.size()) {
+    buf.clear();
+    const size_t end = std::min(names.size(), i + oplog::kMaxMarkNamesPerBlock);
+    const uint32_t count = static_cast<uint32_t>(end - i);
+    for (; i < end; ++i) {
+      const OplogMarkName& m = names[i];
+      const uint16_t len =
+          static_cast<uint16_t>(std::min<size_t>(m.name.size(), oplog::kMaxMarkNameBytes));
+      char head[6];
+      std::memcpy(head, &m.id, 4);
+      std::memcpy(head + 4, &len, 2);
+      buf.append(head, sizeof(head));
+      buf.append(m.name.data(), len);
+    }
+    if (!write_block(oplog::kMarkNames, count, buf.data(), buf.size())) return false;
+  }
+  return true;
+}
+
+bool OplogFileWriter::write_window(const OplogWindow& win) {
+  if (failed_) return false;
+  std::string text;
+  const bool ok = json_text(&text, [&](JsonWriter& w) {
+    w.begin_object();
+    w.field("spec", win.spec.substr(0, limits::kMaxStringBytes));
+    w.field("signal", win.signal.substr(0, limits::kMaxStringBytes));
+    w.end_object();
+  });
+  if (!ok) return fail("formatting the capture window", ENOMEM);
+  return write_block(oplog::kWindow, 0, text.data(), text.size());
+}
+
+bool OplogFileWriter::write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered,
+                                uint64_t outside_window) {
   if (failed_) return false;
   std::string text;
   const bool ok = json_text(&text, [&](JsonWriter& w) {
@@ -213,6 +275,7 @@ bool OplogFileWriter::write_end(uint64_t ops_written, uint64_t dropped, uint64_t
     w.field("ops_written", ops_written);
     w.field("dropped", dropped);
     w.field("filtered", filtered);
+    w.field("outside_window", outside_window);
     w.end_object();
   });
   if (!ok) return fail("formatting the end record", ENOMEM);
@@ -315,18 +378,57 @@ bool parse_calib(const void* p, size_t len, OplogCalib* c) {
   }
 }
 
-bool parse_end(const void* p, size_t len, uint64_t* ops, uint64_t* dropped, uint64_t* filtered) {
+bool parse_end(const void* p, size_t len, uint64_t* ops, uint64_t* dropped, uint64_t* filtered,
+               uint64_t* outside) {
   try {
     const json j = parse_object(p, len);
     if (j.is_null()) return false;
-    *ops = *dropped = *filtered = 0;
+    *ops = *dropped = *filtered = *outside = 0;
     get_u64(j, "ops_written", ops);
     get_u64(j, "dropped", dropped);
     get_u64(j, "filtered", filtered);
+    get_u64(j, "outside_window", outside);
     return true;
   } catch (const std::exception&) {
     return false;
   }
+}
+
+bool parse_window(const void* p, size_t len, OplogWindow* out) {
+  try {
+    const json j = parse_object(p, len);
+    if (j.is_null()) return false;
+    OplogWindow w;
+    if (j.contains("spec") && !get_string(j, "spec", &w.spec)) return false;
+    if (j.contains("signal") && !get_string(j, "signal", &w.signal)) return false;
+    *out = std::move(w);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool parse_mark_names(const char* p, size_t len, uint32_t count,
+                      std::map<uint32_t, std::string>* out) {
+  std::vector<std::pair<uint32_t, std::string>> got;
+  size_t off = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (len - off < 6) return false;
+    uint32_t id;
+    uint16_t n;
+    std::memcpy(&id, p + off, 4);
+    std::memcpy(&n, p + off + 4, 2);
+    off += 6;
+    if (n > oplog::kMaxMarkNameBytes || len - off < n) return false;
+    got.emplace_back(id, std::string(p + off, n));
+    off += n;
+  }
+  if (off != len) return false;
+  for (auto& m : got) {
+    if (out->size() >= oplog::kMaxReaderMarkNames && !out->count(m.first)) return false;
+    (*out)[m.first] = std::move(m.second);
+  }
+  return true;
 }
 
 bool parse_links(const char* p, size_t len, uint32_t count, std::map<uint32_t, OplogLink>* out) {
@@ -417,9 +519,11 @@ bool OplogReader::open(const std::string& path, std::string* error) {
   }
   if (std::memcmp(fh.magic, oplog::kMagic, sizeof(fh.magic)) != 0)
     return close_fail(path + " is not a fabtrace oplog file");
-  if (fh.version != oplog::kVersion)
+  if (fh.version < oplog::kMinVersion || fh.version > oplog::kVersion)
     return close_fail(path + " is oplog format version " + std::to_string(fh.version) +
-                      "; this fabtrace reads version " + std::to_string(oplog::kVersion));
+                      "; this fabtrace reads versions " + std::to_string(oplog::kMinVersion) +
+                      " to " + std::to_string(oplog::kVersion));
+  header_.version = fh.version;
   if (fh.header_bytes < sizeof(fh) || fh.header_bytes > 65536)
     return close_fail(path + ": corrupt oplog file header");
 
@@ -477,22 +581,36 @@ void OplogReader::reset_tracking() {
   calib_ = OplogCalib();
   has_calib_ = false;
   links_.clear();
+  mark_names_.clear();
+  window_ = OplogWindow();
+  has_window_ = false;
+  marks_read_ = 0;
   truncated_ = false;
   stop_reason_.clear();
   ops_read_ = 0;
   has_end_ = false;
-  end_ops_ = end_dropped_ = end_filtered_ = 0;
+  end_ops_ = end_dropped_ = end_filtered_ = end_outside_ = 0;
 }
 
 bool OplogReader::read_all(const std::function<void(const oplog::OpEntry*, size_t)>& on_ops,
                            std::string* error) {
-  return walk(&on_ops, false, error);
+  return walk(&on_ops, nullptr, false, error);
 }
 
-bool OplogReader::scan(std::string* error) { return walk(nullptr, true, error); }
+bool OplogReader::read_all(const EntriesFn& on_ops, const EntriesFn& on_marks, std::string* error) {
+  return walk(&on_ops, &on_marks, false, error);
+}
 
-bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>* on_ops,
-                       bool skip_ops, std::string* error) {
+bool OplogReader::scan(std::string* error) { return walk(nullptr, nullptr, true, error); }
+
+const std::string& OplogReader::mark_name(uint32_t id) const {
+  static const std::string kNone;
+  const auto it = mark_names_.find(id);
+  return it == mark_names_.end() ? kNone : it->second;
+}
+
+bool OplogReader::walk(const EntriesFn* on_ops, const EntriesFn* on_marks, bool skip_ops,
+                       std::string* error) {
   std::string dummy;
   if (!error) error = &dummy;
   if (fd_ < 0) {
@@ -518,12 +636,12 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
     if (hr == ReadResult::kError) return false;
     if (hr == ReadResult::kShort) return stop("");
     if (h.magic != oplog::kBlockMagic) return stop(at("no block header"));
-    const bool json_block =
-        h.type == oplog::kMeta || h.type == oplog::kCalib || h.type == oplog::kEnd;
+    const bool json_block = h.type == oplog::kMeta || h.type == oplog::kCalib ||
+                            h.type == oplog::kEnd || h.type == oplog::kWindow;
+    const bool entries = h.type == oplog::kOps || h.type == oplog::kMarks;
     if (h.payload_bytes > (json_block ? oplog::kMaxJsonBlockBytes : oplog::kMaxPayloadBytes))
       return stop(at("payload size out of range"));
-    if (h.type == oplog::kOps &&
-        static_cast<uint64_t>(h.count) * sizeof(oplog::OpEntry) != h.payload_bytes)
+    if (entries && static_cast<uint64_t>(h.count) * sizeof(oplog::OpEntry) != h.payload_bytes)
       return stop(at("op count does not match its size"));
     const uint64_t payload_off = off + sizeof(h);
     const uint64_t next = payload_off + h.payload_bytes;
@@ -532,8 +650,8 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
       if (!file_size(&size, error)) return false;
       if (next > size) return stop("");
     }
-    if (h.type == oplog::kOps && skip_ops) {
-      ops_read_ += h.count;
+    if (entries && skip_ops) {
+      (h.type == oplog::kOps ? ops_read_ : marks_read_) += h.count;
       off = next;
       continue;
     }
@@ -564,17 +682,31 @@ bool OplogReader::walk(const std::function<void(const oplog::OpEntry*, size_t)>*
       case oplog::kLinks:
         ok = parse_links(p, h.payload_bytes, h.count, &links_);
         break;
+      case oplog::kMarks:
+        if (on_marks && *on_marks && h.count > 0)
+          (*on_marks)(reinterpret_cast<const oplog::OpEntry*>(p), h.count);
+        marks_read_ += h.count;
+        break;
+      case oplog::kMarkNames:
+        ok = parse_mark_names(p, h.payload_bytes, h.count, &mark_names_);
+        break;
+      case oplog::kWindow:
+        ok = parse_window(p, h.payload_bytes, &window_);
+        if (ok) has_window_ = true;
+        break;
       case oplog::kEnd:
-        ok = parse_end(p, h.payload_bytes, &end_ops_, &end_dropped_, &end_filtered_);
+        ok = parse_end(p, h.payload_bytes, &end_ops_, &end_dropped_, &end_filtered_, &end_outside_);
         if (ok) has_end_ = true;
         break;
       default:  // a second kMeta, or a block type from a newer writer: skipped
         break;
     }
     if (!ok)  // checksum right but content malformed or out of range: a corrupt block
-      return stop(at(h.type == oplog::kCalib   ? "clock calibration malformed or out of range"
-                     : h.type == oplog::kLinks ? "link dictionary malformed or too large"
-                                               : "end record malformed"));
+      return stop(at(h.type == oplog::kCalib       ? "clock calibration malformed or out of range"
+                     : h.type == oplog::kLinks     ? "link dictionary malformed or too large"
+                     : h.type == oplog::kMarkNames ? "mark name dictionary malformed or too large"
+                     : h.type == oplog::kWindow    ? "capture window malformed"
+                                                   : "end record malformed"));
     off = next;
   }
   return true;

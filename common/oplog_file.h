@@ -9,7 +9,9 @@
 //            "real0_ns":...,"residual_ns":3.5,"pairs":1000}
 //           mono_ns = mono0_ns + (ticks - tick0) * ns_per_tick; real0_ns is CLOCK_REALTIME
 //           at mono0_ns (the wall anchor); residual_ns and pairs describe the fit.
-//   kEnd    {"ops_written":...,"dropped":...,"filtered":...}
+//   kEnd    {"ops_written":...,"dropped":...,"filtered":...,"outside_window":...}
+//           (outside_window: ops left out by the capture window; version 2)
+//   kWindow {"spec":"...","signal":"..."}  (OplogWindow; version 2)
 #pragma once
 
 #include <cstddef>
@@ -37,7 +39,16 @@ constexpr uint32_t kMaxPayloadBytes = 256u << 20;
 constexpr uint32_t kMaxJsonBlockBytes = 1u << 20;
 // The reader keeps at most this many links (the writer's table has 65536).
 constexpr size_t kMaxReaderLinks = 1u << 20;
+// The writer splits write_mark_names() into blocks of at most this many names.
+constexpr size_t kMaxMarkNamesPerBlock = 4096;
+// Longest mark name stored (longer ones are cut there).
+constexpr size_t kMaxMarkNameBytes = 255;
+// The reader keeps at most this many mark names.
+constexpr size_t kMaxReaderMarkNames = 1u << 20;
 }  // namespace oplog
+
+// "mark", "begin", "end", "capture_on", "capture_off"; "?" for another value.
+const char* mark_kind_name(uint8_t kind);
 
 struct OplogMeta {
   std::string host, rank;
@@ -50,6 +61,18 @@ using OplogCalib = Calibration;
 struct OplogLink {
   uint32_t id = 0;
   std::string local, remote;  // at most limits::kMaxStringBytes each are stored
+};
+
+struct OplogMarkName {
+  uint32_t id = 0;
+  std::string name;  // at most oplog::kMaxMarkNameBytes are stored
+};
+
+// What the timeline was asked to capture (kWindow). Which spans it did
+// capture are the kCaptureOn/kCaptureOff marks.
+struct OplogWindow {
+  std::string spec;    // FABTRACE_OPS_WINDOW as understood ("" = the whole run)
+  std::string signal;  // the toggle signal ("SIGUSR2"), or why there is none
 };
 
 // Appends blocks to a new oplog file. Each block (header + payload) goes out in
@@ -71,12 +94,19 @@ class OplogFileWriter {
   bool write_links(const std::vector<OplogLink>& links);  // n == 0: writes nothing
   // Blocks of at most kMaxOpsPerBlock entries; n == 0 writes nothing.
   bool write_ops(const oplog::OpEntry* ops, size_t n);
-  bool write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered);
+  // Version 2: the mark name dictionary, marks (OpEntry as in oplog_format.h),
+  // and the capture window. n == 0 / an empty vector writes nothing.
+  bool write_mark_names(const std::vector<OplogMarkName>& names);
+  bool write_marks(const oplog::OpEntry* marks, size_t n);
+  bool write_window(const OplogWindow& w);
+  bool write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered,
+                 uint64_t outside_window = 0);
   void close();
   bool is_open() const { return fd_ >= 0; }
   uint64_t bytes_written() const { return bytes_; }
 
  private:
+  bool write_entries(uint16_t type, const oplog::OpEntry* e, size_t n);  // kOps, kMarks
   bool write_block(uint16_t type, uint32_t count, const void* payload, size_t len,
                    const void* prefix = nullptr, size_t prefix_len = 0);
   bool fail(const char* what, int err);
@@ -87,6 +117,7 @@ class OplogFileWriter {
 };
 
 struct OplogHeaderInfo {
+  uint32_t version = 0;  // the file's format version
   OplogMeta meta;
   std::vector<std::string> op_names;  // index = OpEntry::kind
 };
@@ -117,6 +148,10 @@ class OplogReader {
   // starts over from the first block and resets what it tracks.
   bool read_all(const std::function<void(const oplog::OpEntry*, size_t)>& on_ops,
                 std::string* error);
+  // The same, also calling on_marks for each kMarks block (version 2 files);
+  // the mark names a block uses are in mark_names() by then.
+  using EntriesFn = std::function<void(const oplog::OpEntry*, size_t)>;
+  bool read_all(const EntriesFn& on_ops, const EntriesFn& on_marks, std::string* error);
 
   // A cheaper first pass: like read_all without on_ops, but kOps payloads are
   // skipped unread (their checksums are not verified; only their size is
@@ -128,6 +163,13 @@ class OplogReader {
   const OplogCalib& calib() const { return calib_; }
   bool has_calib() const { return has_calib_; }
   const std::map<uint32_t, OplogLink>& links() const { return links_; }
+  const std::map<uint32_t, std::string>& mark_names() const { return mark_names_; }
+  // The mark's name, "" when the id is not in the dictionary.
+  const std::string& mark_name(uint32_t id) const;
+  bool has_window() const { return has_window_; }
+  const OplogWindow& window() const { return window_; }
+  // Marks in the whole kMarks blocks read by the last read_all/scan.
+  uint64_t marks_read() const { return marks_read_; }
   bool truncated() const { return truncated_; }
   // Why the last walk stopped early ("" when it did not or the file just ends).
   const std::string& stop_reason() const { return stop_reason_; }
@@ -137,13 +179,13 @@ class OplogReader {
   uint64_t end_ops() const { return end_ops_; }
   uint64_t end_dropped() const { return end_dropped_; }
   uint64_t end_filtered() const { return end_filtered_; }
+  uint64_t end_outside_window() const { return end_outside_; }
   const std::string& path() const { return path_; }
 
  private:
   enum class ReadResult { kOk, kEof, kShort, kError };
   ReadResult read_at(uint64_t off, void* buf, size_t len, std::string* error);
-  bool walk(const std::function<void(const oplog::OpEntry*, size_t)>* on_ops, bool skip_ops,
-            std::string* error);
+  bool walk(const EntriesFn* on_ops, const EntriesFn* on_marks, bool skip_ops, std::string* error);
   void reset_tracking();
   bool stop(const std::string& why);
   bool file_size(uint64_t* size, std::string* error) const;
@@ -155,11 +197,15 @@ class OplogReader {
   OplogCalib calib_;
   bool has_calib_ = false;
   std::map<uint32_t, OplogLink> links_;
+  std::map<uint32_t, std::string> mark_names_;
+  OplogWindow window_;
+  bool has_window_ = false;
+  uint64_t marks_read_ = 0;
   bool truncated_ = false;
   std::string stop_reason_;
   uint64_t ops_read_ = 0;
   bool has_end_ = false;
-  uint64_t end_ops_ = 0, end_dropped_ = 0, end_filtered_ = 0;
+  uint64_t end_ops_ = 0, end_dropped_ = 0, end_filtered_ = 0, end_outside_ = 0;
   std::vector<uint64_t> buf_;  // payload buffer, 8-byte aligned for OpEntry
 };
 

@@ -16,6 +16,13 @@
 //               then the two strings (no terminators), repeated `count` times
 //   kOps        `count` OpEntry records
 //   kEnd        JSON: totals (ops written, dropped, ...), written at a clean exit
+// Version 2 adds (a version 1 file has none of them and still reads):
+//   kMarkNames  mark name dictionary: u32 id, u16 len, then the name (no
+//               terminator), repeated `count` times; written before any
+//               kMarks block that uses the ids
+//   kMarks      `count` mark records, each an OpEntry (see "Marks" below)
+//   kWindow     JSON: what the timeline was asked to capture (see
+//               oplog_file.h); written once, after the first kCalib
 #pragma once
 
 #include <cstdint>
@@ -24,7 +31,9 @@ namespace fabtrace {
 namespace oplog {
 
 constexpr char kMagic[8] = {'F', 'T', 'O', 'P', 'L', 'O', 'G', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+// The oldest version this build still reads.
+constexpr uint32_t kMinVersion = 1;
 constexpr uint32_t kBlockMagic = 0x4B4C4246;  // "FBLK"
 
 struct FileHeader {
@@ -34,7 +43,16 @@ struct FileHeader {
 };
 static_assert(sizeof(FileHeader) == 16, "layout");
 
-enum BlockType : uint16_t { kMeta = 1, kCalib = 2, kLinks = 3, kOps = 4, kEnd = 5 };
+enum BlockType : uint16_t {
+  kMeta = 1,
+  kCalib = 2,
+  kLinks = 3,
+  kOps = 4,
+  kEnd = 5,
+  kMarkNames = 6,
+  kMarks = 7,
+  kWindow = 8,
+};
 
 struct BlockHeader {
   uint32_t magic;  // kBlockMagic
@@ -63,6 +81,27 @@ struct OpEntry {
 // `bytes` is the posted size of a receive whose completion carried no length.
 constexpr uint16_t kOpSizeUnknown = 1;
 static_assert(sizeof(OpEntry) == 40, "layout");
+// In a thread's buffer of the preload, an entry that is a mark, not an op: the
+// writer puts it in a kMarks block instead (files never hold this bit).
+constexpr uint16_t kOpIsMark = 0x8000;
+
+// Marks: what the application said (fabtrace_mark/_begin/_end of
+// include/fabtrace.h) and when the timeline's capture went on or off, in
+// kMarks blocks, one OpEntry each:
+//   start_ticks = end_ticks  the time
+//   link_id                  kMarkInstant, kPhaseBegin: the name's id in the
+//                            mark name dictionary; otherwise kNoMarkName
+//   tid                      the thread that marked (0 for capture records)
+//   kind                     MarkKind
+//   bytes, error, flags      0
+enum MarkKind : uint8_t {
+  kMarkInstant = 1,  // fabtrace_mark(name)
+  kPhaseBegin = 2,   // fabtrace_begin(name)
+  kPhaseEnd = 3,     // fabtrace_end(): closes the thread's innermost open phase
+  kCaptureOn = 4,    // the timeline records ops from here (window start, signal, mark)
+  kCaptureOff = 5,   // ... and no longer from here
+};
+constexpr uint32_t kNoMarkName = UINT32_MAX;
 
 }  // namespace oplog
 }  // namespace fabtrace

@@ -12,12 +12,14 @@
 #if FABTRACE_HAVE_SDT
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
+#define FT_PROBE0(n) DTRACE_PROBE(fabtrace, n)
 #define FT_PROBE1(n, a) DTRACE_PROBE1(fabtrace, n, a)
 #define FT_PROBE2(n, a, b) DTRACE_PROBE2(fabtrace, n, a, b)
 #define FT_PROBE3(n, a, b, c) DTRACE_PROBE3(fabtrace, n, a, b, c)
 #define FT_PROBE6(n, a, b, c, d, e, f) DTRACE_PROBE6(fabtrace, n, a, b, c, d, e, f)
 #define FT_PROBE7(n, a, b, c, d, e, f, g) DTRACE_PROBE7(fabtrace, n, a, b, c, d, e, f, g)
 #else  // no <sys/sdt.h> on the build host: the semaphores stay 0, nothing fires
+#define FT_PROBE0(n) ((void)0)
 #define FT_PROBE1(n, a) ((void)(a))
 #define FT_PROBE2(n, a, b) ((void)(a), (void)(b))
 #define FT_PROBE3(n, a, b, c) ((void)(a), (void)(b), (void)(c))
@@ -39,6 +41,9 @@ FT_SEMAPHORE(fabtrace_slow_op_semaphore);
 FT_SEMAPHORE(fabtrace_op_error_semaphore);
 FT_SEMAPHORE(fabtrace_poll_enter_semaphore);
 FT_SEMAPHORE(fabtrace_poll_exit_semaphore);
+FT_SEMAPHORE(fabtrace_mark_semaphore);
+FT_SEMAPHORE(fabtrace_phase_begin_semaphore);
+FT_SEMAPHORE(fabtrace_phase_end_semaphore);
 #undef FT_SEMAPHORE
 }
 
@@ -106,6 +111,12 @@ void fire_poll_exit(uint32_t cq, int64_t ret) {
   const uint64_t cq_index = cq;
   FT_PROBE2(poll_exit, cq_index, ret);
 }
+
+void fire_mark(const char* name) { FT_PROBE1(mark, name); }
+
+void fire_phase_begin(const char* name) { FT_PROBE1(phase_begin, name); }
+
+void fire_phase_end() { FT_PROBE0(phase_end); }
 
 }  // namespace probes
 }  // namespace fabtrace

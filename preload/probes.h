@@ -21,6 +21,9 @@ extern volatile unsigned short fabtrace_slow_op_semaphore;
 extern volatile unsigned short fabtrace_op_error_semaphore;
 extern volatile unsigned short fabtrace_poll_enter_semaphore;
 extern volatile unsigned short fabtrace_poll_exit_semaphore;
+extern volatile unsigned short fabtrace_mark_semaphore;
+extern volatile unsigned short fabtrace_phase_begin_semaphore;
+extern volatile unsigned short fabtrace_phase_end_semaphore;
 }
 
 namespace fabtrace {
@@ -33,6 +36,9 @@ inline bool op_error_on() { return __builtin_expect(fabtrace_op_error_semaphore,
 inline bool polls_on() {
   return __builtin_expect(fabtrace_poll_enter_semaphore | fabtrace_poll_exit_semaphore, 0);
 }
+inline bool mark_on() { return __builtin_expect(fabtrace_mark_semaphore, 0); }
+inline bool phase_begin_on() { return __builtin_expect(fabtrace_phase_begin_semaphore, 0); }
+inline bool phase_end_on() { return __builtin_expect(fabtrace_phase_end_semaphore, 0); }
 // A session is attached to this process (it then samples the node's NIC counters
 // itself, so the preload does not).
 inline bool session_attached() { return thread_start_on(); }
@@ -46,6 +52,10 @@ void fire_slow_op(const OpRecord* rec, uint64_t bytes, uint64_t now);
 // An op completed in error; err is the provider's (positive) error code.
 void fire_op_error(const OpRecord* rec, uint64_t now, int err);
 void fire_poll_enter(uint32_t cq);
+// The application's phase marks (include/fabtrace.h): name is its string.
+void fire_mark(const char* name);
+void fire_phase_begin(const char* name);
+void fire_phase_end();
 void fire_poll_exit(uint32_t cq, int64_t ret);
 
 }  // namespace probes

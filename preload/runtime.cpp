@@ -7,9 +7,10 @@
 
 #include "common/clock.h"
 #include "common/env.h"
+#include "preload/capture_signal.h"
 #include "preload/issue.h"
-#include "preload/probes.h"
 #include "preload/outputs.h"
+#include "preload/probes.h"
 #include "preload/stats.h"
 #include "preload/timeline.h"
 
@@ -63,7 +64,7 @@ void on_fork_child() {
 void at_exit() { write_report(); }
 
 void start_timeline(Runtime& rt) {
-  const TimelineConfig tc = Timeline::config_from_env(rt.rank.value);
+  TimelineConfig tc = Timeline::config_from_env(rt.rank.value);
   if (!tc.on) return;
   // FABTRACE_DIR=stderr writes no files, and the timeline is one.
   if (rt.cfg.to_stderr) {
@@ -76,7 +77,13 @@ void start_timeline(Runtime& rt) {
   meta.host = output_host();
   meta.rank = rt.rank.text;
   meta.pid = getpid();
+  // The capture toggle: only on a signal the application leaves alone now.
+  bool signal_free = false;
+  tc.signal_note = capture_signal_check(tc.signo, &signal_free);
+  if (tc.signo > 0 && !signal_free)
+    log_line("per-op timeline: %s; no capture toggle", tc.signal_note.c_str());
   rt.timeline_on = timeline().start(tc, path, meta);
+  if (rt.timeline_on && signal_free) capture_signal_install(tc.signo, &timeline());
 }
 
 // The NIC counter series is a file: with FABTRACE_DIR=stderr there is none to

@@ -37,6 +37,8 @@ Timeline::~Timeline() {
   finish();
   std::free(pool_);
   delete[] links_;
+  delete[] names_;
+  std::free(names_arena_);
 }
 
 Timeline& timeline() {
@@ -66,6 +68,17 @@ TimelineConfig Timeline::config_from_env(long rank) {
   c.min_bytes = env_u64("FABTRACE_OPS_MIN_BYTES", 65536);
   c.mb = env_u64("FABTRACE_OPS_MB", 64, 1, 1 << 20);
   c.flush_ms = env_u64("FABTRACE_OPS_FLUSH_MS", 200, 1, 60000);
+  const std::string win = env_trimmed("FABTRACE_OPS_WINDOW");
+  std::string why;
+  if (!parse_capture_window(win, &c.window, &why))
+    log_line("warning: FABTRACE_OPS_WINDOW=%s: %s; the timeline covers the whole run", win.c_str(),
+             why.c_str());
+  const char* sig = std::getenv("FABTRACE_OPS_SIGNAL");
+  c.signo = parse_capture_signal(sig ? env_trimmed("FABTRACE_OPS_SIGNAL") : "USR2", &why);
+  if (c.signo < 0) {
+    log_line("warning: FABTRACE_OPS_SIGNAL=%s: %s; using USR2", sig, why.c_str());
+    c.signo = parse_capture_signal("USR2", &why);
+  }
   return c;
 }
 
@@ -77,7 +90,9 @@ bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const O
   // little pays little physical memory.
   pool_ = static_cast<OpChunk*>(std::malloc(static_cast<size_t>(pool_n_) * sizeof(OpChunk)));
   links_ = new (std::nothrow) LinkSlot[kMaxLinks];
-  if (!pool_ || !links_) {
+  names_ = new (std::nothrow) NameSlot[kMaxMarkNames];
+  names_arena_ = static_cast<char*>(std::malloc(kNameArenaBytes));
+  if (!pool_ || !links_ || !names_ || !names_arena_) {
     log_line("warning: per-op timeline off (cannot allocate %llu MiB for it)",
              static_cast<unsigned long long>(cfg.mb));
     return false;
@@ -85,6 +100,11 @@ bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const O
   if (!file_.open(path, meta)) return false;  // the writer said why, in one line
   path_ = path;
   write_calib();
+  OplogWindow w;
+  w.spec = cfg.window.text();
+  w.signal = cfg.signal_note;
+  file_.write_window(w);
+  init_window(cfg.window);
   staging_.reserve(OpChunk::kEntries);
   on_.store(true, std::memory_order_release);
   writer_ = std::thread([this] { run(); });
@@ -138,12 +158,35 @@ void Timeline::push_free(OpChunk* c) {
   } while (!free_head_.compare_exchange_weak(head, next, std::memory_order_acq_rel));
 }
 
+OpChunk* Timeline::room(TimelineLocal& tl) {
+  OpChunk* ch = tl.chunk.load(std::memory_order_relaxed);
+  if (ch && ch->committed.load(std::memory_order_relaxed) < OpChunk::kEntries) return ch;
+  OpChunk* fresh = pop_free();
+  if (!fresh) {
+    ++tl.dropped;
+    return nullptr;
+  }
+  if (ch) {
+    OpChunk* head = full_head_.load(std::memory_order_relaxed);
+    do {
+      ch->full_next = head;
+    } while (!full_head_.compare_exchange_weak(head, ch, std::memory_order_release,
+                                               std::memory_order_relaxed));
+  }
+  tl.chunk.store(fresh, std::memory_order_release);
+  return fresh;
+}
+
 void Timeline::append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
                            bool error, uint16_t flags) {
   if (!s) return;
   TimelineLocal& tl = s->timeline;
   if (bytes < cfg_.min_bytes && !error) {
     ++tl.filtered;
+    return;
+  }
+  if (!in_window(rec->start, end)) {
+    ++tl.outside;
     return;
   }
   uint32_t link = kNoLink;
@@ -155,24 +198,8 @@ void Timeline::append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end,
     ++tl.filtered;
     return;
   }
-  OpChunk* ch = tl.chunk.load(std::memory_order_relaxed);
-  if (!ch || ch->committed.load(std::memory_order_relaxed) == OpChunk::kEntries) {
-    OpChunk* fresh = pop_free();
-    if (!fresh) {
-      ++tl.dropped;
-      return;
-    }
-    if (ch) {
-      OpChunk* head = full_head_.load(std::memory_order_relaxed);
-      do {
-        ch->full_next = head;
-      } while (!full_head_.compare_exchange_weak(head, ch, std::memory_order_release,
-                                                 std::memory_order_relaxed));
-    }
-    tl.chunk.store(fresh, std::memory_order_release);
-    ch = fresh;
-  }
-  put(ch, rec, end, bytes, link, error, flags);
+  OpChunk* ch = room(tl);
+  if (ch) put(ch, rec, end, bytes, link, error, flags);
 }
 
 void Timeline::name_new_links() {
@@ -201,6 +228,12 @@ void Timeline::write_range(OpChunk* c, uint32_t upto) {
   staging_.clear();
   for (uint32_t i = c->flushed; i < upto; ++i) {
     const oplog::OpEntry& e = c->e[i];
+    if (e.flags & oplog::kOpIsMark) {
+      oplog::OpEntry m = e;
+      m.flags = 0;
+      marks_staging_.push_back(m);
+      continue;
+    }
     // The NIC filter is decided per link when the link is named; ops the data
     // path logged before that are sorted out here.
     if (!cfg_.nic.empty() && e.link_id != kNoLink &&
@@ -237,6 +270,8 @@ void Timeline::pass() {
     OpChunk* c = s->timeline.chunk.load(std::memory_order_acquire);
     if (c) write_range(c, c->committed.load(std::memory_order_acquire));
   }
+  drain_captures();
+  write_marks();
 }
 
 void Timeline::write_calib() { file_.write_calib(clock_calibration()); }
@@ -269,20 +304,31 @@ void Timeline::finish() {
   if (writer_.joinable()) writer_.join();
   pass();
   write_calib();
-  uint64_t dropped = 0, filtered = writer_filtered_;
+  uint64_t dropped = 0, filtered = writer_filtered_, outside = 0;
   for (Shard* s = all_shards(); s; s = s->next) {
     dropped += s->timeline.dropped;
     filtered += s->timeline.filtered;
+    outside += s->timeline.outside;
   }
-  file_.write_end(written_, dropped, filtered);
+  file_.write_end(written_, dropped, filtered, outside);
   file_.close();
-  // Threads' chunks belong to this timeline: a later one (tests, benchmarks)
-  // must start them afresh.
-  for (Shard* s = all_shards(); s; s = s->next)
+  // Threads' chunks and counts belong to this timeline: a later one (tests,
+  // benchmarks) must start them afresh.
+  for (Shard* s = all_shards(); s; s = s->next) {
     s->timeline.chunk.store(nullptr, std::memory_order_relaxed);
+    s->timeline.dropped = s->timeline.filtered = s->timeline.outside = 0;
+  }
   on_.store(false, std::memory_order_release);
-  log_line("per-op timeline -> %s (%llu ops)", path_.c_str(),
-           static_cast<unsigned long long>(written_));
+  if (cfg_.window.kind == CaptureWindow::kWhole && capture_head_.load() == 0)
+    log_line("per-op timeline -> %s (%llu ops)", path_.c_str(),
+             static_cast<unsigned long long>(written_));
+  else
+    log_line("per-op timeline -> %s (%llu ops; %llu outside the capture window %s)", path_.c_str(),
+             static_cast<unsigned long long>(written_), static_cast<unsigned long long>(outside),
+             cfg_.window.kind == CaptureWindow::kWhole ? "(signal)" : cfg_.window.text().c_str());
+  if (captures_lost_)
+    log_line("warning: %llu capture window changes not recorded (more than %u between writes)",
+             static_cast<unsigned long long>(captures_lost_), kCaptureRing);
   if (dropped)
     log_line(
         "WARNING: %llu per-op records dropped (writer fell behind or buffer full); raise "

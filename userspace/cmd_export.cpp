@@ -77,7 +77,10 @@ class Out {
 };
 
 void usage(std::FILE* out) {
-  std::fprintf(out, "usage: fabtrace export ops FILE [--csv] [-o OUT]\n");
+  std::fprintf(out,
+               "usage: fabtrace export ops FILE [--csv] [-o OUT]\n"
+               "       fabtrace export marks FILE [--csv]\n"
+               "       fabtrace export kernel FILE [--csv] [--kind K,...] [--top N]\n");
 }
 
 }  // namespace
@@ -215,8 +218,10 @@ int cmd_export(int argc, char** argv) {
     return argc < 1 ? 2 : 0;
   }
   if (!std::strcmp(argv[0], "kernel")) return cmd_export_kernel(argc - 1, argv + 1);
+  if (!std::strcmp(argv[0], "marks")) return cmd_export_marks(argc - 1, argv + 1);
   if (std::strcmp(argv[0], "ops") != 0) {
-    std::fprintf(stderr, "fabtrace export: unknown kind '%s' ('ops' or 'kernel')\n", argv[0]);
+    std::fprintf(stderr, "fabtrace export: unknown kind '%s' ('ops', 'marks' or 'kernel')\n",
+                 argv[0]);
     usage(stderr);
     return 2;
   }

@@ -17,6 +17,8 @@
 #include "userspace/commands.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/otf2_export.h"
+#include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/tables.h"
 
@@ -36,15 +38,18 @@ namespace {
 namespace fs = std::filesystem;
 
 void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-               "                       [--kernel-events]\n"
-               "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
-               "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
-               "           trace go (default DIR/fabtrace-report)\n"
-               "  --top N  rows per list of the summary (default 5)\n"
-               "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
-               "           logs (fabtrace record) under DIR\n");
+  std::fprintf(
+      out,
+      "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
+      "                       [--kernel-events] [--otf2]\n"
+      "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
+      "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
+      "           trace go (default DIR/fabtrace-report)\n"
+      "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
+      "           (default 10)\n"
+      "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
+      "           logs (fabtrace record) under DIR\n"
+      "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n");
 }
 
 // The seam to the Perfetto writer. Returns false (with *error) when it failed;
@@ -78,8 +83,9 @@ bool parse_size(const char* s, size_t* out) {
 
 int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
-  bool have_dir = false, html = true, trace = true, kernel_events = false;
+  bool have_dir = false, html = true, trace = true, kernel_events = false, otf2 = false;
   size_t top = 5;
+  bool top_given = false;
   for (int i = 0; i < argc; ++i) {
     const char* a = argv[i];
     if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
@@ -92,6 +98,7 @@ int cmd_report(int argc, char** argv) {
         return 2;
       }
       if (!std::strcmp(a, "--top")) {
+        top_given = true;
         if (!parse_size(argv[++i], &top)) {
           std::fprintf(stderr, "fabtrace report: --top takes a number from 1 to 100000, not '%s'\n",
                        argv[i]);
@@ -116,6 +123,10 @@ int cmd_report(int argc, char** argv) {
     }
     if (!std::strcmp(a, "--kernel-events")) {
       kernel_events = true;
+      continue;
+    }
+    if (!std::strcmp(a, "--otf2")) {
+      otf2 = true;
       continue;
     }
     if (a[0] == '-' && a[1] != '\0') {
@@ -179,6 +190,19 @@ int cmd_report(int argc, char** argv) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     rc = 1;
   }
+  // The slowest individual ops: one streaming pass over the per-op timelines.
+  const report::SlowestOps slowest = report::find_slowest_ops(job, top_given ? top : 10);
+  for (const std::string& w : slowest.warnings)
+    std::fprintf(stderr, "fabtrace report: %s\n", printable(w).c_str());
+  if (!slowest.covers.empty()) {
+    const std::string path = out_dir + "/slowest_ops.csv";
+    if (report::write_slowest_ops_csv(slowest, path, &err)) {
+      outputs.push_back(path);
+    } else {
+      std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+      rc = 1;
+    }
+  }
   std::vector<std::string> trace_files;
   if (trace) {
     bool built = false;
@@ -187,9 +211,22 @@ int cmd_report(int argc, char** argv) {
       rc = 1;
     }
   }
+  if (otf2) {
+    std::string archive;
+    report::Otf2Stats ost;
+    if (report::write_otf2(job, out_dir, &archive, &ost, &err)) {
+      trace_files.push_back(archive);
+    } else {
+      std::fprintf(stderr, "fabtrace report: --otf2: %s\n", err.c_str());
+      rc = 1;
+    }
+    for (const std::string& w : ost.warnings)
+      std::fprintf(stderr, "fabtrace report: otf2: %s\n", printable(w).c_str());
+  }
   if (html) {
     report::HtmlOptions hopt;
     hopt.dir = dir;
+    hopt.slowest = &slowest;
     hopt.outputs = outputs;
     hopt.outputs.insert(hopt.outputs.end(), trace_files.begin(), trace_files.end());
     const std::string path = out_dir + "/report.html";
@@ -205,6 +242,7 @@ int cmd_report(int argc, char** argv) {
   report::SummaryOptions sopt;
   sopt.dir = dir;
   sopt.top = top;
+  sopt.slowest = &slowest;
   sopt.outputs = outputs;
   sopt.skipped_on_stderr = job.skipped.size();
   std::fflush(stderr);

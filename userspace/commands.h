@@ -33,5 +33,8 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
 // CLOCK_MONOTONIC ns). Messages go to stderr. Returns the exit code: 0, or 1
 // when `in` is missing, not an oplog, unreadable, or `out` fails.
 int export_ops_csv(const std::string& in, std::FILE* out);
+// fabtrace export marks FILE [--csv]: the marks of an oplog (time_ns,kind,name,tid).
+int cmd_export_marks(int argc, char** argv);
+int export_marks_csv(const std::string& in, std::FILE* out);
 
 }  // namespace fabtrace

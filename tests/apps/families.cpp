@@ -178,6 +178,7 @@ const std::vector<FamilyDef>& families() {
        CqMethod::kRead,
        {},
        run_recvtiming},
+      {"marks", FI_TAGGED, {}, 0, FabricSpec(), CqMethod::kRead, {}, run_marks},
   };
   return defs;
 }

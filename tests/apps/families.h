@@ -44,5 +44,8 @@ void run_sizes(Env& env);
 void run_multiep(Env& env);
 void run_bw(Env& env);
 void run_recvtiming(Env& env);
+void run_marks(Env& env);
+// marks: the fi_tsend count of rank 0 in iteration i.
+size_t marks_sends_in(size_t iteration);
 
 }  // namespace ftapp

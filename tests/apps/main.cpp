@@ -73,6 +73,11 @@ bool hold(const ftapp::Options& opt) {
 
 }  // namespace
 
+namespace {
+volatile sig_atomic_t g_own_usr2 = 0;
+void on_own_usr2(int) { g_own_usr2 = g_own_usr2 + 1; }
+}  // namespace
+
 int main(int argc, char** argv) {
   ftapp::Options opt;
   std::string err;
@@ -85,6 +90,10 @@ int main(int argc, char** argv) {
     ftapp::print_usage(stderr);
     return 2;
   }
+
+  // --own-usr2: a handler of the program's own, in place before any fabric
+  // call (so before the tracer decides whether the signal is free).
+  if (opt.own_usr2) ::signal(SIGUSR2, on_own_usr2);
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {

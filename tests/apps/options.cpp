@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -29,8 +30,12 @@ void print_usage(FILE* f) {
                "              [--result FILE] [--cq-format context|unspec|msg|data|tagged]\n"
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
                "              [--timeout SEC] [--hold-until FILE] [--until FILE] [--touch-mb N]\n"
+               "              [--toggle-at I,J,...] [--own-usr2 1]\n"
                "  NAME: msg tagged rma atomic inject cancel threads pingpong stream multirecv\n"
-               "        peek sep srx trigger sizes multiep bw recvtiming all\n"
+               "        peek sep srx trigger sizes multiep bw recvtiming marks all\n"
+               "  marks: --count iterations of known ops between fabtrace_mark()s;\n"
+               "  --toggle-at: rank 0 raises SIGUSR2 before those iterations; --own-usr2 1:\n"
+               "  the program handles SIGUSR2 itself (installed before any fabric call).\n"
                "  PROV \"tcp\" (or \"verbs\") defaults to --ep-type msg, others to rdm.\n"
                "  --hold-until FILE: after the test, each rank waits (up to --timeout) until\n"
                "  FILE exists before it exits, so a test can watch what runs in the\n"
@@ -100,6 +105,20 @@ bool parse_options(int argc, char** argv, Options* out, std::string* err) {
         *err = "bad --touch-mb";
         return false;
       }
+    } else if (key == "--toggle-at") {
+      size_t pos = 0;
+      while (pos <= val.size()) {
+        const size_t comma = std::min(val.find(',', pos), val.size());
+        size_t v = 0;
+        if (!parse_size(val.substr(pos, comma - pos).c_str(), &v) || v > 1000000) {
+          *err = "bad --toggle-at";
+          return false;
+        }
+        o.toggle_at.push_back(v);
+        pos = comma + 1;
+      }
+    } else if (key == "--own-usr2") {
+      o.own_usr2 = val == "1";
     } else if (key == "--hold-until") {
       o.hold_until = val;
     } else if (key == "--result") {

@@ -8,21 +8,24 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace ftapp {
 
 struct Options {
-  std::string prov;        // libfabric provider string, e.g. "tcp;ofi_rxm"
-  std::string test;        // test family name or "all"
-  size_t count = 50;       // operations per function
-  size_t size = 4096;      // payload bytes
-  size_t threads = 2;      // threads for the "threads" family
-  size_t window = 16;      // outstanding operations per endpoint/thread
-  int timeout_s = 20;      // bound for every wait
-  std::string result;      // result file prefix (FILE.r<rank>.json)
-  std::string hold_until;  // wait for this file to exist before exiting (see usage)
-  std::string until;       // stream: stop the round trips once this file exists
-  size_t touch_mb = 0;     // stream: MiB of fresh memory touched inside one send
+  std::string prov;               // libfabric provider string, e.g. "tcp;ofi_rxm"
+  std::string test;               // test family name or "all"
+  size_t count = 50;              // operations per function
+  size_t size = 4096;             // payload bytes
+  size_t threads = 2;             // threads for the "threads" family
+  size_t window = 16;             // outstanding operations per endpoint/thread
+  int timeout_s = 20;             // bound for every wait
+  std::string result;             // result file prefix (FILE.r<rank>.json)
+  std::string hold_until;         // wait for this file to exist before exiting (see usage)
+  std::string until;              // stream: stop the round trips once this file exists
+  size_t touch_mb = 0;            // stream: MiB of fresh memory touched inside one send
+  std::vector<size_t> toggle_at;  // marks: rank 0 raises SIGUSR2 before these iterations
+  bool own_usr2 = false;          // install a SIGUSR2 handler of the program's own at start
   fi_cq_format cq_format = FI_CQ_FORMAT_TAGGED;
   std::string cq_format_name = "tagged";
   fi_ep_type ep_type = FI_EP_RDM;

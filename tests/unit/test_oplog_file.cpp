@@ -417,16 +417,16 @@ TEST_F(OplogFileTest, ForeignAndMissingFilesAreRejected) {
   EXPECT_NE(err.find("not a fabtrace oplog"), std::string::npos) << err;
 
   // A future version.
-  const std::string p = path("v2.oplog");
+  const std::string p = path("v3.oplog");
   write_with_last_block(p, 0);
   std::string s = read_bytes(p);
-  s[8] = 2;
+  s[8] = 3;
   write_bytes(p, s);
   EXPECT_FALSE(r.open(p, &err));
-  EXPECT_NE(err.find("version 2"), std::string::npos) << err;
+  EXPECT_NE(err.find("version 3"), std::string::npos) << err;
 
   // A metadata block of some other format.
-  s[8] = 1;
+  s[8] = 2;
   s[sizeof(oplog::FileHeader) + sizeof(oplog::BlockHeader) + 5] ^= 0x20;
   write_bytes(p, s);
   EXPECT_FALSE(r.open(p, &err));

@@ -990,5 +990,69 @@ TEST(PerfettoKernel, NodeTracksAndFlowsFromCauseToStall) {
   std::system(("rm -rf '" + dir + "'").c_str());  // test-owned temporary directory
 }
 
+// The application's marks (oplog version 2): phases as slices and marks as
+// instants on a "marks tid N" track of the rank; capture changes as instants
+// on the rank's track; an end without a begin is left out.
+TEST_F(PerfettoTrace, MarksAndPhasesOnTheRankTrack) {
+  Job job;
+  job.ranks.push_back(make_rank(ProcessReport()));
+  Rank& r = job.ranks.back();
+  r.host = r.report.host = "h";
+  r.rank = "0";
+  r.pid = 1;
+  r.start_mono_ns = kMono0;
+  r.start_wall_ns = kWall0;
+  r.oplog_path = dir_ + "/m.oplog";
+  {
+    OplogFileWriter w;
+    ASSERT_TRUE(w.open(r.oplog_path, OplogMeta{"h", "0", 1}));
+    OplogCalib c;
+    c.ns_per_tick = 1.0;
+    c.pairs = 2;
+    ASSERT_TRUE(w.write_calib(c));
+    ASSERT_TRUE(w.write_mark_names({{3, "iteration 7"}, {4, "allreduce"}}));
+    const auto m = [](uint64_t t, uint8_t kind, uint32_t name, uint32_t tid) {
+      oplog::OpEntry e{};
+      e.start_ticks = e.end_ticks = kMono0 + t;
+      e.kind = kind;
+      e.link_id = name;
+      e.tid = tid;
+      return e;
+    };
+    const std::vector<oplog::OpEntry> marks = {
+        m(10 * kUs, oplog::kPhaseEnd, oplog::kNoMarkName, 5),  // no begin: left out
+        m(20 * kUs, oplog::kMarkInstant, 3, 5),
+        m(30 * kUs, oplog::kPhaseBegin, 4, 5),
+        m(40 * kUs, oplog::kPhaseEnd, oplog::kNoMarkName, 5),
+        m(35 * kUs, oplog::kMarkInstant, 3, 6),
+        m(50 * kUs, oplog::kCaptureOff, oplog::kNoMarkName, 0)};
+    ASSERT_TRUE(w.write_marks(marks.data(), marks.size()));
+    ASSERT_TRUE(w.write_end(0, 0, 0));
+  }
+  std::vector<std::string> files;
+  PerfettoStats st;
+  std::string err;
+  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
+  EXPECT_EQ(st.marks, 5u);
+  const Decoded d = decode_trace(files[0]);
+  ASSERT_TRUE(d.ok) << d.problem;
+  EXPECT_EQ(check_tracks(d), "");
+  std::map<uint64_t, std::string> track_name;
+  uint64_t rank_track = 0;
+  for (const Descriptor& t : d.descs) {
+    track_name[t.uuid] = t.name;
+    if (t.process) rank_track = t.uuid;
+  }
+  std::vector<std::string> seen;
+  for (const Event& e : d.events)
+    seen.push_back(std::to_string(e.type) + " " + track_name[e.track] + " " + e.name + " " +
+                   std::to_string(e.ts - kWall0));
+  EXPECT_EQ(seen, (std::vector<std::string>{"3 marks tid 5 iteration 7 20000",
+                                            "1 marks tid 5 allreduce 30000", "2 marks tid 5  40000",
+                                            "3 marks tid 6 iteration 7 35000",
+                                            "3 rank 0 (h) timeline capture off 50000"}));
+  EXPECT_NE(rank_track, 0u);
+}
+
 }  // namespace
 }  // namespace fabtrace::report

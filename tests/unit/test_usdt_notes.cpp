@@ -149,6 +149,9 @@ TEST(UsdtNotes, ProbesMatchTheDocumentedLayouts) {
       {"op_error", {4, 8, 8, 8, -4, 8, 8}},  // op, bytes, start, end, err, local, remote
       {"poll_enter", {8}},                   // cq_index
       {"poll_exit", {8, -8}},                // cq_index, ret
+      {"mark", {8}},                         // const char *name
+      {"phase_begin", {8}},                  // const char *name
+      {"phase_end", {}},                     // no argument
   };
   std::set<std::string> seen;
   std::map<std::string, uint64_t> semaphore_of;

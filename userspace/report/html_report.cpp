@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/safe_output.h"
+#include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/svg.h"
 
@@ -940,7 +941,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   h.raw(
       "</div>\n<nav><a href=\"#heatmaps\">latency heatmaps</a><a href=\"#bandwidth\">bandwidth</a>"
       "<a href=\"#counters\">counters</a><a href=\"#stalls\">poll gaps</a><a "
-      "href=\"#outliers\">outliers</a>"
+      "href=\"#slowest\">slowest ops</a><a href=\"#outliers\">outliers</a>"
       "<a href=\"#late\">receives posted late</a><a href=\"#problems\">problems</a><a "
       "href=\"#ranks\">ranks</a>");
   if (!job.kernel.empty())
@@ -982,6 +983,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   section_counters(job, opt, &h);
   section_stalls(job, opt, &h);
   section_stall_causes(job, opt, &h);
+  if (opt.slowest) h.raw(slowest_ops_html(*opt.slowest));
   section_links(job, opt, &h);
   section_link_net(job, opt, &h);
   section_late(job, opt, &h);

@@ -18,6 +18,8 @@
 
 namespace fabtrace::report {
 
+struct SlowestOps;  // slowest_ops.h
+
 // ---- the heatmap model (also used by tests) ----
 
 // Message size classes of the heatmaps.
@@ -59,6 +61,8 @@ struct HtmlOptions {
   size_t max_table_rows = 200;       // longer tables are cut (the CSV has everything)
   size_t max_counter_ranks = 16;     // ranks whose counters are plotted
   std::vector<std::string> outputs;  // other files written (linked by name)
+  // The slowest ops section (slowest_ops.h), when they were looked for.
+  const SlowestOps* slowest = nullptr;
 };
 
 std::string html_report(const Job& job, const HtmlOptions& opt);

@@ -313,6 +313,8 @@ class Builder {
   bool write_ops(RankTrack& r);
   uint32_t link_index(const OplogReader& rd, uint32_t id);
   bool place(RankTrack& r, const Pending& p);
+  bool write_mark(RankTrack& r, const OplogReader& rd, const OplogCalib& cal,
+                  const oplog::OpEntry& m);
   bool write_stalls(RankTrack& r);
   bool write_counters(RankTrack& r);
   bool write_nic_windows(RankTrack& r);
@@ -348,6 +350,14 @@ class Builder {
   std::unordered_map<uint32_t, uint32_t> link_by_big_id_;
   ReorderWindow window_;
   int64_t watermark_ = std::numeric_limits<int64_t>::min();
+  // The application's marks of the rank: a track per marking thread.
+  struct MarkTrack {
+    uint32_t tid = 0;
+    uint64_t uuid = 0;
+    uint32_t gen = 0;
+    int depth = 0;  // open phases
+  };
+  std::vector<MarkTrack> mark_tracks_;
   static constexpr uint32_t kNoLink = 0xFFFFFFFFu;
   static constexpr uint32_t kDenseIds = 1u << 20;
 };
@@ -525,7 +535,11 @@ bool Builder::write_ops(RankTrack& r) {
   window_.reset();
   for (const auto& kv : rd.links()) link_index(rd, kv.first);
 
+  mark_tracks_.clear();
   bool ok = true;
+  const auto on_marks = [&](const oplog::OpEntry* e, size_t n) {
+    for (size_t i = 0; ok && i < n; ++i) ok = write_mark(r, rd, cal, e[i]);
+  };
   const bool read_ok = rd.read_all(
       [&](const oplog::OpEntry* e, size_t n) {
         if (!ok) return;
@@ -554,7 +568,7 @@ bool Builder::write_ops(RankTrack& r) {
           window_.push(p, op.tid);
         }
       },
-      &err);
+      on_marks, &err);
   while (ok && !window_.empty()) ok = place(r, window_.pop());
   while (!window_.empty()) window_.pop();
   if (!ok) return false;
@@ -563,6 +577,59 @@ bool Builder::write_ops(RankTrack& r) {
     warn(rank.oplog_path + " is cut short" +
          (rd.stop_reason().empty() ? "" : " (" + rd.stop_reason() + ")") +
          ": its ops up to the damage are shown");
+  return true;
+}
+
+// A mark of the rank's timeline (oplog version 2): the application's phases
+// as slices and its marks as instants on a track per marking thread ("marks
+// tid N"), the capture window's changes as instants on the rank's own track.
+bool Builder::write_mark(RankTrack& r, const OplogReader& rd, const OplogCalib& cal,
+                         const oplog::OpEntry& m) {
+  int64_t t = 0;
+  if (!cal.mono_ns_checked(m.start_ticks, &t)) {
+    ++stats_->bad_times;
+    return true;
+  }
+  const uint64_t ts = to_u64_ts(t + r.wall_offset);
+  const std::string& name = rd.mark_name(m.link_id);
+  if (!room(kEventBytes + name.size() + r.name.size() + 2 * kDescriptorBytes)) return false;
+  if (m.kind == oplog::kCaptureOn || m.kind == oplog::kCaptureOff) {
+    need_process(r);
+    w_.instant_named(ts, r.uuid,
+                     m.kind == oplog::kCaptureOn ? "timeline capture on" : "timeline capture off",
+                     nullptr, 0);
+    ++stats_->marks;
+    return true;
+  }
+  MarkTrack* mt = nullptr;
+  for (MarkTrack& k : mark_tracks_)
+    if (k.tid == m.tid) mt = &k;
+  if (!mt) {
+    mark_tracks_.push_back(MarkTrack{m.tid, next_uuid_++, 0, 0});
+    mt = &mark_tracks_.back();
+  }
+  need_process(r);
+  if (mt->gen != w_.generation()) {
+    w_.child_track(mt->uuid, r.uuid, "marks tid " + std::to_string(m.tid), -2, false);
+    mt->gen = w_.generation();
+  }
+  switch (m.kind) {
+    case oplog::kMarkInstant:
+      w_.instant_named(ts, mt->uuid, name.empty() ? "mark" : name, nullptr, 0);
+      break;
+    case oplog::kPhaseBegin:
+      w_.slice_begin(ts, mt->uuid, w_.event_name(name.empty() ? "phase" : name), nullptr, 0);
+      ++mt->depth;
+      break;
+    case oplog::kPhaseEnd:
+      if (mt->depth == 0) return true;  // an end without its begin
+      w_.slice_end(ts, mt->uuid);
+      --mt->depth;
+      break;
+    default:
+      return true;  // a kind from a newer writer
+  }
+  ++stats_->marks;
   return true;
 }
 

@@ -11,6 +11,9 @@
 //     at most kPerfettoMaxLanes per link; an op finding no free lane then is
 //     not drawn and is counted (PerfettoStats::overlap_dropped, and an instant
 //     on the rank's track);
+//   - the application's marks (include/fabtrace.h): a track "marks tid N" per
+//     marking thread with its phases as slices and its marks as instants; the
+//     timeline's capture changes as instants on the rank's track;
 //   - instants: ops completed in error (on the op's lane, at its end), and the
 //     long CQ poll gaps of the Job's stalls (max gap >= long_gap_ms, at the
 //     gap's end) on a "CQ poll gaps" track;
@@ -71,6 +74,7 @@ struct PerfettoStats {
   uint64_t bad_times = 0;        // ops whose end preceded their start (drawn with zero length), or
                                  // whose times are beyond any clock (not drawn)
   uint64_t stall_instants = 0;   // long CQ poll gaps
+  uint64_t marks = 0;            // the application's marks, phase ends and capture changes drawn
   uint64_t counter_tracks = 0;
   uint64_t counter_values = 0;
   uint64_t nic_tracks = 0;  // per-NIC bandwidth tracks (from the NIC time windows)

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/printable.h"
+#include "userspace/report/slowest_ops.h"
 
 namespace fabtrace::report {
 
@@ -344,6 +345,8 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       if (!why.empty()) s += "      why: " + why + "\n";
     }
   }
+
+  if (opt.slowest) s += slowest_ops_text(*opt.slowest, opt.top);
 
   // Receives posted late: a verdict only where both ranks' timelines pair
   // the receive with its send; otherwise "unknown", never "late".

@@ -12,11 +12,15 @@
 
 namespace fabtrace::report {
 
+struct SlowestOps;  // slowest_ops.h
+
 struct SummaryOptions {
   std::string dir;                   // the job directory, for the title line
   size_t top = 5;                    // rows per list
   std::vector<std::string> outputs;  // files written, listed at the end
   size_t skipped_on_stderr = 0;      // files already named on stderr
+  // The slowest ops section (slowest_ops.h), when they were looked for.
+  const SlowestOps* slowest = nullptr;
 };
 
 // The summary, a few dozen lines at most whatever the job's size.
