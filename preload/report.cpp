@@ -132,6 +132,9 @@ void write_report() {
   Runtime& rt = runtime();
   if (!rt.pid || rt.pid != getpid()) return;
   if (rt.timeline_on) timeline().finish();
+  // The counter series ends before the report's end: a sample taken while the
+  // report is being folded and written would lie outside the run it describes.
+  if (rt.nic_sampler) rt.nic_sampler->stop();
 
   const Calibration cal = clock_calibration();
   const uint64_t now = now_ticks();

@@ -73,7 +73,10 @@ TEST(Counters, TracedRankSamplesItsNicOnTheReportClock) {
     const int tcol = cs.column("t_mono_ns");
     ASSERT_GE(tcol, 0);
     EXPECT_GE(cs.rows.front()[static_cast<size_t>(tcol)] + 5000000, t0);
-    EXPECT_LE(cs.rows.back()[static_cast<size_t>(tcol)], t1 + 5000000);
+    // The sampler stops before the report takes its end time: the last sample
+    // lies inside the run (the slack covers the microsecond rounding of
+    // duration_s and the TSC-to-monotonic calibration, not scheduling).
+    EXPECT_LE(cs.rows.back()[static_cast<size_t>(tcol)], t1 + 20000);
   }
   EXPECT_GE(distinct.size(), 2u) << "the samplers never saw the counter move";
 }
