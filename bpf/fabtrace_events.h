@@ -52,7 +52,8 @@ enum ft_kind {
   FT_EV_OP_ERROR = 12, /* an op completed in error */
   FT_EV_POLL = 13,     /* one CQ poll (opt-in, --polls) */
   FT_EV_EXIT = 14,     /* a traced thread exited */
-  FT_EV_KINDS = 15     /* one past the last kind: sizes the counter arrays */
+  FT_EV_MARK = 15,     /* the application's phase mark (include/fabtrace.h, USDT) */
+  FT_EV_KINDS = 16     /* one past the last kind: sizes the counter arrays */
 };
 
 struct ft_hdr {
@@ -239,6 +240,22 @@ struct ft_exit {
   __u64 faults_total;
 };
 
+/* FT_EV_MARK: fabtrace_mark(name), fabtrace_begin(name) or fabtrace_end(), as
+ * the thread called it; h.ts = the probe's hit. The name is cut at
+ * FT_MARK_NAME_LEN - 1 bytes (the preload's timeline keeps it whole). */
+#define FT_MARK_NAME_LEN 64
+enum ft_mark_type {
+  FT_MARK_INSTANT = 1, /* fabtrace_mark */
+  FT_MARK_BEGIN = 2,   /* fabtrace_begin */
+  FT_MARK_END = 3      /* fabtrace_end: closes the thread's innermost phase; no name */
+};
+struct ft_mark {
+  struct ft_hdr h;
+  __u32 type; /* enum ft_mark_type */
+  __u32 pad;
+  char name[FT_MARK_NAME_LEN];
+};
+
 /* Counters the collector reads from the `counters` map (per CPU, summed): for
  * kind k, [k] records emitted and [FT_EV_KINDS + k] records lost because the
  * ring buffer was full; then the slots below. */
@@ -288,6 +305,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_stall) % 8 == 0, "ft_stall layout");
 FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
+FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

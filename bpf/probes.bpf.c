@@ -304,3 +304,26 @@ int BPF_USDT(ft_poll_exit, __u64 cq, __s64 ret) {
   ft_submit(r);
   return 0;
 }
+
+/* The application's marks: one record per call, on the calling thread. */
+static __always_inline int mark_event(__u32 type, const char* name) {
+  const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
+  if (!ft_is_traced(tgid)) return 0;
+  struct ft_mark* r = ft_reserve(sizeof(*r), FT_EV_MARK, bpf_ktime_get_ns(), tgid, tid);
+  if (!r) return 0;
+  r->type = type;
+  r->pad = 0;
+  __builtin_memset(r->name, 0, sizeof(r->name)); /* ring memory is not cleared */
+  if (name) bpf_probe_read_user_str(r->name, sizeof(r->name), name);
+  ft_submit(r);
+  return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(ft_mark, const char* name) { return mark_event(FT_MARK_INSTANT, name); }
+
+SEC("usdt")
+int BPF_USDT(ft_phase_begin, const char* name) { return mark_event(FT_MARK_BEGIN, name); }
+
+SEC("usdt")
+int BPF_USDT(ft_phase_end) { return mark_event(FT_MARK_END, 0); }

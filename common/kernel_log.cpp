@@ -36,6 +36,8 @@ size_t record_size(uint16_t kind) {
       return sizeof(ft_poll);
     case FT_EV_EXIT:
       return sizeof(ft_exit);
+    case FT_EV_MARK:
+      return sizeof(ft_mark);
     default:
       return 0;
   }
@@ -44,7 +46,7 @@ size_t record_size(uint16_t kind) {
 std::string kind_name(uint16_t kind) {
   static const char* const names[FT_EV_KINDS] = {
       nullptr,   "offcpu", "irq",   "softirq", "faults",   "retransmit", "drop", "cxi_work",
-      "cxi_err", "thread", "stall", "slow_op", "op_error", "poll",       "exit"};
+      "cxi_err", "thread", "stall", "slow_op", "op_error", "poll",       "exit", "mark"};
   if (kind < FT_EV_KINDS && names[kind]) return names[kind];
   return "kind" + std::to_string(kind);
 }

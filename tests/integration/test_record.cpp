@@ -535,6 +535,68 @@ TEST(Record, PollsCountedInTheKernelAgreeWithTheProgram) {
   EXPECT_EQ(kernel, own);
 }
 
+// The application's phase marks (include/fabtrace.h) reach the session through
+// their USDT probes: per rank, the kernel log holds the very calls ft_app's
+// marks family makes (tests/apps/test_marks.cpp: "iteration i", begin
+// "exchange", end, ..., "done"), in order, on the calling thread; and every op
+// the session saw (FABTRACE_SLOW_OP_US=1: each op of at least 1 us) lies inside
+// one of that thread's "exchange" phases, as many per phase as the program
+// issued at most.
+TEST(Record, MarksSeenByTheSession) {
+  REQUIRE_ROOT();
+  constexpr int kIterations = 6;
+  const std::string dir = make_temp_dir("rec-marks");
+  const int rec = spawn({FABTRACE_CLI, "record", "-o", dir, "--", FT_APP, "--prov", "tcp;ofi_rxm",
+                         "--test", "marks", "--count", std::to_string(kIterations)},
+                        {{"FABTRACE_PRELOAD", preload_list()}, {"FABTRACE_SLOW_OP_US", "1"}},
+                        dir + "/record.log", false);
+  ASSERT_EQ(wait_for(rec, 240), 0) << slurp(dir + "/record.log");
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir));
+  for (const char* rank : {"0", "1"}) {
+    SCOPED_TRACE(std::string("rank ") + rank);
+    const auto reps = reports_of_rank(dir, rank);
+    ASSERT_EQ(reps.size(), 1u);
+    const uint32_t pid = reps[0].at("pid").get<uint32_t>();
+    std::vector<std::string> want, got;
+    for (int i = 0; i < kIterations; ++i) {
+      want.push_back("mark iteration " + std::to_string(i));
+      want.push_back("begin exchange");
+      want.push_back("end ");
+    }
+    want.push_back("mark done");
+    std::vector<const Event*> marks;
+    for (const Event& e : ev)
+      if (e.kind == "mark" && e.pid == pid) marks.push_back(&e);
+    for (const Event* m : marks) got.push_back(m->detail.at("type") + " " + m->cause);
+    ASSERT_EQ(got, want);
+    for (size_t i = 1; i < marks.size(); ++i) {
+      EXPECT_LE(marks[i - 1]->ts, marks[i]->ts);
+      EXPECT_EQ(marks[i]->tid, marks[0]->tid);  // the rank's main thread
+    }
+    // Each op the session saw, inside one phase [begin, end] of its thread.
+    std::vector<size_t> per_phase(kIterations, 0);
+    size_t ops = 0;
+    for (const Event& e : ev) {
+      if (e.kind != "slow_op" || e.pid != pid) continue;
+      ++ops;
+      bool inside = false;
+      for (int i = 0; i < kIterations; ++i) {
+        const Event& b = *marks[3 * i + 1];
+        const Event& end = *marks[3 * i + 2];
+        if (e.start >= b.ts && e.start + e.dur <= end.ts) {
+          ++per_phase[i];
+          inside = true;
+        }
+      }
+      EXPECT_TRUE(inside) << "op " << e.detail.at("op") << " at " << e.start << " +" << e.dur;
+    }
+    EXPECT_GT(ops, 0u);
+    // Iteration i: i % 3 + 1 sends and one receive on rank 0, as many receives
+    // and one send on rank 1.
+    for (int i = 0; i < kIterations; ++i) EXPECT_LE(per_phase[i], size_t(i % 3 + 2)) << i;
+  }
+}
+
 TEST(Record, NotRootGetsOneClearLine) {
   REQUIRE_ROOT();  // to become someone else
   const std::string dir = make_temp_dir("rec-nobody");

@@ -222,6 +222,33 @@ TEST(KernelRows, ThreadAndExit) {
   EXPECT_EQ(r.detail, "faults_total=77");
 }
 
+// A mark's name (the application's string, any bytes) goes in the quoted
+// cause column, control bytes shown as '?'; a name that fills the record has
+// no terminator and is cut at its length.
+TEST(KernelRows, Marks) {
+  auto m = with_hdr<ft_mark>(FT_EV_MARK);
+  m.type = FT_MARK_INSTANT;
+  set_str(m.name, "iteration 7;x=1\t");
+  KernelRow r = row_of(m);
+  expect_common(r, "mark", kTs, 0);
+  EXPECT_EQ(r.cause, "iteration 7;x=1?");
+  EXPECT_EQ(r.detail, "type=mark");
+
+  m.type = FT_MARK_BEGIN;
+  std::memset(m.name, 'a', sizeof(m.name));  // no terminator
+  r = row_of(m);
+  EXPECT_EQ(r.cause, std::string(FT_MARK_NAME_LEN, 'a'));
+  EXPECT_EQ(r.detail, "type=begin");
+
+  m.type = FT_MARK_END;
+  m.name[0] = 0;
+  r = row_of(m);
+  EXPECT_EQ(r.cause, "");
+  EXPECT_EQ(r.detail, "type=end");
+  m.type = 9;
+  EXPECT_EQ(row_of(m).detail, "type=?");
+}
+
 ft_window preempted_window() {
   ft_window w{};
   w.start = kTs - 50 * 1000000ULL;

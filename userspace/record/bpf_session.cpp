@@ -212,6 +212,9 @@ struct BpfSession::Impl {
                       {probes->progs.ft_cq_stall, "cq_stall", false},
                       {probes->progs.ft_slow_op, "slow_op", false},
                       {probes->progs.ft_op_error, "op_error", false},
+                      {probes->progs.ft_mark, "mark", false},
+                      {probes->progs.ft_phase_begin, "phase_begin", false},
+                      {probes->progs.ft_phase_end, "phase_end", false},
                       {probes->progs.ft_poll_enter, "poll_enter", true},
                       {probes->progs.ft_poll_exit, "poll_exit", true}};
     for (const Probe& pr : list) {

@@ -66,6 +66,19 @@ std::string record_str(const char* s, size_t n) {
   return out;
 }
 
+const char* mark_type_name(uint32_t type) {
+  switch (type) {
+    case FT_MARK_INSTANT:
+      return "mark";
+    case FT_MARK_BEGIN:
+      return "begin";
+    case FT_MARK_END:
+      return "end";
+    default:
+      return "?";
+  }
+}
+
 std::string tuple_side(const ft_tuple& t, bool local) {
   const uint8_t* a = local ? t.saddr : t.daddr;
   const uint16_t port = local ? t.sport : t.dport;
@@ -216,6 +229,14 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       r.cause = "poll";
       kv(&r.detail, "cq", e.cq);
       kv(&r.detail, "ret", std::to_string(e.ret));
+      break;
+    }
+    case FT_EV_MARK: {
+      // The name goes in `cause` (a quoted CSV field): an application's string
+      // may hold the detail column's separators.
+      const auto e = as<ft_mark>(rec);
+      r.cause = record_str(e.name, FT_MARK_NAME_LEN);
+      kv(&r.detail, "type", mark_type_name(e.type));
       break;
     }
     case FT_EV_EXIT: {

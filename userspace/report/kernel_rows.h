@@ -39,5 +39,7 @@ std::string tuple_side(const ft_tuple& t, bool local);
 
 // A fixed-size C string from a record (stops at NUL, control bytes as '?').
 std::string record_str(const char* s, size_t n);
+// "mark", "begin", "end" (enum ft_mark_type); "?" for anything else.
+const char* mark_type_name(uint32_t type);
 
 }  // namespace fabtrace

@@ -99,6 +99,16 @@ class KernelTracks {
                        std::string(h.kind == FT_EV_SLOW_OP ? "slow " : "error ") + op + " " +
                            std::to_string(e.bytes) + " B: " + window_verdict(e.w));
       }
+      case FT_EV_MARK: {
+        // Instants, phases included: the thread's track also holds its off-CPU
+        // slices, which a phase would overlap without nesting.
+        const auto e = as<ft_mark>(rec);
+        const std::string name = record_str(e.name, FT_MARK_NAME_LEN);
+        const std::string what = e.type == FT_MARK_BEGIN ? "begin " + name
+                                 : e.type == FT_MARK_END ? std::string("end")
+                                                         : "mark " + name;
+        return instant(thread_track(h.pid, h.tid), h.ts, what);
+      }
       default:
         return true;
     }
