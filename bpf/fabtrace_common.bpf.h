@@ -63,7 +63,8 @@ struct ft_irq_slot {
 struct ft_fault_slot {
   __u64 start; /* first fault of the bucket */
   __u64 last;  /* latest fault in it */
-  __u64 count;
+  __u32 count;
+  __u32 off_seq; /* the thread's off_n at that latest fault */
 };
 
 /* Per traced thread. Written by the programs that see the thread's events; the

@@ -31,11 +31,21 @@
  * break down a window that started before anything told the kernel about it. */
 #define FT_OFF_HIST 64   /* off-CPU intervals */
 #define FT_IRQ_HIST 64   /* IRQ/softirq intervals taken while the thread ran */
-#define FT_FAULT_HIST 64 /* page-fault buckets (one per FT_FAULT_BUCKET_NS of faulting) */
-#define FT_FAULT_BUCKET_NS 4000000ULL   /* 64 buckets cover 256 ms of non-stop faulting */
-#define FT_FAULT_BURST_GAP_NS 100000ULL /* a pause this long ends a bucket: bursts stay apart */
-#define FT_RUN_LOG 256 /* per CPU: the last tasks that ran (who held a waiting thread's CPU) */
-#define FT_RUNNERS 2   /* runners kept per off-CPU interval */
+#define FT_FAULT_HIST 64 /* page-fault buckets (bursts, cut by count and by time) */
+/* A bucket holds at most FT_FAULT_BUCKET_MAX faults over FT_FAULT_BUCKET_NS, so
+ * 64 buckets cover 65,536 faults of non-stop faulting or 2 s, whichever is
+ * less, however often the thread is preempted meanwhile: a bucket cut every few
+ * ms of wall time ran out of history on a loaded machine, where a 64 MiB touch
+ * took 600 ms of which half was spent preempted. */
+#define FT_FAULT_BUCKET_MAX 1024
+#define FT_FAULT_BUCKET_NS 32000000ULL
+/* A pause this long ends a bucket, so bursts stay apart and a window edge rarely
+ * falls inside one (the breakdown prorates those); a pause that was the
+ * scheduler's (the thread preempted, then back) does not. */
+#define FT_FAULT_BURST_GAP_NS 100000ULL
+#define FT_FAULT_OFF_SCAN 8 /* off-CPU intervals looked at to tell the two apart */
+#define FT_RUN_LOG 256      /* per CPU: the last tasks that ran (who held a waiting thread's CPU) */
+#define FT_RUNNERS 2        /* runners kept per off-CPU interval */
 
 enum ft_kind {
   FT_EV_OFFCPU = 1,    /* a traced thread was off its CPU: why, for how long, who ran */
@@ -148,7 +158,8 @@ struct ft_net {
   __u16 pad;
   __u32 reason;    /* enum skb_drop_reason (drops); err (retransmits) */
   __u32 owner_pid; /* tgid of the traced process owning the socket, 0: not known traced */
-  __u32 pad2;
+  __u32 segs;      /* retransmits: segments sent again (one skb can carry several, and
+                    * the kernel's RetransSegs counts segments); 0 elsewhere */
 };
 
 /* FT_EV_WORK: h.ts = end. */

@@ -5,6 +5,24 @@
  * gigabyte of fresh memory is a quarter of a million faults. */
 #include "fabtrace_common.bpf.h"
 
+/* Whether this fault goes on with the bucket's burst rather than starting a new
+ * one: the thread faulted again within FT_FAULT_BURST_GAP_NS, or it only lost its
+ * CPU to preemption in between (the scheduler paused the burst, not the
+ * program: on a loaded machine a thread touching fresh memory is preempted every
+ * few ms and is back well after 100 us). A sleep or a block in between (futex,
+ * I/O, a stop) ends the burst. The last FT_FAULT_OFF_SCAN intervals are looked at. */
+static __always_inline bool same_burst(const struct ft_thread_state* st,
+                                       const struct ft_fault_slot* cur, __u64 now) {
+  const __u32 since = (__u32)st->off_n - cur->off_seq; /* off-CPU intervals closed since */
+  if (!since) return now - cur->last < FT_FAULT_BURST_GAP_NS;
+  for (int i = 0; i < FT_FAULT_OFF_SCAN; i++) {
+    if ((__u32)i >= since) break;
+    const struct ft_off_slot* o = &st->off[(st->off_n - 1 - i) & (FT_OFF_HIST - 1)];
+    if (o->kind != FT_OFF_PREEMPTED) return false;
+  }
+  return true;
+}
+
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
              unsigned long error_code) {
@@ -20,16 +38,17 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   st->flt_last = now;
   st->flt_addr = address;
 
-  /* Buckets: a fault within FT_FAULT_BUCKET_NS of the current bucket's start
-   * and FT_FAULT_BURST_GAP_NS of its latest fault joins it, else it opens the
-   * next one; so a burst (touching fresh memory) starts a bucket of its own and
-   * a window edge rarely falls inside one (the breakdown prorates those). */
+  /* Buckets: a fault joins the current bucket unless the bucket is full (count
+   * or time) or the burst ended (see same_burst); so a burst (touching fresh memory) starts a
+   * bucket of its own and a window edge rarely falls inside one (the breakdown prorates those). */
   __u64 n = st->flt_n;
   if (n) {
     struct ft_fault_slot* cur = &st->flt[(n - 1) & (FT_FAULT_HIST - 1)];
-    if (now - cur->start < FT_FAULT_BUCKET_NS && now - cur->last < FT_FAULT_BURST_GAP_NS) {
+    if (cur->count < FT_FAULT_BUCKET_MAX && now - cur->start < FT_FAULT_BUCKET_NS &&
+        same_burst(st, cur, now)) {
       cur->last = now;
       cur->count++;
+      cur->off_seq = (__u32)st->off_n;
       goto summary;
     }
   }
@@ -37,6 +56,7 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   s->start = now;
   s->last = now;
   s->count = 1;
+  s->off_seq = (__u32)st->off_n;
   st->flt_n = n + 1;
 summary:
   if (st->flt_count >= FT_FAULTS_PER_SUMMARY) ft_flush_faults(st, tgid, tid);

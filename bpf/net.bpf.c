@@ -5,12 +5,14 @@
  *
  * Whose socket is it? Retransmits and drops run in softirq or timer context, so
  * the current task says nothing. The `traced_socks` map (key: the 4-tuple) holds
- * the traced processes' connections: filled here when a traced task connects
- * (SYN_SENT in its own context) or when a connection is accepted on a port a
- * traced process listens on, when a traced process accepts one (the socket
- * behind the descriptor accept returns), and by the collector from /proc for
- * connections older than the session. Events on other sockets are only
- * counted, unless the collector asks for every one (--net-all). */
+ * the traced processes' connections: filled here when a connection a traced
+ * task started is established (the task is known at SYN_SENT, the tuple only
+ * once the source port is chosen), when a connection is accepted on a port a
+ * traced process listens on (its listen() registers the port), when a traced
+ * process accepts one (the socket behind the descriptor accept returns), and by
+ * the collector from /proc for connections older than the session: so the
+ * first segment of a new connection is already on its owner's link. Events on other sockets are
+ * only counted, unless the collector asks for every one (--net-all). */
 #include "fabtrace_common.bpf.h"
 
 #define FT_AF_INET 2
@@ -47,7 +49,7 @@ static __always_inline bool tuple_of(const struct sock* sk, struct ft_tuple* t) 
   return false;
 }
 
-static __always_inline void emit(const struct sock* sk, __u16 kind, __u32 reason) {
+static __always_inline void emit(const struct sock* sk, __u16 kind, __u32 reason, __u32 segs) {
   struct ft_tuple t;
   if (!sk || !tuple_of(sk, &t)) return;
   __u32* owner = bpf_map_lookup_elem(&traced_socks, &t);
@@ -62,13 +64,18 @@ static __always_inline void emit(const struct sock* sk, __u16 kind, __u32 reason
   r->protocol = BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol);
   r->reason = reason;
   r->owner_pid = owner ? *owner : 0;
+  r->segs = segs;
   r->h.tid = 0;
   ft_submit(r);
 }
 
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(ft_tcp_retransmit, const struct sock* sk, const struct sk_buff* skb, int err) {
-  emit(sk, FT_EV_RETRANS, (__u32)err);
+  /* tcp_skb_pcount(): the segments this skb carries (TSO/GSO), what the
+   * kernel adds to RetransSegs for it. */
+  const struct tcp_skb_cb* cb = (const struct tcp_skb_cb*)__builtin_preserve_access_index(&skb->cb);
+  const __u16 segs = BPF_CORE_READ(cb, tcp_gso_segs);
+  emit(sk, FT_EV_RETRANS, (__u32)err, segs ? segs : 1);
   return 0;
 }
 
@@ -77,25 +84,57 @@ int BPF_PROG(ft_kfree_skb, struct sk_buff* skb, void* location, enum skb_drop_re
              struct sock* rx_sk) {
   if (reason <= SKB_CONSUMED) return 0;
   const struct sock* sk = rx_sk ? rx_sk : BPF_CORE_READ(skb, sk);
-  emit(sk, FT_EV_DROP, (__u32)reason);
+  emit(sk, FT_EV_DROP, (__u32)reason, 0);
   return 0;
 }
+
+/* Connections a traced task started, by socket, until they are established:
+ * at SYN_SENT (the caller's context) the source port is not chosen yet
+ * (tcp_v4_connect sets the state before inet_hash_connect), and when the
+ * SYN-ACK makes it ESTABLISHED the context is a softirq's. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FT_MAX_SOCKS);
+  __type(key, __u64);
+  __type(value, __u32);
+} connecting SEC(".maps");
 
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(ft_sock_state, const struct sock* sk, const int oldstate, const int newstate) {
   if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != FT_IPPROTO_TCP) return 0;
+  const __u64 key = (__u64)sk;
   struct ft_tuple t;
-  if (!tuple_of(sk, &t)) return 0;
   if (newstate == TCP_SYN_SENT) {
     /* connect() runs in the caller's context */
     const __u32 tgid = ft_cur_tgid();
-    if (ft_is_traced(tgid)) bpf_map_update_elem(&traced_socks, &t, &tgid, BPF_ANY);
+    if (ft_is_traced(tgid)) bpf_map_update_elem(&connecting, &key, &tgid, BPF_ANY);
+    return 0;
+  }
+  if (!tuple_of(sk, &t)) return 0;
+  if (newstate == TCP_LISTEN) {
+    /* listen() runs in the caller's context; the port is bound by then (bind,
+     * or listen's own autobind before it sets the state) when it is not 0 */
+    const __u32 tgid = ft_cur_tgid();
+    if (t.sport && ft_is_traced(tgid)) bpf_map_update_elem(&traced_ports, &t.sport, &tgid, BPF_ANY);
+  } else if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_SENT) {
+    /* our own connect answered: the tuple is complete now */
+    __u32* owner = bpf_map_lookup_elem(&connecting, &key);
+    if (owner) {
+      const __u32 tgid = *owner;
+      bpf_map_update_elem(&traced_socks, &t, &tgid, BPF_ANY);
+      bpf_map_delete_elem(&connecting, &key);
+    }
   } else if (newstate == TCP_ESTABLISHED && oldstate == TCP_SYN_RECV) {
     /* a connection accepted on a traced listener's port (softirq context) */
     __u32* owner = bpf_map_lookup_elem(&traced_ports, &t.sport);
     if (owner) bpf_map_update_elem(&traced_socks, &t, owner, BPF_ANY);
   } else if (newstate == TCP_CLOSE) {
-    bpf_map_delete_elem(&traced_socks, &t);
+    if (oldstate == TCP_LISTEN) {
+      bpf_map_delete_elem(&traced_ports, &t.sport);
+    } else {
+      bpf_map_delete_elem(&connecting, &key); /* a connect that failed */
+      bpf_map_delete_elem(&traced_socks, &t);
+    }
   }
   return 0;
 }

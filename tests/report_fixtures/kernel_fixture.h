@@ -4,8 +4,9 @@
 //   - rank 0's CQ#0 gap (50.2 ms): preempted by stress-ng[4312] for 48.1 ms,
 //     on CPU 2.1 ms; an off-CPU interval of rank 0's thread inside it (flows);
 //   - rank 1's CQ#0 gap (10.0 ms): blocked in futex for 9.8 ms;
-//   - a retransmit burst on rank 0's connection to rank 1: 7 retransmits and
-//     2 drops (TC_EGRESS); 3 retransmits on a connection of no traced process;
+//   - a retransmit burst on rank 0's connection to rank 1: 7 retransmitted
+//     segments in 6 records (one skb of two segments) and 2 drops (TC_EGRESS);
+//     3 retransmits on a connection of no traced process;
 //   - a slow fi_tsend of rank 0 (4 KiB, 12 ms, 300 page faults);
 //   - hard IRQs on CPU 1 while rank 0 ran (2 x 50 us).
 #pragma once

@@ -152,9 +152,12 @@ TEST(KernelRows, RetransmitAndDrop) {
   KernelRow r = row_of(e);
   expect_common(r, "retransmit", kTs, 0);
   EXPECT_EQ(r.cause, "retransmit");
-  EXPECT_EQ(r.detail, "src=10.0.0.1:5000;dst=10.0.0.2:6000;owner=4100;tcp_state=1");
+  // A log from before the segment count: one record, one segment.
+  EXPECT_EQ(r.detail, "src=10.0.0.1:5000;dst=10.0.0.2:6000;owner=4100;tcp_state=1;segs=1");
+  e.segs = 3;     // one skb of three segments (TSO)
   e.reason = 11;  // the retransmit's error
-  EXPECT_EQ(row_of(e).detail, "src=10.0.0.1:5000;dst=10.0.0.2:6000;owner=4100;tcp_state=1;err=11");
+  EXPECT_EQ(row_of(e).detail,
+            "src=10.0.0.1:5000;dst=10.0.0.2:6000;owner=4100;tcp_state=1;segs=3;err=11");
 
   KernelNames names;
   names.drop_reasons[2] = "NO_SOCKET";

@@ -960,11 +960,13 @@ TEST(PerfettoKernel, NodeTracksAndFlowsFromCauseToStall) {
     node = node || (t.process && t.name == "kernel (node01)");
   }
   EXPECT_TRUE(node);
-  EXPECT_EQ(st.kernel_slices, 3u);     // the off-CPU interval and two IRQs
-  EXPECT_EQ(st.kernel_instants, 13u);  // 7 + 2 + 3 network events, the slow op
-  uint64_t off_flow = 0, irq_slices = 0;
+  EXPECT_EQ(st.kernel_slices, 3u);  // the off-CPU interval and two IRQs
+  // 6 retransmit records (7 segments) + 2 drops + 3 untraced retransmits, the slow op
+  EXPECT_EQ(st.kernel_instants, 12u);
+  uint64_t off_flow = 0, irq_slices = 0, two_segments = 0;
   for (const Event& e : d.events) {
     const std::string& tn = track_name[e.track];
+    if (e.type == 3 && e.name.rfind("retransmit 2 segments 10.", 0) == 0) ++two_segments;
     if (e.type == 1 && tn.find("off CPU") != std::string::npos) {
       EXPECT_EQ(e.name, "preempted: stress-ng");
       EXPECT_EQ(e.args.at("ran_instead"), "stress-ng[4312]");
@@ -977,6 +979,7 @@ TEST(PerfettoKernel, NodeTracksAndFlowsFromCauseToStall) {
     }
   }
   EXPECT_EQ(irq_slices, 2u);
+  EXPECT_EQ(two_segments, 1u);  // the fixture's one skb of two segments
   ASSERT_NE(off_flow, 0u);
   bool stall_has_cause = false;
   for (const Event& e : d.events)
