@@ -437,7 +437,16 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
                           {}, false);
   ASSERT_EQ(f.exit_code, 0) << f.output;
 
-  StreamSession s("rec-net", {"ip", "netns", "exec", ns}, {"--count", "3000"});
+  // The session lasts until the namespace's connections are gone (or 20 s),
+  // not only until the ranks exit: a socket the ranks left behind can still
+  // send its FIN again (LAST_ACK) after they exited, and the kernel's count
+  // below includes it.
+  const char* drain =
+      "\"$@\"; rc=$?; i=0; while [ $i -lt 200 ] && "
+      "ss -Htan exclude listening exclude time-wait | grep -q .; do sleep 0.1; i=$((i+1)); done; "
+      "exit $rc";
+  StreamSession s("rec-net", {"ip", "netns", "exec", ns, "sh", "-c", drain, "sh"},
+                  {"--count", "3000"});
   ASSERT_EQ(wait_for(s.record, 240), 0) << s.record_log();
   // The kernel's own count of what the namespace's TCP sent again (the namespace
   // is new: everything in it is this run's).
