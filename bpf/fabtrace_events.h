@@ -33,12 +33,12 @@
 #define FT_IRQ_HIST 64   /* IRQ/softirq intervals taken while the thread ran */
 #define FT_FAULT_HIST 64 /* page-fault buckets (bursts, cut by count and by time) */
 /* A bucket holds at most FT_FAULT_BUCKET_MAX faults over FT_FAULT_BUCKET_NS, so
- * 64 buckets cover 65,536 faults of non-stop faulting or 2 s, whichever is
+ * 64 buckets cover 65,536 faults of non-stop faulting or 16 s, whichever is
  * less, however often the thread is preempted meanwhile: a bucket cut every few
  * ms of wall time ran out of history on a loaded machine, where a 64 MiB touch
- * took 600 ms of which half was spent preempted. */
+ * took up to 2.3 s of which half was spent preempted. */
 #define FT_FAULT_BUCKET_MAX 1024
-#define FT_FAULT_BUCKET_NS 32000000ULL
+#define FT_FAULT_BUCKET_NS 256000000ULL
 /* A pause this long ends a bucket, so bursts stay apart and a window edge rarely
  * falls inside one (the breakdown prorates those); a pause that was the
  * scheduler's (the thread preempted, then back) does not. */

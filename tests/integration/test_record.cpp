@@ -295,26 +295,59 @@ TEST(Record, EveryProgramThatCanLoadHereLoads) {
   EXPECT_EQ(r.output.find("failed"), std::string::npos) << r.output;
 }
 
-// (a) The polling process stopped with SIGSTOP for 200 ms.
+// The state letter of /proc/PID/stat ('T': stopped), 0 when unreadable.
+char proc_state(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : 0;
+}
+
+// The largest "<part>_ns" of a window's breakdown: what its verdict must name first.
+std::string largest_part(const Event& e) {
+  std::string best;
+  uint64_t best_ns = 0;
+  for (const auto& [k, v] : e.detail)
+    if (k.size() > 3 && k.compare(k.size() - 3, 3, "_ns") == 0 && e.num(k) > best_ns) {
+      best_ns = e.num(k);
+      best = k.substr(0, k.size() - 3);
+    }
+  return best;
+}
+
+// (a) The polling process stopped with SIGSTOP for 200 ms: timed from when the
+// kernel shows it stopped (on a loaded machine the signal takes effect only
+// when the process next runs), so the stop lasts at least 200 ms.
 TEST(Record, StoppedPollerIsExplained) {
   REQUIRE_ROOT();
   StreamSession s("rec-stop");
   ASSERT_TRUE(s.wait_polling()) << s.record_log();
   ASSERT_EQ(kill(s.rank0, SIGSTOP), 0);
+  const bool stopped = eventually([&] { return proc_state(s.rank0) == 'T'; });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_EQ(kill(s.rank0, SIGCONT), 0);
+  ASSERT_TRUE(stopped) << "rank 0 never showed as stopped";
   ASSERT_EQ(s.finish(), 0) << s.record_log();
 
   std::vector<Event> ev;
   const Event* st = checked_stall(s, 200e6, &ev);
   ASSERT_NE(st, nullptr);
-  EXPECT_EQ(st->cause.rfind("stopped", 0), 0u) << st->cause;
-  EXPECT_GE(static_cast<double>(st->num("stopped_ns")), 0.9 * 200e6) << st->cause;
+  EXPECT_GE(static_cast<double>(st->num("stopped_ns")), 0.99 * 200e6) << st->cause;
+  // The verdict names the largest part first: the stop, unless a loaded machine
+  // kept the poller waiting for its CPU longer than that; the stop is named then too.
+  const bool stop_largest = largest_part(*st) == "stopped";
+  if (stop_largest)
+    EXPECT_EQ(st->cause.rfind("stopped", 0), 0u) << st->cause;
+  else
+    EXPECT_NE(st->cause.find("; stopped (SIGSTOP or a debugger) "), std::string::npos) << st->cause;
 
   // fabtrace report joins the log: the summary says why, about the same gap.
   const ReportedStall rs = reported_stall(s.dir);
-  EXPECT_EQ(rs.why.rfind("stopped (SIGSTOP or a debugger) for ", 0), 0u) << rs.line << "\n"
-                                                                         << rs.why;
+  if (stop_largest)
+    EXPECT_EQ(rs.why.rfind("stopped (SIGSTOP or a debugger) for ", 0), 0u) << rs.line << "\n"
+                                                                           << rs.why;
+  else
+    EXPECT_NE(rs.why.find("; stopped (SIGSTOP or a debugger) "), std::string::npos) << rs.why;
   EXPECT_NEAR(verdict_window_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
               rank0_max_gap_ns(s.dir) / 1e6 * 0.01 + 0.05)
       << rs.why;
