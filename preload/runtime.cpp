@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <new>
 
 #include "common/clock.h"
 #include "common/env.h"
@@ -95,8 +96,8 @@ void start_counters(Runtime& rt) {
       log_line("NIC counters off: FABTRACE_DIR=%s writes no files", rt.cfg.dir.c_str());
     return;
   }
-  rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
-  rt.nic_sampler->start();
+  rt.nic_sampler = new (std::nothrow) CounterSampler(CounterSampler::config_from_env());
+  if (rt.nic_sampler) rt.nic_sampler->start();
 }
 }  // namespace
 

@@ -93,8 +93,6 @@ class Timeline {
   void toggle_capture(uint64_t now);
   bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
 
-  const std::string& path() const { return path_; }
-
  private:
   struct LinkSlot {
     std::atomic<uint32_t> state{0};  // 0 empty, 1 being filled, 2 ready
