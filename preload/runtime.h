@@ -45,7 +45,7 @@ struct Runtime {
   uint64_t start_ticks = 0;               // first fabric activity
   uint32_t nic_window_shift = 0;          // NIC time windows: 1 << shift ticks, about 10 ms
   uint64_t nic_peak_span = 0;             // NIC busiest stretch: at most 10 ms, in ticks
-  bool timeline_on = false;               // per-op timeline selected for this process (set once)
+  bool timeline_on = false;               // per-op timeline on (at activation; a forked child: off)
   CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any
 
   // Registry of wrapped objects, for the report. Appended on the control path.
