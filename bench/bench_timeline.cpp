@@ -34,7 +34,7 @@
 #include "preload/inflight.h"
 #include "preload/marks.h"
 #include "preload/stats.h"
-#include "preload/timeline_append.h"
+#include "preload/timeline.h"
 
 namespace fabtrace {
 namespace {

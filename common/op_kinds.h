@@ -63,11 +63,4 @@ constexpr bool op_is_recv(OpKind k) {
          k == OpKind::kTrecv || k == OpKind::kTrecvv || k == OpKind::kTrecvmsg;
 }
 
-// Ops that never produce a completion of their own.
-constexpr bool op_is_inject(OpKind k) {
-  return k == OpKind::kInject || k == OpKind::kInjectdata || k == OpKind::kTinject ||
-         k == OpKind::kTinjectdata || k == OpKind::kInjectWrite || k == OpKind::kInjectWritedata ||
-         k == OpKind::kInjectAtomic;
-}
-
 }  // namespace fabtrace

@@ -5,7 +5,7 @@
 #include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
-#include "preload/timeline_append.h"
+#include "preload/timeline.h"
 
 namespace fabtrace {
 

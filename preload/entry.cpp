@@ -56,7 +56,8 @@ int entry_fabric(const char* version, void** real_cache, struct fi_fabric_attr* 
     NestGuard guard;
     ret = real(attr, fabric, context);
   }
-  if (ret == 0 && fabric && *fabric) wrap_fabric(*fabric, attr ? attr->prov_name : nullptr);
+  if (ret == 0 && fabric && *fabric && !wrap_fabric(*fabric, attr ? attr->prov_name : nullptr))
+    return refuse_unwrapped(fabric);
   return ret;
 }
 
@@ -73,8 +74,9 @@ int entry_fabric2(const char* version, void** real_cache, struct fi_info* info,
     NestGuard guard;
     ret = real(info, fabric, flags, context);
   }
-  if (ret == 0 && fabric && *fabric)
-    wrap_fabric(*fabric, info && info->fabric_attr ? info->fabric_attr->prov_name : nullptr);
+  if (ret == 0 && fabric && *fabric &&
+      !wrap_fabric(*fabric, info && info->fabric_attr ? info->fabric_attr->prov_name : nullptr))
+    return refuse_unwrapped(fabric);
   return ret;
 }
 #endif

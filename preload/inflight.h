@@ -57,7 +57,6 @@ class InflightRing {
   // Idempotent.
   void init(size_t slots);
   size_t size() const { return n_; }
-  size_t segments() const { return nseg_; }
 
   // A free record, now owned by the caller, or nullptr (counted in `full`).
   inline OpRecord* claim();

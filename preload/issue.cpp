@@ -2,8 +2,6 @@
 
 namespace fabtrace {
 
-thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
-
 void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, Untimed why) {
   if (Shard* s = my_shard()) {
     if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) {

@@ -4,24 +4,15 @@
 #pragma once
 
 #include <rdma/fi_errno.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "preload/inflight.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
+#include "preload/thread_id.h"
 
 namespace fabtrace {
-
-// The calling thread's id (gettid once per thread; a forked child's main
-// thread keeps its parent's value, which only labels timeline rows).
-extern thread_local uint32_t t_tid __attribute__((tls_model("initial-exec")));
-inline uint32_t my_tid() {
-  if (__builtin_expect(t_tid == 0, 0)) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  return t_tid;
-}
 
 // Why an op is forwarded with the application's own context: by design (no
 // completion will come, or its context must reach the provider unchanged), or

@@ -2,10 +2,10 @@
 
 #include "common/clock.h"
 #include "common/oplog_format.h"
-#include "preload/issue.h"
 #include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
+#include "preload/thread_id.h"
 #include "preload/timeline.h"
 
 namespace fabtrace {

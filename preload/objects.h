@@ -78,7 +78,6 @@ struct CqWrap {
   bool translate = false;              // prov_format != format: entries pass through our stack
   uint32_t id = 0;                     // index into the per-thread poll tables (< kMaxCqs) or kNoCq
   std::atomic<uint64_t> last_poll{0};  // ticks of the latest poll by any thread
-  std::atomic<bool> closed{false};
 };
 
 // How a direction (transmit or receive) of an endpoint reports completions.
@@ -116,7 +115,6 @@ struct EpWrap {
   uint32_t addr_format = FI_FORMAT_UNSPEC;
   Direction tx, rx;
   AvWrap* av = nullptr;
-  bool closed = false;
 
   // Readable addresses, set on the control path (enable, connect, accept).
   std::mutex names_mu;
@@ -132,10 +130,9 @@ constexpr uint32_t kMaxCqs = 256;
 constexpr uint32_t kNoCq = UINT32_MAX;
 
 // Wrapping entry points, one per object family (wrap_*.cpp).
-void wrap_fabric(struct fid_fabric* fabric, const char* prov_name);
+FabricWrap* wrap_fabric(struct fid_fabric* fabric, const char* prov_name);
 DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const struct fi_info* info);
-EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent,
-                bool rx_only);
+EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent);
 // Opens the provider's CQ for the application (in a format with the length
 // when the application's has none) and wraps it.
 int open_cq(DomainWrap* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);

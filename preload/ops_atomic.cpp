@@ -64,8 +64,8 @@ ssize_t atomic_msg(struct fid_ep* ep, const struct fi_msg_atomic* msg, uint64_t 
                });
 }
 
-ssize_t a_write(struct fid_ep* ep, const void* buf, size_t count, void* desc, fi_addr_t dest,
-                uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void* context) {
+ssize_t ep_atomic(struct fid_ep* ep, const void* buf, size_t count, void* desc, fi_addr_t dest,
+                  uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kAtomic, context, count * dt_size(dt), dest,
                [&](void* c) {
@@ -73,9 +73,9 @@ ssize_t a_write(struct fid_ep* ep, const void* buf, size_t count, void* desc, fi
                });
 }
 
-ssize_t a_writev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
-                 fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
-                 void* context) {
+ssize_t ep_atomicv(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
+                   fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
+                   void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kAtomicv, context, ioc_bytes(iov, count, dt),
                dest, [&](void* c) {
@@ -83,24 +83,24 @@ ssize_t a_writev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_
                });
 }
 
-ssize_t a_writemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg, uint64_t flags) {
+ssize_t ep_atomicmsg(struct fid_ep* ep, const struct fi_msg_atomic* msg, uint64_t flags) {
   EpWrap* w = of(ep);
   return atomic_msg(ep, msg, flags, OpKind::kAtomicmsg, [&](const struct fi_msg_atomic* m) {
     return w->real_atomic->writemsg(ep, m, flags);
   });
 }
 
-ssize_t a_inject(struct fid_ep* ep, const void* buf, size_t count, fi_addr_t dest, uint64_t addr,
-                 uint64_t key, enum fi_datatype dt, enum fi_op op) {
+ssize_t ep_inject_atomic(struct fid_ep* ep, const void* buf, size_t count, fi_addr_t dest,
+                         uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op) {
   EpWrap* w = of(ep);
   return issue(
       w, w->tx, false, OpKind::kInjectAtomic, nullptr, count * dt_size(dt), dest,
       [&](void*) { return w->real_atomic->inject(ep, buf, count, dest, addr, key, dt, op); });
 }
 
-ssize_t a_readwrite(struct fid_ep* ep, const void* buf, size_t count, void* desc, void* result,
-                    void* result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
-                    enum fi_datatype dt, enum fi_op op, void* context) {
+ssize_t ep_fetch_atomic(struct fid_ep* ep, const void* buf, size_t count, void* desc, void* result,
+                        void* result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+                        enum fi_datatype dt, enum fi_op op, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kFetchAtomic, context, count * dt_size(dt),
                dest, [&](void* c) {
@@ -109,10 +109,10 @@ ssize_t a_readwrite(struct fid_ep* ep, const void* buf, size_t count, void* desc
                });
 }
 
-ssize_t a_readwritev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
-                     struct fi_ioc* resultv, void** result_desc, size_t result_count,
-                     fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
-                     enum fi_op op, void* context) {
+ssize_t ep_fetch_atomicv(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
+                         struct fi_ioc* resultv, void** result_desc, size_t result_count,
+                         fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+                         enum fi_op op, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kFetchAtomicv, context,
                ioc_bytes(iov, count, dt), dest, [&](void* c) {
@@ -121,18 +121,19 @@ ssize_t a_readwritev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, s
                });
 }
 
-ssize_t a_readwritemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg, struct fi_ioc* resultv,
-                       void** result_desc, size_t result_count, uint64_t flags) {
+ssize_t ep_fetch_atomicmsg(struct fid_ep* ep, const struct fi_msg_atomic* msg,
+                           struct fi_ioc* resultv, void** result_desc, size_t result_count,
+                           uint64_t flags) {
   EpWrap* w = of(ep);
   return atomic_msg(ep, msg, flags, OpKind::kFetchAtomicmsg, [&](const struct fi_msg_atomic* m) {
     return w->real_atomic->readwritemsg(ep, m, resultv, result_desc, result_count, flags);
   });
 }
 
-ssize_t a_compwrite(struct fid_ep* ep, const void* buf, size_t count, void* desc,
-                    const void* compare, void* compare_desc, void* result, void* result_desc,
-                    fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
-                    void* context) {
+ssize_t ep_compare_atomic(struct fid_ep* ep, const void* buf, size_t count, void* desc,
+                          const void* compare, void* compare_desc, void* result, void* result_desc,
+                          fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+                          enum fi_op op, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kCompareAtomic, context, count * dt_size(dt),
                dest, [&](void* c) {
@@ -141,11 +142,11 @@ ssize_t a_compwrite(struct fid_ep* ep, const void* buf, size_t count, void* desc
                });
 }
 
-ssize_t a_compwritev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
-                     const struct fi_ioc* comparev, void** compare_desc, size_t compare_count,
-                     struct fi_ioc* resultv, void** result_desc, size_t result_count,
-                     fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
-                     enum fi_op op, void* context) {
+ssize_t ep_compare_atomicv(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, size_t count,
+                           const struct fi_ioc* comparev, void** compare_desc, size_t compare_count,
+                           struct fi_ioc* resultv, void** result_desc, size_t result_count,
+                           fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+                           enum fi_op op, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kCompareAtomicv, context,
                ioc_bytes(iov, count, dt), dest, [&](void* c) {
@@ -155,10 +156,10 @@ ssize_t a_compwritev(struct fid_ep* ep, const struct fi_ioc* iov, void** desc, s
                });
 }
 
-ssize_t a_compwritemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg,
-                       const struct fi_ioc* comparev, void** compare_desc, size_t compare_count,
-                       struct fi_ioc* resultv, void** result_desc, size_t result_count,
-                       uint64_t flags) {
+ssize_t ep_compare_atomicmsg(struct fid_ep* ep, const struct fi_msg_atomic* msg,
+                             const struct fi_ioc* comparev, void** compare_desc,
+                             size_t compare_count, struct fi_ioc* resultv, void** result_desc,
+                             size_t result_count, uint64_t flags) {
   EpWrap* w = of(ep);
   return atomic_msg(ep, msg, flags, OpKind::kCompareAtomicmsg, [&](const struct fi_msg_atomic* m) {
     return w->real_atomic->compwritemsg(ep, m, comparev, compare_desc, compare_count, resultv,
@@ -171,16 +172,16 @@ ssize_t a_compwritemsg(struct fid_ep* ep, const struct fi_msg_atomic* msg,
 void install_atomic_shims(EpWrap* w) {
   const fi_ops_atomic* r = w->real_atomic;
   fi_ops_atomic& o = w->atomic_ops;
-  FABTRACE_SHIM(o, r, fi_ops_atomic, write, a_write);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, writev, a_writev);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, writemsg, a_writemsg);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, inject, a_inject);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, readwrite, a_readwrite);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, readwritev, a_readwritev);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, readwritemsg, a_readwritemsg);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, compwrite, a_compwrite);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, compwritev, a_compwritev);
-  FABTRACE_SHIM(o, r, fi_ops_atomic, compwritemsg, a_compwritemsg);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, write, ep_atomic);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, writev, ep_atomicv);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, writemsg, ep_atomicmsg);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, inject, ep_inject_atomic);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, readwrite, ep_fetch_atomic);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, readwritev, ep_fetch_atomicv);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, readwritemsg, ep_fetch_atomicmsg);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, compwrite, ep_compare_atomic);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, compwritev, ep_compare_atomicv);
+  FABTRACE_SHIM(o, r, fi_ops_atomic, compwritemsg, ep_compare_atomicmsg);
 }
 
 }  // namespace fabtrace

@@ -8,21 +8,21 @@ namespace {
 
 inline EpWrap* of(struct fid_ep* ep) { return FABTRACE_CONTAINER_OF(ep->msg, EpWrap, msg_ops); }
 
-ssize_t msg_send(struct fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest,
-                 void* context) {
+ssize_t ep_send(struct fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest,
+                void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kSend, context, len, dest,
                [&](void* c) { return w->real_msg->send(ep, buf, len, desc, dest, c); });
 }
 
-ssize_t msg_sendv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
-                  fi_addr_t dest, void* context) {
+ssize_t ep_sendv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
+                 fi_addr_t dest, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kSendv, context, iov_bytes(iov, count), dest,
                [&](void* c) { return w->real_msg->sendv(ep, iov, desc, count, dest, c); });
 }
 
-ssize_t msg_sendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
+ssize_t ep_sendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
   EpWrap* w = of(ep);
   const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
   return issue(w, w->tx, timed, OpKind::kSendmsg, msg->context,
@@ -34,41 +34,41 @@ ssize_t msg_sendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags)
                });
 }
 
-ssize_t msg_senddata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
-                     fi_addr_t dest, void* context) {
+ssize_t ep_senddata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
+                    fi_addr_t dest, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kSenddata, context, len, dest,
                [&](void* c) { return w->real_msg->senddata(ep, buf, len, desc, data, dest, c); });
 }
 
-ssize_t msg_inject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) {
+ssize_t ep_inject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, false, OpKind::kInject, nullptr, len, dest,
                [&](void*) { return w->real_msg->inject(ep, buf, len, dest); });
 }
 
-ssize_t msg_injectdata(struct fid_ep* ep, const void* buf, size_t len, uint64_t data,
-                       fi_addr_t dest) {
+ssize_t ep_injectdata(struct fid_ep* ep, const void* buf, size_t len, uint64_t data,
+                      fi_addr_t dest) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, false, OpKind::kInjectdata, nullptr, len, dest,
                [&](void*) { return w->real_msg->injectdata(ep, buf, len, data, dest); });
 }
 
-ssize_t msg_recv(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src,
-                 void* context) {
+ssize_t ep_recv(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src,
+                void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->rx, w->rx.plain_timed(), OpKind::kRecv, context, len, src,
                [&](void* c) { return w->real_msg->recv(ep, buf, len, desc, src, c); });
 }
 
-ssize_t msg_recvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
-                  fi_addr_t src, void* context) {
+ssize_t ep_recvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
+                 fi_addr_t src, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->rx, w->rx.plain_timed(), OpKind::kRecvv, context, iov_bytes(iov, count), src,
                [&](void* c) { return w->real_msg->recvv(ep, iov, desc, count, src, c); });
 }
 
-ssize_t msg_recvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
+ssize_t ep_recvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
   EpWrap* w = of(ep);
   const bool timed = flagged_completes(w->rx, flags) && !(flags & kKeepContextFlags);
   return issue(w, w->rx, timed, OpKind::kRecvmsg, msg->context,
@@ -85,15 +85,15 @@ ssize_t msg_recvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags)
 void install_msg_shims(EpWrap* w) {
   const fi_ops_msg* r = w->real_msg;
   fi_ops_msg& o = w->msg_ops;
-  FABTRACE_SHIM(o, r, fi_ops_msg, send, msg_send);
-  FABTRACE_SHIM(o, r, fi_ops_msg, sendv, msg_sendv);
-  FABTRACE_SHIM(o, r, fi_ops_msg, sendmsg, msg_sendmsg);
-  FABTRACE_SHIM(o, r, fi_ops_msg, senddata, msg_senddata);
-  FABTRACE_SHIM(o, r, fi_ops_msg, inject, msg_inject);
-  FABTRACE_SHIM(o, r, fi_ops_msg, injectdata, msg_injectdata);
-  FABTRACE_SHIM(o, r, fi_ops_msg, recv, msg_recv);
-  FABTRACE_SHIM(o, r, fi_ops_msg, recvv, msg_recvv);
-  FABTRACE_SHIM(o, r, fi_ops_msg, recvmsg, msg_recvmsg);
+  FABTRACE_SHIM(o, r, fi_ops_msg, send, ep_send);
+  FABTRACE_SHIM(o, r, fi_ops_msg, sendv, ep_sendv);
+  FABTRACE_SHIM(o, r, fi_ops_msg, sendmsg, ep_sendmsg);
+  FABTRACE_SHIM(o, r, fi_ops_msg, senddata, ep_senddata);
+  FABTRACE_SHIM(o, r, fi_ops_msg, inject, ep_inject);
+  FABTRACE_SHIM(o, r, fi_ops_msg, injectdata, ep_injectdata);
+  FABTRACE_SHIM(o, r, fi_ops_msg, recv, ep_recv);
+  FABTRACE_SHIM(o, r, fi_ops_msg, recvv, ep_recvv);
+  FABTRACE_SHIM(o, r, fi_ops_msg, recvmsg, ep_recvmsg);
 }
 
 }  // namespace fabtrace

@@ -12,21 +12,21 @@ inline EpWrap* of(struct fid_ep* ep) {
   return FABTRACE_CONTAINER_OF(ep->tagged, EpWrap, tagged_ops);
 }
 
-ssize_t t_send(struct fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest,
-               uint64_t tag, void* context) {
+ssize_t ep_tsend(struct fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest,
+                 uint64_t tag, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kTsend, context, len, dest,
                [&](void* c) { return w->real_tagged->send(ep, buf, len, desc, dest, tag, c); });
 }
 
-ssize_t t_sendv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
-                fi_addr_t dest, uint64_t tag, void* context) {
+ssize_t ep_tsendv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
+                  fi_addr_t dest, uint64_t tag, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kTsendv, context, iov_bytes(iov, count), dest,
                [&](void* c) { return w->real_tagged->sendv(ep, iov, desc, count, dest, tag, c); });
 }
 
-ssize_t t_sendmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t flags) {
+ssize_t ep_tsendmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t flags) {
   EpWrap* w = of(ep);
   const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
   return issue(w, w->tx, timed, OpKind::kTsendmsg, msg->context,
@@ -38,37 +38,37 @@ ssize_t t_sendmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t f
                });
 }
 
-ssize_t t_senddata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
-                   fi_addr_t dest, uint64_t tag, void* context) {
+ssize_t ep_tsenddata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
+                     fi_addr_t dest, uint64_t tag, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, w->tx.plain_timed(), OpKind::kTsenddata, context, len, dest, [&](void* c) {
     return w->real_tagged->senddata(ep, buf, len, desc, data, dest, tag, c);
   });
 }
 
-ssize_t t_inject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64_t tag) {
+ssize_t ep_tinject(struct fid_ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64_t tag) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, false, OpKind::kTinject, nullptr, len, dest,
                [&](void*) { return w->real_tagged->inject(ep, buf, len, dest, tag); });
 }
 
-ssize_t t_injectdata(struct fid_ep* ep, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
-                     uint64_t tag) {
+ssize_t ep_tinjectdata(struct fid_ep* ep, const void* buf, size_t len, uint64_t data,
+                       fi_addr_t dest, uint64_t tag) {
   EpWrap* w = of(ep);
   return issue(w, w->tx, false, OpKind::kTinjectdata, nullptr, len, dest,
                [&](void*) { return w->real_tagged->injectdata(ep, buf, len, data, dest, tag); });
 }
 
-ssize_t t_recv(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src, uint64_t tag,
-               uint64_t ignore, void* context) {
+ssize_t ep_trecv(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src, uint64_t tag,
+                 uint64_t ignore, void* context) {
   EpWrap* w = of(ep);
   return issue(w, w->rx, w->rx.plain_timed(), OpKind::kTrecv, context, len, src, [&](void* c) {
     return w->real_tagged->recv(ep, buf, len, desc, src, tag, ignore, c);
   });
 }
 
-ssize_t t_recvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
-                fi_addr_t src, uint64_t tag, uint64_t ignore, void* context) {
+ssize_t ep_trecvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t count,
+                  fi_addr_t src, uint64_t tag, uint64_t ignore, void* context) {
   EpWrap* w = of(ep);
   return issue(
       w, w->rx, w->rx.plain_timed(), OpKind::kTrecvv, context, iov_bytes(iov, count), src,
@@ -77,7 +77,7 @@ ssize_t t_recvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t 
 
 // FI_PEEK / FI_CLAIM keep the application's context: a peek's context carries
 // the claim state that the later FI_CLAIM receive hands back to the provider.
-ssize_t t_recvmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t flags) {
+ssize_t ep_trecvmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t flags) {
   EpWrap* w = of(ep);
   const bool timed = flagged_completes(w->rx, flags) && !(flags & kKeepContextFlags);
   return issue(w, w->rx, timed, OpKind::kTrecvmsg, msg->context,
@@ -94,15 +94,15 @@ ssize_t t_recvmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t f
 void install_tagged_shims(EpWrap* w) {
   const fi_ops_tagged* r = w->real_tagged;
   fi_ops_tagged& o = w->tagged_ops;
-  FABTRACE_SHIM(o, r, fi_ops_tagged, send, t_send);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, sendv, t_sendv);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, sendmsg, t_sendmsg);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, senddata, t_senddata);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, inject, t_inject);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, injectdata, t_injectdata);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, recv, t_recv);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, recvv, t_recvv);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, recvmsg, t_recvmsg);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, send, ep_tsend);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, sendv, ep_tsendv);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, sendmsg, ep_tsendmsg);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, senddata, ep_tsenddata);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, inject, ep_tinject);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, injectdata, ep_tinjectdata);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, recv, ep_trecv);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, recvv, ep_trecvv);
+  FABTRACE_SHIM(o, r, fi_ops_tagged, recvmsg, ep_trecvmsg);
 }
 
 }  // namespace fabtrace

@@ -4,14 +4,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <new>
 
 #include "common/clock.h"
 #include "common/env.h"
 #include "preload/capture_signal.h"
-#include "preload/issue.h"
 #include "preload/outputs.h"
 #include "preload/probes.h"
 #include "preload/stats.h"
+#include "preload/thread_id.h"
 #include "preload/timeline.h"
 
 namespace fabtrace {
@@ -38,6 +39,7 @@ bool runtime_configure() {
     c.to_stderr = c.dir == "stderr" || c.dir == "-";
     c.inflight = env_u64("FABTRACE_INFLIGHT", 16384, 64, 1u << 20);
     c.max_cells = env_u64("FABTRACE_MAX_CELLS", 1 << 20, 16, 1ULL << 32);
+    set_shard_max_cells(c.max_cells);
     c.cqgap = env_bool("FABTRACE_CQGAP", true);
     c.json = env_bool("FABTRACE_JSON", true);
     c.stall_us = env_u64("FABTRACE_STALL_US", 1000, 1, 3600ULL * 1000000);
@@ -58,7 +60,7 @@ void on_fork_child() {
   rt.nic_sampler = nullptr;  // the parent's; its thread did not come along
   for (Shard* s = all_shards(); s; s = s->next) s->reset();
   rt.ring.reset_after_fork();
-  t_tid = 0;  // gettid again in the child
+  reset_thread_id();  // gettid again in the child
 }
 
 void at_exit() { write_report(); }
@@ -94,8 +96,8 @@ void start_counters(Runtime& rt) {
       log_line("NIC counters off: FABTRACE_DIR=%s writes no files", rt.cfg.dir.c_str());
     return;
   }
-  rt.nic_sampler = new CounterSampler(CounterSampler::config_from_env());
-  rt.nic_sampler->start();
+  rt.nic_sampler = new (std::nothrow) CounterSampler(CounterSampler::config_from_env());
+  if (rt.nic_sampler) rt.nic_sampler->start();
 }
 }  // namespace
 

@@ -2,6 +2,9 @@
 // the in-flight ring, and the registry of wrapped objects (control path only).
 #pragma once
 
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -42,7 +45,7 @@ struct Runtime {
   uint64_t start_ticks = 0;               // first fabric activity
   uint32_t nic_window_shift = 0;          // NIC time windows: 1 << shift ticks, about 10 ms
   uint64_t nic_peak_span = 0;             // NIC busiest stretch: at most 10 ms, in ticks
-  bool timeline_on = false;               // per-op timeline selected for this process (set once)
+  bool timeline_on = false;               // per-op timeline on (at activation; a forked child: off)
   CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any
 
   // Registry of wrapped objects, for the report. Appended on the control path.
@@ -52,9 +55,6 @@ struct Runtime {
   std::vector<EpWrap*> eps;
   std::vector<CqWrap*> cqs;
   std::atomic<uint32_t> ncq_ids{0};
-
-  // Ops that were not wrapped or not timed for reasons outside any link.
-  std::atomic<uint64_t> cq_unknown_format{0};
 };
 
 // The process's Runtime. Inline because every shim asks for it; created on
@@ -83,6 +83,20 @@ struct NestGuard {
   NestGuard(const NestGuard&) = delete;
   NestGuard& operator=(const NestGuard&) = delete;
 };
+
+// The provider opened *obj but its wrapper could not be allocated: the object
+// is closed again and the application gets -FI_ENOMEM (an exception must not
+// cross libfabric's C callers).
+template <typename Fid>
+int refuse_unwrapped(Fid** obj) {
+  struct fid* f = &(*obj)->fid;
+  {
+    NestGuard g;
+    f->ops->close(f);
+  }
+  *obj = nullptr;
+  return -FI_ENOMEM;
+}
 
 // Writes this process's report (text + JSON). Called once at exit.
 void write_report();

@@ -5,7 +5,6 @@
 #include <new>
 
 #include "preload/probes.h"
-#include "preload/runtime.h"
 
 namespace fabtrace {
 
@@ -13,6 +12,7 @@ thread_local Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr
 
 namespace {
 std::atomic<Shard*> g_shards{nullptr};
+std::atomic<uint64_t> g_max_cells{Shard::kDefaultMaxCells};
 
 uint64_t hash_key(const CellKey& k) {
   uint64_t h = reinterpret_cast<uintptr_t>(k.ep) * 0x9E3779B97F4A7C15ULL;
@@ -25,6 +25,7 @@ uint64_t hash_key(const CellKey& k) {
 Shard* new_shard() {
   Shard* s = new (std::nothrow) Shard();
   if (!s) return nullptr;
+  s->max_cells = g_max_cells.load(std::memory_order_relaxed);
   Shard* head = g_shards.load(std::memory_order_relaxed);
   do {
     s->next = head;
@@ -36,13 +37,15 @@ Shard* new_shard() {
   return s;
 }
 
+void set_shard_max_cells(uint64_t n) { g_max_cells.store(n, std::memory_order_relaxed); }
+
 Shard* all_shards() { return g_shards.load(std::memory_order_acquire); }
 
 Cell* Shard::cell_slow(const CellKey& k) {
   if (used * 2 >= cap) {
     // Grow (or create) the open-addressing table: rare, off the steady state.
     const uint64_t ncap = cap ? cap * 2 : 64;
-    if (used >= runtime().cfg.max_cells) {
+    if (used >= max_cells) {
       ++cells_full;
       return nullptr;
     }

@@ -14,7 +14,7 @@
 #include "common/histogram.h"
 #include "common/op_kinds.h"
 #include "preload/objects.h"
-#include "preload/timeline.h"
+#include "preload/timeline_local.h"
 
 namespace fabtrace {
 
@@ -61,6 +61,8 @@ struct PollStats {
 };
 
 struct Shard {
+  static constexpr uint64_t kDefaultMaxCells = 1 << 20;
+
   // Finds or creates; nullptr if out of memory / full. The last cell used is
   // checked inline: a thread's ops mostly repeat one (link, op, size).
   Cell* cell(const CellKey& k) { return mru && mru->key == k ? mru : cell_slow(k); }
@@ -69,6 +71,7 @@ struct Shard {
 
   Cell** slots = nullptr;
   uint64_t cap = 0, used = 0;
+  uint64_t max_cells = kDefaultMaxCells;  // cell table limit (FABTRACE_MAX_CELLS)
   Cell* mru = nullptr;
   uint64_t cells_full = 0;  // ops not aggregated: cell table at its limit
   PollStats cq[kMaxCqs];
@@ -99,6 +102,9 @@ inline Shard* my_shard() {
   Shard* s = t_shard;
   return __builtin_expect(s != nullptr, 1) ? s : new_shard();
 }
+// The cell limit of the shards created from now on (FABTRACE_MAX_CELLS, read
+// by the runtime's configuration before any thread has a shard).
+void set_shard_max_cells(uint64_t n);
 // Head of the list of all shards.
 Shard* all_shards();
 

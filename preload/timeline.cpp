@@ -13,7 +13,6 @@
 #include "preload/inflight.h"
 #include "preload/names.h"
 #include "preload/stats.h"
-#include "preload/timeline_append.h"
 
 namespace fabtrace {
 

@@ -29,30 +29,12 @@
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "common/oplog_format.h"
+#include "preload/inflight.h"
 #include "preload/objects.h"
+#include "preload/stats.h"
+#include "preload/timeline_local.h"
 
 namespace fabtrace {
-
-struct Shard;
-struct Cell;
-struct OpRecord;
-
-struct OpChunk {
-  static constexpr uint32_t kEntries = 1636;  // about 64 KiB
-  std::atomic<uint32_t> committed{0};         // entries the owner has written
-  uint32_t flushed = 0;                       // entries the writer has written (writer only)
-  std::atomic<uint32_t> free_next{0};         // free stack link: index + 1, 0 = none
-  OpChunk* full_next = nullptr;               // full list link
-  oplog::OpEntry e[kEntries];
-};
-
-// Per-thread timeline state, inside the thread's Shard.
-struct TimelineLocal {
-  std::atomic<OpChunk*> chunk{nullptr};  // written by the owner, read by the writer
-  uint64_t dropped = 0;                  // no free chunk
-  uint64_t filtered = 0;                 // below the byte floor or not on the selected NIC
-  uint64_t outside = 0;                  // outside the capture window
-};
 
 struct TimelineConfig {
   bool on = false;
@@ -88,8 +70,8 @@ class Timeline {
   void disable() { on_.store(false, std::memory_order_relaxed); }  // after fork()
 
   // The data path: one completed op (called by the thread that polled it).
-  // Inline (preload/timeline_append.h): room in the thread's chunk, a link
-  // already named, no NIC filter. Everything else goes to append_slow.
+  // Inline (below): room in the thread's chunk, a link already named, no NIC
+  // filter. Everything else goes to append_slow.
   // `flags`: oplog::kOp* bits.
   inline void append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
                      bool error, uint16_t flags = 0);
@@ -110,8 +92,6 @@ class Timeline {
   // Async-signal-safe: turns the capture off (on) at `now` when it is on (off).
   void toggle_capture(uint64_t now);
   bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
-
-  const std::string& path() const { return path_; }
 
  private:
   struct LinkSlot {
@@ -213,5 +193,36 @@ class Timeline {
 };
 
 Timeline& timeline();
+
+inline void Timeline::put(OpChunk* ch, const OpRecord* rec, uint64_t end, uint64_t bytes,
+                          uint32_t link, bool error, uint16_t flags) {
+  const uint32_t i = ch->committed.load(std::memory_order_relaxed);
+  ch->e[i] = oplog::OpEntry{rec->start,
+                            end,
+                            bytes,
+                            link,
+                            rec->tid,
+                            static_cast<uint8_t>(rec->kind),
+                            error ? uint8_t{1} : uint8_t{0},
+                            flags,
+                            0};
+  ch->committed.store(i + 1, std::memory_order_release);  // the writer may read it now
+}
+
+inline void Timeline::append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
+                             bool error, uint16_t flags) {
+  // min_bytes_ is UINT64_MAX under a NIC filter, which the slow path applies;
+  // so is the capture window when the op is outside it.
+  if (__builtin_expect(
+          s && c && c->link_id < kMaxLinks && bytes >= min_bytes_ && in_window(rec->start, end),
+          1)) {
+    OpChunk* ch = s->timeline.chunk.load(std::memory_order_relaxed);
+    if (ch && ch->committed.load(std::memory_order_relaxed) < OpChunk::kEntries) {
+      put(ch, rec, end, bytes, c->link_id, error, flags);
+      return;
+    }
+  }
+  append_slow(s, c, rec, end, bytes, error, flags);
+}
 
 }  // namespace fabtrace

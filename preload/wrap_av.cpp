@@ -2,6 +2,7 @@
 // so that link labels never need the provider at report time.
 #include <rdma/fi_errno.h>
 
+#include <new>
 #include <vector>
 
 #include "preload/objects.h"
@@ -93,7 +94,8 @@ std::string AvWrap::name_of(fi_addr_t a) {
 }
 
 AvWrap* wrap_av(struct fid_av* av, size_t addrlen) {
-  auto* w = new AvWrap();
+  auto* w = new (std::nothrow) AvWrap();
+  if (!w) return nullptr;
   w->av = av;
   w->addrlen = addrlen;
   w->real_ops = av->ops;

@@ -13,10 +13,12 @@
 // FI_CQ_FORMAT_MSG and its entries copied out in its own format (cq_format.h).
 #include <rdma/fi_errno.h>
 
+#include <new>
+
 #include "common/clock.h"
 #include "preload/completion.h"
-#include "preload/probes.h"
 #include "preload/cq_format.h"
+#include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -136,7 +138,6 @@ inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Re
   return n;
 }
 
-
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
   if (t_in_cq) return w->real_ops->read(cq, buf, count);
@@ -191,10 +192,7 @@ int cq_close(struct fid* fid) {
     NestGuard g;
     ret = w->real_fid->close(fid);
   }
-  if (ret == 0) {
-    w->closed.store(true, std::memory_order_relaxed);
-    release_records_of_cq(w);
-  }
+  if (ret == 0) release_records_of_cq(w);
   return ret;
 }
 
@@ -231,7 +229,7 @@ int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* co
       const enum fi_cq_format prov = mine.format;
       mine.format = attr->format;
       *attr = mine;
-      if (cq && *cq) wrap_cq(*cq, d, layout, prov);
+      if (cq && *cq && !wrap_cq(*cq, d, layout, prov)) return refuse_unwrapped(cq);
       return ret;
     }
     // Refused: open what the application asked for; lengths stay unknown.
@@ -245,13 +243,14 @@ int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* co
   // keeps UNSPEC, which everywhere we know of means fi_cq_entry.
   if (layout == FI_CQ_FORMAT_UNSPEC) layout = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
   if (layout == FI_CQ_FORMAT_UNSPEC) layout = FI_CQ_FORMAT_CONTEXT;
-  wrap_cq(*cq, d, layout, layout);
+  if (!wrap_cq(*cq, d, layout, layout)) return refuse_unwrapped(cq);
   return ret;
 }
 
 CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, enum fi_cq_format app_format,
                 enum fi_cq_format prov_format) {
-  auto* w = new CqWrap();
+  auto* w = new (std::nothrow) CqWrap();
+  if (!w) return nullptr;
   w->cq = cq;
   w->domain = domain;
   w->format = app_format;

@@ -3,6 +3,8 @@
 // and the readable local/peer addresses.
 #include <rdma/fi_errno.h>
 
+#include <new>
+
 #include "common/clock.h"
 #include "preload/addr_format.h"
 #include "preload/inflight.h"
@@ -85,7 +87,6 @@ int ep_close(struct fid* fid) {
   }
   // The container stays: records of this endpoint's ops may still complete on
   // an open CQ, and the report needs its names.
-  if (ret == 0) w->closed = true;
   return ret;
 }
 
@@ -113,13 +114,12 @@ int ep_tx_ctx(struct fid_ep* sep, int index, struct fi_tx_attr* attr, struct fid
     ret = w->real_ep->tx_ctx(sep, index, attr, tx_ep, context);
   }
   if (ret == 0 && tx_ep && *tx_ep) {
-    EpWrap* c = wrap_ep(*tx_ep, w->domain, nullptr, w, false);
-    if (c) {
-      c->type = w->type;
-      c->addr_format = w->addr_format;
-      c->av = w->av;
-      if (attr) c->tx.op_flags = attr->op_flags;
-    }
+    EpWrap* c = wrap_ep(*tx_ep, w->domain, nullptr, w);
+    if (!c) return refuse_unwrapped(tx_ep);
+    c->type = w->type;
+    c->addr_format = w->addr_format;
+    c->av = w->av;
+    if (attr) c->tx.op_flags = attr->op_flags;
   }
   return ret;
 }
@@ -133,13 +133,12 @@ int ep_rx_ctx(struct fid_ep* sep, int index, struct fi_rx_attr* attr, struct fid
     ret = w->real_ep->rx_ctx(sep, index, attr, rx_ep, context);
   }
   if (ret == 0 && rx_ep && *rx_ep) {
-    EpWrap* c = wrap_ep(*rx_ep, w->domain, nullptr, w, true);
-    if (c) {
-      c->type = w->type;
-      c->addr_format = w->addr_format;
-      c->av = w->av;
-      if (attr) c->rx.op_flags = attr->op_flags;
-    }
+    EpWrap* c = wrap_ep(*rx_ep, w->domain, nullptr, w);
+    if (!c) return refuse_unwrapped(rx_ep);
+    c->type = w->type;
+    c->addr_format = w->addr_format;
+    c->av = w->av;
+    if (attr) c->rx.op_flags = attr->op_flags;
   }
   return ret;
 }
@@ -207,14 +206,13 @@ void EpWrap::install() {
   if (adopt(ep->atomic, real_atomic, atomic_ops)) install_atomic_shims(this);
 }
 
-EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent,
-                bool rx_only) {
+EpWrap* wrap_ep(struct fid_ep* ep, DomainWrap* domain, const struct fi_info* info, EpWrap* parent) {
   clock_add_pair();  // another point for the clock fit, off the data path
-  auto* w = new EpWrap();
+  auto* w = new (std::nothrow) EpWrap();
+  if (!w) return nullptr;
   w->ep = ep;
   w->domain = domain;
   w->parent = parent;
-  (void)rx_only;
   if (info) {
     if (info->ep_attr) w->type = info->ep_attr->type;
     w->addr_format = info->addr_format;

@@ -1,6 +1,8 @@
 // Fabric and domain: the objects through which endpoints, CQs and AVs are made.
 #include <rdma/fi_errno.h>
 
+#include <new>
+
 #include "common/clock.h"
 #include "preload/objects.h"
 #include "preload/runtime.h"
@@ -25,7 +27,7 @@ int fabric_domain(struct fid_fabric* fabric, struct fi_info* info, struct fid_do
     NestGuard g;
     ret = w->real_ops->domain(fabric, info, dom, context);
   }
-  if (ret == 0 && dom && *dom) wrap_domain(*dom, w, info);
+  if (ret == 0 && dom && *dom && !wrap_domain(*dom, w, info)) return refuse_unwrapped(dom);
   return ret;
 }
 
@@ -37,7 +39,7 @@ int fabric_domain2(struct fid_fabric* fabric, struct fi_info* info, struct fid_d
     NestGuard g;
     ret = w->real_ops->domain2(fabric, info, dom, flags, context);
   }
-  if (ret == 0 && dom && *dom) wrap_domain(*dom, w, info);
+  if (ret == 0 && dom && *dom && !wrap_domain(*dom, w, info)) return refuse_unwrapped(dom);
   return ret;
 }
 
@@ -56,7 +58,8 @@ int domain_av_open(struct fid_domain* domain, struct fi_av_attr* attr, struct fi
   }
   // Asynchronous AVs (FI_EVENT) report inserts on an EQ; their names are not
   // resolved and links show the fi_addr_t number instead.
-  if (ret == 0 && av && *av && !(attr && (attr->flags & FI_EVENT))) wrap_av(*av, w->addrlen);
+  if (ret == 0 && av && *av && !(attr && (attr->flags & FI_EVENT)) && !wrap_av(*av, w->addrlen))
+    return refuse_unwrapped(av);
   return ret;
 }
 
@@ -68,7 +71,7 @@ int domain_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_
     NestGuard g;
     ret = w->real_ops->endpoint(domain, info, ep, context);
   }
-  if (ret == 0 && ep && *ep) wrap_ep(*ep, w, info, nullptr, false);
+  if (ret == 0 && ep && *ep && !wrap_ep(*ep, w, info, nullptr)) return refuse_unwrapped(ep);
   return ret;
 }
 
@@ -80,7 +83,7 @@ int domain_endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid
     NestGuard g;
     ret = w->real_ops->endpoint2(domain, info, ep, flags, context);
   }
-  if (ret == 0 && ep && *ep) wrap_ep(*ep, w, info, nullptr, false);
+  if (ret == 0 && ep && *ep && !wrap_ep(*ep, w, info, nullptr)) return refuse_unwrapped(ep);
   return ret;
 }
 
@@ -92,7 +95,7 @@ int domain_scalable_ep(struct fid_domain* domain, struct fi_info* info, struct f
     NestGuard g;
     ret = w->real_ops->scalable_ep(domain, info, sep, context);
   }
-  if (ret == 0 && sep && *sep) wrap_ep(*sep, w, info, nullptr, false);
+  if (ret == 0 && sep && *sep && !wrap_ep(*sep, w, info, nullptr)) return refuse_unwrapped(sep);
   return ret;
 }
 
@@ -105,16 +108,18 @@ int domain_srx_ctx(struct fid_domain* domain, struct fi_rx_attr* attr, struct fi
     ret = w->real_ops->srx_ctx(domain, attr, rx_ep, context);
   }
   if (ret == 0 && rx_ep && *rx_ep) {
-    EpWrap* e = wrap_ep(*rx_ep, w, nullptr, nullptr, true);
-    if (e && attr) e->rx.op_flags = attr->op_flags;
+    EpWrap* e = wrap_ep(*rx_ep, w, nullptr, nullptr);
+    if (!e) return refuse_unwrapped(rx_ep);
+    if (attr) e->rx.op_flags = attr->op_flags;
   }
   return ret;
 }
 
 }  // namespace
 
-void wrap_fabric(struct fid_fabric* fabric, const char* prov_name) {
-  auto* w = new FabricWrap();
+FabricWrap* wrap_fabric(struct fid_fabric* fabric, const char* prov_name) {
+  auto* w = new (std::nothrow) FabricWrap();
+  if (!w) return nullptr;
   w->fabric = fabric;
   w->prov_name = prov_name ? prov_name : "?";
   w->real_ops = fabric->ops;
@@ -125,11 +130,13 @@ void wrap_fabric(struct fid_fabric* fabric, const char* prov_name) {
   Runtime& rt = runtime();
   std::lock_guard<std::mutex> lk(rt.mu);
   rt.fabrics.push_back(w);
+  return w;
 }
 
 DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const struct fi_info* info) {
   clock_add_pair();  // another point for the clock fit, off the data path
-  auto* w = new DomainWrap();
+  auto* w = new (std::nothrow) DomainWrap();
+  if (!w) return nullptr;
   w->domain = domain;
   w->fabric = fabric;
   if (info && info->domain_attr && info->domain_attr->name) w->name = info->domain_attr->name;

@@ -18,18 +18,10 @@
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
 #include "userspace/report/otf2_export.h"
+#include "userspace/report/perfetto_trace.h"
 #include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/tables.h"
-
-// The Perfetto trace is written by perfetto_trace.h's write_perfetto when that
-// part is in the tree; without it the report simply has no trace.
-#if __has_include("userspace/report/perfetto_trace.h")
-#include "userspace/report/perfetto_trace.h"
-#define FABTRACE_REPORT_HAS_PERFETTO 1
-#else
-#define FABTRACE_REPORT_HAS_PERFETTO 0
-#endif
 
 namespace fabtrace {
 
@@ -38,36 +30,17 @@ namespace {
 namespace fs = std::filesystem;
 
 void usage(std::FILE* out) {
-  std::fprintf(
-      out,
-      "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-      "                       [--kernel-events] [--otf2]\n"
-      "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
-      "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
-      "           trace go (default DIR/fabtrace-report)\n"
-      "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
-      "           (default 10)\n"
-      "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
-      "           logs (fabtrace record) under DIR\n"
-      "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n");
-}
-
-// The seam to the Perfetto writer. Returns false (with *error) when it failed;
-// *built is false when this build has no Perfetto writer.
-bool write_trace(const report::Job& job, const std::string& out_dir,
-                 std::vector<std::string>* files, bool* built, std::string* error) {
-#if FABTRACE_REPORT_HAS_PERFETTO
-  *built = true;
-  const report::PerfettoOptions opt;
-  return report::write_perfetto(job, out_dir, opt, files, error);
-#else
-  (void)job;
-  (void)out_dir;
-  (void)files;
-  (void)error;
-  *built = false;
-  return true;
-#endif
+  std::fprintf(out,
+               "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
+               "                       [--kernel-events] [--otf2]\n"
+               "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
+               "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
+               "           trace go (default DIR/fabtrace-report)\n"
+               "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
+               "           (default 10)\n"
+               "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
+               "           logs (fabtrace record) under DIR\n"
+               "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n");
 }
 
 bool parse_size(const char* s, size_t* out) {
@@ -205,8 +178,8 @@ int cmd_report(int argc, char** argv) {
   }
   std::vector<std::string> trace_files;
   if (trace) {
-    bool built = false;
-    if (!write_trace(job, out_dir, &trace_files, &built, &err)) {
+    const report::PerfettoOptions opt;
+    if (!report::write_perfetto(job, out_dir, opt, &trace_files, &err)) {
       std::fprintf(stderr, "fabtrace report: the Perfetto trace: %s\n", err.c_str());
       rc = 1;
     }

@@ -408,9 +408,23 @@ TEST(JsonWriter, MisuseStillGivesValidJson) {
 }
 
 TEST(JsonWriter, NullFileIsHarmless) {
-  JsonWriter w(nullptr);
-  w.begin_object().field("a", 1).key("b").begin_array().value(2.0).end_array().end_object();
-  SUCCEED();
+  // Writes nowhere: not to the standard streams either, in either mode.
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  for (const bool pretty : {true, false}) {
+    JsonWriter w(nullptr, pretty);
+    w.begin_object().field("a", 1).key("b").begin_array().value(0.5).null().end_array();
+    w.field("c", std::string("x\"y")).end_object();
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  // The same calls on a file write the whole document.
+  EXPECT_EQ(render(false,
+                   [](JsonWriter& w) {
+                     w.begin_object().field("a", 1).key("b").begin_array().value(0.5).null();
+                     w.end_array().field("c", std::string("x\"y")).end_object();
+                   }),
+            "{\"a\":1,\"b\":[0.5,null],\"c\":\"x\\\"y\"}");
 }
 
 // ---- scalars ------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 #include "common/oplog_file.h"
 #include "preload/inflight.h"
 #include "preload/stats.h"
-#include "preload/timeline_append.h"
+#include "preload/timeline.h"
 #include "tests/unit/scratch_dir.h"
 
 namespace fabtrace {

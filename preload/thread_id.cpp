@@ -1,0 +1,7 @@
+#include "preload/thread_id.h"
+
+namespace fabtrace {
+
+thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
+
+}  // namespace fabtrace
