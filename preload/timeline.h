@@ -149,8 +149,10 @@ class Timeline {
   void write_calib();
 
   TimelineConfig cfg_;
-  uint64_t min_bytes_ =
-      UINT64_MAX;  // cfg_.min_bytes, or "all to the slow path" when filtering by NIC
+  // The fast path's byte floor: cfg_.min_bytes, or kSlowPathOnly when filtering
+  // by NIC (every op then goes to the slow path, which applies the filter).
+  static constexpr uint64_t kSlowPathOnly = UINT64_MAX;
+  uint64_t fast_min_bytes_ = kSlowPathOnly;
   std::atomic<bool> on_{false};
   std::string path_;
   OplogFileWriter file_;
