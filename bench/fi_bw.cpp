@@ -1,7 +1,8 @@
 // fi_bw: small libfabric message-rate / bandwidth program for the end-to-end
 // overhead suite (bench/run-e2e). Forks into two ranks over loopback (parent =
 // rank 0, the initiator; child = rank 1, the target) that coordinate over a
-// socketpair. Self-contained: nothing from tests/apps is linked.
+// socketpair (the launcher of tests/apps/two_ranks.h, ft_app's; nothing else
+// from tests/apps is linked).
 //
 //   fi_bw --prov PROV --mode tagged|rma --size BYTES --count N --window W
 //         [--warmup N] [--timeout S]
@@ -42,6 +43,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/apps/two_ranks.h"
 
 namespace {
 
@@ -530,29 +533,6 @@ int run_rank(const Options& opt, int rank, int fd, double* secs) {
   return 0;
 }
 
-int wait_child(pid_t pid, int timeout_s) {
-  auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return 1;
-    if (Clock::now() > deadline) {
-      std::fprintf(stderr, "fi_bw: rank 1 did not exit in time, killing it\n");
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) {
-    std::fprintf(stderr, "fi_bw: rank 1 killed by signal %d\n", WTERMSIG(status));
-    return 128 + WTERMSIG(status);
-  }
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -567,34 +547,16 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    std::perror("fi_bw: socketpair");
-    return 1;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t parent = ::getpid();
-  // Forked before any thread exists (the preload starts its threads on the first
-  // fabric call, which comes later), so the child may allocate freely.
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    std::perror("fi_bw: fork");
-    return 1;
-  }
-  if (pid == 0) {
-    ::close(sv[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(1);
-    ::setenv("RANK", "1", 1);
+  // Forked before any thread exists (tests/apps/two_ranks.h).
+  tworanks::Rank me;
+  if (!tworanks::fork_two_ranks("fi_bw", &me)) return 1;
+  if (me.rank == 1) {
     double ignored = 0;
-    return run_rank(opt, 1, sv[1], &ignored);
+    return run_rank(opt, 1, me.fd, &ignored);
   }
-  ::close(sv[1]);
-  ::setenv("RANK", "0", 1);
   double secs = 0;
-  int rc0 = run_rank(opt, 0, sv[0], &secs);
-  int rc1 = wait_child(pid, rc0 == 0 ? opt.timeout_s : 5);
+  int rc0 = run_rank(opt, 0, me.fd, &secs);
+  int rc1 = tworanks::wait_rank1("fi_bw", me.child, rc0 == 0 ? opt.timeout_s : 5, 5);
   if (rc0 != 0 || rc1 != 0) {
     std::fprintf(stderr, "fi_bw: FAIL (rank 0 exit %d, rank 1 exit %d)\n", rc0, rc1);
     return 1;

@@ -66,10 +66,6 @@ const char* off_kind_name(uint8_t k) {
   }
 }
 
-std::string file_name(const std::string& host, long pid) {
-  return "fabtrace_kernel." + host + ".p" + std::to_string(pid) + ".klog";
-}
-
 }  // namespace kernel_log
 
 uint64_t KernelStats::lost_total() const {

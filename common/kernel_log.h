@@ -1,5 +1,6 @@
 // The kernel log: what `fabtrace record` saw on one node, in one file
-// (fabtrace_kernel.<host>.p<pid>.klog beside the ranks' outputs). Its one home:
+// (fabtrace_kernel.<host>.p<pid>.klog beside the ranks' outputs, named by
+// common/output_names.h). Its one home:
 // the writer (the collector) and every reader (`fabtrace export kernel`, the
 // report) use this file.
 //
@@ -56,8 +57,6 @@ size_t record_size(uint16_t kind);
 std::string kind_name(uint16_t kind);
 // "preempted", "sleep", "disk", "stopped", "other".
 const char* off_kind_name(uint8_t k);
-// The file name the collector writes: fabtrace_kernel.<host>.p<pid>.klog.
-std::string file_name(const std::string& host, long pid);
 }  // namespace kernel_log
 
 struct KernelAttach {

@@ -8,16 +8,9 @@
 #include <vector>
 
 #include "common/input_limits.h"
+#include "common/report_format.h"
 
 namespace fabtrace {
-
-// The JSON report's format version. 2: receive rows may be "size_unknown";
-// "ring_full" per row, apart from "untimed"; a NIC's addresses are a list
-// ("locals"), where version 1 joined them with commas ("local"); a NIC row for
-// every domain with ops, receives only included; NIC time windows and peak;
-// "completed_within_50us" is version 1's "imm".
-// Readers accept every version up to theirs.
-constexpr int kReportFormatVersion = 2;
 
 // One (op, size) of one link.
 struct OpRow {
@@ -94,7 +87,7 @@ struct NicReport {
 struct CqReport {
   uint32_t id = 0;
   uint64_t polls = 0;
-  uint64_t gaps[6] = {};  // <10us <100us <1ms <10ms <100ms >=100ms
+  uint64_t gaps[kGapClasses] = {};  // <10us <100us <1ms <10ms <100ms >=100ms
   double max_gap_ns = 0;
   double max_gap_end_s = 0;  // seconds since the first fabric activity
 };
@@ -118,8 +111,5 @@ struct ProcessReport {
   std::vector<CqReport> cqs;
   std::vector<LinkReport> links;
 };
-
-// The poll-gap class labels, in CqReport::gaps order.
-extern const char* const kGapClassNames[6];
 
 }  // namespace fabtrace

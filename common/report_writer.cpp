@@ -6,7 +6,8 @@
 
 namespace fabtrace {
 
-const char* const kGapClassNames[6] = {"<10us", "<100us", "<1ms", "<10ms", "<100ms", ">=100ms"};
+const char* const kGapClassNames[kGapClasses] = {"<10us", "<100us", "<1ms",
+                                                 "<10ms", "<100ms", ">=100ms"};
 
 namespace {
 constexpr const char* kP = "[fabtrace]";
@@ -66,7 +67,7 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
   for (const CqReport& c : r.cqs) {
     std::fprintf(out, "%s CQ#%u polls %llu  gaps:", kP, c.id,
                  static_cast<unsigned long long>(c.polls));
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < kGapClasses; ++i)
       std::fprintf(out, "  %s %llu", kGapClassNames[i], static_cast<unsigned long long>(c.gaps[i]));
     std::fprintf(out, "  max %.3f ms at t+%.3f s\n", c.max_gap_ns / 1e6, c.max_gap_end_s);
   }
@@ -87,7 +88,7 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
 void write_report_json(std::FILE* out, const ProcessReport& r) {
   JsonWriter j(out);
   j.begin_object();
-  j.field("format", "fabtrace-report").field("version", kReportFormatVersion);
+  j.field("format", kReportFormatName).field("version", kReportFormatVersion);
   j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
   j.field("providers", r.providers);
   j.field("start_mono_ns", r.start_mono_ns).field("start_wall_ns", r.start_wall_ns);
@@ -127,7 +128,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
     j.begin_object();
     j.field("id", static_cast<uint64_t>(c.id)).field("polls", c.polls);
     j.key("gaps").begin_object();
-    for (int i = 0; i < 6; ++i) j.field(kGapClassNames[i], c.gaps[i]);
+    for (int i = 0; i < kGapClasses; ++i) j.field(kGapClassNames[i], c.gaps[i]);
     j.end_object();
     j.field("max_gap_ns", c.max_gap_ns).field("max_gap_end_s", c.max_gap_end_s);
     j.end_object();

@@ -44,11 +44,11 @@ std::string output_host() {
   return output_token(host);
 }
 
-std::string output_path(const char* prefix, const char* ext) {
+std::string output_path(OutputKind kind) {
   if (!dir_usable()) return "";
   const Runtime& rt = runtime();
-  return rt.cfg.dir + "/" + prefix + "." + output_host() + ".r" + rt.rank.text + ".p" +
-         std::to_string(static_cast<long>(getpid())) + "." + ext;
+  return rt.cfg.dir + "/" +
+         output_file_name(kind, output_host(), rt.rank.text, static_cast<long>(getpid()));
 }
 
 std::FILE* create_output(const std::string& path, const char* instead) {

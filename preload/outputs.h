@@ -7,16 +7,19 @@
 #include <cstdio>
 #include <string>
 
+#include "common/output_names.h"
+
 namespace fabtrace {
 
 // The host as it appears in output names and inside the files (the same
 // token everywhere: output_token of gethostname()).
 std::string output_host();
 
-// "<FABTRACE_DIR>/<prefix>.<host>.r<rank>.p<pid>.<ext>" for this process; empty
-// when no file is written (FABTRACE_DIR=stderr, or a directory that cannot be
-// used, which has been said once).
-std::string output_path(const char* prefix, const char* ext);
+// "<FABTRACE_DIR>/<name>" for this process's output of that kind
+// (common/output_names.h: "<prefix>.<host>.r<rank>.p<pid>.<ext>"); empty when no
+// file is written (FABTRACE_DIR=stderr, or a directory that cannot be used,
+// which has been said once).
+std::string output_path(OutputKind kind);
 
 // Creates the new file at `path` (common/safe_output.h: never through a
 // symlink, never over an existing file). nullptr after one line naming it and

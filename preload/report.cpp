@@ -96,7 +96,7 @@ void merge_into(Cell& dst, const Cell& src) {
 void open_outputs(const Runtime& rt, std::FILE** txt, std::FILE** json, std::string* txt_path) {
   *txt = stderr;
   *json = nullptr;
-  const std::string base = output_path("fabtrace", "txt");
+  const std::string base = output_path(OutputKind::kReportText);
   if (base.empty()) return;
   *txt_path = base;
   *txt = create_output(base, "the report goes to stderr");
@@ -104,7 +104,7 @@ void open_outputs(const Runtime& rt, std::FILE** txt, std::FILE** json, std::str
     *txt = stderr;
     txt_path->clear();
   }
-  if (rt.cfg.json) *json = create_output(output_path("fabtrace", "json"), "no JSON report");
+  if (rt.cfg.json) *json = create_output(output_path(OutputKind::kReportJson), "no JSON report");
 }
 
 // The Cassini counter series beside the report: same clock, same anchors.
@@ -112,7 +112,7 @@ void write_counters(const Runtime& rt, const ProcessReport& rep) {
   if (!rt.nic_sampler) return;
   rt.nic_sampler->stop();
   if (!rt.nic_sampler->samples()) return;
-  const std::string path = output_path("fabtrace_nic", "csv");
+  const std::string path = output_path(OutputKind::kNicCounters);
   if (path.empty()) return;  // no files: said at the start (FABTRACE_DIR)
   if (rt.nic_sampler->write_csv(path, rep.host, rep.rank, rep.pid))
     log_line("%s rank %s NIC counters -> %s (%llu samples x %zu counters)", rep.host.c_str(),
@@ -275,7 +275,7 @@ void write_report() {
     CqReport c;
     c.id = q->id;
     c.polls = p.polls;
-    for (int k = 0; k < 6; ++k) c.gaps[k] = p.gaps[k];
+    for (int k = 0; k < kGapClasses; ++k) c.gaps[k] = p.gaps[k];
     c.max_gap_ns = cal.ticks_to_ns(p.max_gap);
     c.max_gap_end_s =
         p.max_gap_end > rt.start_ticks ? cal.ticks_to_ns(p.max_gap_end - rt.start_ticks) / 1e9 : 0;

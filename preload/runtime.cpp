@@ -73,7 +73,7 @@ void start_timeline(Runtime& rt) {
     log_line("per-op timeline off: FABTRACE_DIR=%s writes no files", rt.cfg.dir.c_str());
     return;
   }
-  const std::string path = output_path("fabtrace_ops", "oplog");
+  const std::string path = output_path(OutputKind::kOplog);
   if (path.empty()) return;  // FABTRACE_DIR unusable: said once
   OplogMeta meta;
   meta.host = output_host();

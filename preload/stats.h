@@ -13,6 +13,7 @@
 
 #include "common/histogram.h"
 #include "common/op_kinds.h"
+#include "common/report_format.h"
 #include "preload/objects.h"
 #include "preload/timeline_local.h"
 
@@ -53,7 +54,7 @@ constexpr uint32_t kMaxNics = 16;
 
 // Poll statistics of one CQ as seen by one thread.
 struct PollStats {
-  static constexpr int kClasses = 6;  // <10us <100us <1ms <10ms <100ms >=100ms
+  static constexpr int kClasses = kGapClasses;  // <10us <100us <1ms <10ms <100ms >=100ms
   uint64_t polls = 0;
   uint64_t gaps[kClasses] = {};
   uint64_t max_gap = 0;      // ticks

@@ -83,7 +83,7 @@ TimelineConfig Timeline::config_from_env(long rank) {
 
 bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const OplogMeta& meta) {
   cfg_ = cfg;
-  min_bytes_ = cfg.nic.empty() ? cfg.min_bytes : UINT64_MAX;
+  fast_min_bytes_ = cfg.nic.empty() ? cfg.min_bytes : kSlowPathOnly;
   pool_n_ = static_cast<uint32_t>(std::max<uint64_t>(2, (cfg.mb << 20) / sizeof(OpChunk)));
   // Virtual until used: chunks are carved off on demand, so a rank that logs
   // little pays little physical memory.

@@ -129,8 +129,10 @@ class Timeline {
   void write_calib();
 
   TimelineConfig cfg_;
-  uint64_t min_bytes_ =
-      UINT64_MAX;  // cfg_.min_bytes, or "all to the slow path" when filtering by NIC
+  // The fast path's byte floor: cfg_.min_bytes, or kSlowPathOnly when filtering
+  // by NIC (every op then goes to the slow path, which applies the filter).
+  static constexpr uint64_t kSlowPathOnly = UINT64_MAX;
+  uint64_t fast_min_bytes_ = kSlowPathOnly;
   std::atomic<bool> on_{false};
   std::string path_;
   OplogFileWriter file_;
@@ -211,11 +213,11 @@ inline void Timeline::put(OpChunk* ch, const OpRecord* rec, uint64_t end, uint64
 
 inline void Timeline::append(Shard* s, Cell* c, const OpRecord* rec, uint64_t end, uint64_t bytes,
                              bool error, uint16_t flags) {
-  // min_bytes_ is UINT64_MAX under a NIC filter, which the slow path applies;
+  // fast_min_bytes_ is kSlowPathOnly under a NIC filter, which the slow path applies;
   // so is the capture window when the op is outside it.
-  if (__builtin_expect(
-          s && c && c->link_id < kMaxLinks && bytes >= min_bytes_ && in_window(rec->start, end),
-          1)) {
+  if (__builtin_expect(s && c && c->link_id < kMaxLinks && bytes >= fast_min_bytes_ &&
+                           in_window(rec->start, end),
+                       1)) {
     OpChunk* ch = s->timeline.chunk.load(std::memory_order_relaxed);
     if (ch && ch->committed.load(std::memory_order_relaxed) < OpChunk::kEntries) {
       put(ch, rec, end, bytes, c->link_id, error, flags);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/csv.h"
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "common/printable.h"
@@ -18,18 +19,6 @@ namespace fabtrace {
 namespace {
 
 constexpr size_t kOutBuffer = 1 << 20;
-
-// A CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  q += '"';
-  return q;
-}
 
 // One line of the comment: no line breaks inside.
 std::string one_line(std::string s) {
@@ -104,7 +93,7 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
   // ",local,remote" per link id, made once.
   std::unordered_map<uint32_t, std::string> link_cols;
   const auto add_link = [&](const OplogLink& l) {
-    link_cols[l.id] = "," + csv_field(l.local) + "," + csv_field(l.remote);
+    link_cols[l.id] = "," + csv_quote(l.local) + "," + csv_quote(l.remote);
   };
   for (const auto& kv : r.links()) add_link(kv.second);
   // ",op" per kind: the file's own names, which may know kinds this build does not.
@@ -114,7 +103,7 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
     std::string n = k < names.size() ? names[k] : "";
     if (n.empty()) n = op_name(static_cast<OpKind>(k));
     if (n.empty() || n == "?") n = "kind" + std::to_string(k);
-    op_cols[k] = "," + csv_field(n);
+    op_cols[k] = "," + csv_quote(n);
   }
 
   const OplogMeta& m = r.header().meta;

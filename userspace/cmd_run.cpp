@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/output_names.h"
 #include "userspace/commands.h"
 #include "userspace/launch.h"
 
@@ -27,8 +28,8 @@ void print_reports(const std::string& dir, time_t since) {
   std::vector<std::string> files;
   while (struct dirent* e = readdir(d)) {
     const std::string n = e->d_name;
-    if (n.rfind("fabtrace.", 0) != 0 || n.size() < 4 || n.compare(n.size() - 4, 4, ".txt") != 0)
-      continue;
+    OutputKind kind;
+    if (!output_kind_of(n, &kind) || kind != OutputKind::kReportText) continue;
     struct stat st;
     const std::string p = dir + "/" + n;
     if (stat(p.c_str(), &st) == 0 && st.st_mtime >= since) files.push_back(p);

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "common/csv.h"
 #include "common/kernel_explain.h"
 #include "common/kernel_log.h"
 #include "userspace/commands.h"
 #include "userspace/report/kernel_rows.h"
-#include "userspace/report/tables.h"
 
 namespace fabtrace {
 
@@ -31,13 +31,11 @@ void usage(std::FILE* f) {
 void write_row(std::FILE* out, bool csv, uint64_t t0, const KernelRow& row, bool* ok) {
   int n;
   if (csv) {
-    n = std::fprintf(out, "%llu,%s,%u,%u,%u,%llu,%llu,%s,%u,%s,%s\n",
-                     static_cast<unsigned long long>(row.ts_ns), row.kind.c_str(), row.cpu,
-                     row.pid, row.tid, static_cast<unsigned long long>(row.start_ns),
-                     static_cast<unsigned long long>(row.dur_ns),
-                     report::csv_quote(row.cause).c_str(), row.other_pid,
-                     report::csv_quote(row.other_comm).c_str(),
-                     report::csv_quote(row.detail).c_str());
+    n = std::fprintf(
+        out, "%llu,%s,%u,%u,%u,%llu,%llu,%s,%u,%s,%s\n", static_cast<unsigned long long>(row.ts_ns),
+        row.kind.c_str(), row.cpu, row.pid, row.tid, static_cast<unsigned long long>(row.start_ns),
+        static_cast<unsigned long long>(row.dur_ns), csv_quote(row.cause).c_str(), row.other_pid,
+        csv_quote(row.other_comm).c_str(), csv_quote(row.detail).c_str());
   } else {
     const double t = row.ts_ns >= t0 ? static_cast<double>(row.ts_ns - t0) / 1e9
                                      : -static_cast<double>(t0 - row.ts_ns) / 1e9;
@@ -59,8 +57,8 @@ int export_kernel(const std::string& in, bool csv, std::FILE* out) {
   return export_kernel(in, csv, {}, 0, out);
 }
 
-int export_kernel(const std::string& in, bool csv, const std::set<std::string>& kinds,
-                  size_t top, std::FILE* out) {
+int export_kernel(const std::string& in, bool csv, const std::set<std::string>& kinds, size_t top,
+                  std::FILE* out) {
   KernelLogReader r;
   std::string err;
   if (!r.open(in, &err)) {

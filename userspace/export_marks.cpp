@@ -5,10 +5,10 @@
 #include <cstring>
 #include <string>
 
+#include "common/csv.h"
 #include "common/oplog_file.h"
 #include "common/printable.h"
 #include "userspace/commands.h"
-#include "userspace/report/tables.h"
 
 namespace fabtrace {
 
@@ -35,7 +35,7 @@ int export_marks_csv(const std::string& in, std::FILE* out) {
             continue;
           }
           std::fprintf(out, "%lld,%s,%s,%u\n", static_cast<long long>(t), mark_kind_name(e[i].kind),
-                       report::csv_quote(r.mark_name(e[i].link_id)).c_str(), e[i].tid);
+                       csv_quote(r.mark_name(e[i].link_id)).c_str(), e[i].tid);
         }
       },
       &err);

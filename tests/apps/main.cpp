@@ -1,6 +1,6 @@
 // ft_app: fabtrace's own libfabric workload. Forks into two ranks (parent = rank 0,
-// the initiator; child = rank 1, the target) that talk over libfabric and
-// coordinate over a socketpair. Independent of the tracer.
+// the initiator; child = rank 1, the target; tests/apps/two_ranks.h) that talk
+// over libfabric and coordinate over a socketpair. Independent of the tracer.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -17,6 +17,7 @@
 
 #include "options.h"
 #include "runner.h"
+#include "tests/apps/two_ranks.h"
 
 namespace {
 
@@ -29,31 +30,6 @@ void print_line(const std::string& s) {
     if (n <= 0) break;
     off += static_cast<size_t>(n);
   }
-}
-
-// Waits for the child up to timeout_s; kills it after that. Returns its exit code
-// (128+signal if killed by a signal).
-int wait_child(pid_t pid, int timeout_s) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return 1;
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "ft_app: rank 1 did not exit in time, killing it\n");
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) {
-    std::fprintf(stderr, "ft_app: rank 1 killed by signal %d\n", WTERMSIG(status));
-    return 128 + WTERMSIG(status);
-  }
-  return 1;
 }
 
 // --hold-until: waits until the file exists, up to timeout_s. False on timeout.
@@ -95,40 +71,22 @@ int main(int argc, char** argv) {
   // call (so before the tracer decides whether the signal is free).
   if (opt.own_usr2) ::signal(SIGUSR2, on_own_usr2);
 
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    std::perror("ft_app: socketpair");
-    return 1;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t parent = ::getpid();
-  // Forked before any thread exists (the preload starts its threads on the first
-  // fabric call, which comes later), so the child may allocate freely.
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    std::perror("ft_app: fork");
-    return 1;
-  }
-  if (pid == 0) {
-    ::close(sv[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(1);
-    ::setenv("RANK", "1", 1);
+  // Forked before any thread exists (tests/apps/two_ranks.h).
+  tworanks::Rank me;
+  if (!tworanks::fork_two_ranks("ft_app", &me)) return 1;
+  if (me.rank == 1) {
     std::string json;
     std::string reason;
-    int rc = ftapp::run_rank(opt, 1, sv[1], &json, &reason);
+    int rc = ftapp::run_rank(opt, 1, me.fd, &json, &reason);
     if (!hold(opt) && rc == 0) rc = 1;
     print_line(json);
     return rc;
   }
-  ::close(sv[1]);
-  ::setenv("RANK", "0", 1);
   std::string json;
   std::string reason;
-  int rc0 = ftapp::run_rank(opt, 0, sv[0], &json, &reason);
+  int rc0 = ftapp::run_rank(opt, 0, me.fd, &json, &reason);
   if (!hold(opt) && rc0 == 0) rc0 = 1;
-  int rc1 = wait_child(pid, opt.timeout_s * 3);
+  int rc1 = tworanks::wait_rank1("ft_app", me.child, opt.timeout_s * 3, 10);
   print_line(json);
   if (rc0 == 77 && rc1 == 77) {
     std::fprintf(stderr, "ft_app: SKIP: provider '%s' does not support test '%s' (%s)\n",

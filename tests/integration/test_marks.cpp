@@ -1,5 +1,5 @@
 // Phase marks and the capture window on real providers: ft_app's "marks"
-// family (tests/apps/test_marks.cpp) runs iterations of known ops between
+// family (tests/apps/family_marks.cpp) runs iterations of known ops between
 // fabtrace_mark()s; what the preload wrote is read back from the oplogs.
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ namespace {
 
 constexpr size_t kIterations = 6;
 
-// What ft_app's marks family sends in iteration i (tests/apps/test_marks.cpp).
+// What ft_app's marks family sends in iteration i (tests/apps/family_marks.cpp).
 size_t sends_in(size_t i) { return i % 3 + 1; }
 
 struct Oplog {

@@ -606,7 +606,7 @@ TEST(Record, PollsCountedInTheKernelAgreeWithTheProgram) {
 
 // The application's phase marks (include/fabtrace.h) reach the session through
 // their USDT probes: per rank, the kernel log holds the very calls ft_app's
-// marks family makes (tests/apps/test_marks.cpp: "iteration i", begin
+// marks family makes (tests/apps/family_marks.cpp: "iteration i", begin
 // "exchange", end, ..., "done"), in order, on the calling thread; and every op
 // the session saw (FABTRACE_SLOW_OP_US=1: each op of at least 1 us) lies inside
 // one of that thread's "exchange" phases, as many per phase as the program

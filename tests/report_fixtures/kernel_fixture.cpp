@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/kernel_log.h"
+#include "common/output_names.h"
 #include "tests/unit/kernel_records.h"
 
 namespace fabtrace::test {
@@ -84,7 +85,7 @@ KernelFixture write_kernel_fixture(const std::string& dir) {
   m.real_ns = r0.start_wall_ns;
   m.attach = {{"sched", "tp_btf/sched_switch", "attached", ""},
               {"cxi", "raw_tp/cass_err", "absent", "no tracepoint cass_err (module not loaded)"}};
-  f.klog = dir + "/" + kernel_log::file_name(m.host, m.pid);
+  f.klog = dir + "/" + kernel_log_file_name(m.host, m.pid);
   KernelLogWriter w;
   if (!w.create(f.klog, m)) throw std::runtime_error(w.error());
   w.write_tasks({{f.pid0, f.pid0, "app", "0", "/bin/app", true},

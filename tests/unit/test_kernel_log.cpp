@@ -244,7 +244,6 @@ TEST(KernelLog, RecordSizesAndNames) {
   EXPECT_EQ(kernel_log::kind_name(99), "kind99");
   EXPECT_STREQ(kernel_log::off_kind_name(FT_OFF_STOPPED), "stopped");
   EXPECT_STREQ(kernel_log::off_kind_name(0), "other");
-  EXPECT_EQ(kernel_log::file_name("n1", 77), "fabtrace_kernel.n1.p77.klog");
 }
 
 TEST(KernelLog, ManyRecordsAreCutIntoBlocks) {

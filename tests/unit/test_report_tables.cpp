@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/csv.h"
 #include "tests/report_fixtures/synthetic_job.h"
 #include "userspace/report/job.h"
 

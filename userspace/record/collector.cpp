@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/cxi_counters.h"
 #include "common/kernel_classify.h"
+#include "common/output_names.h"
 
 namespace fabtrace {
 
@@ -73,7 +74,7 @@ bool Collector::start(std::string* error) {
   m.options["net_all"] = opt_.bpf.net_all ? "1" : "0";
   m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
   m.attach = session_.attach_list();
-  const std::string path = opt_.dir + "/" + kernel_log::file_name(m.host, m.pid);
+  const std::string path = opt_.dir + "/" + kernel_log_file_name(m.host, m.pid);
   if (!log_.create(path, m)) {
     *error = "cannot write the kernel log: " + log_.error();
     return false;

@@ -500,7 +500,8 @@ void section_stalls(const Job& job, const HtmlOptions& opt, Html* h) {
   std::vector<std::pair<std::string, bool>> cols = {
       {"host", false},       {"rank", false},        {"CQ", true},  {"polls", true},
       {"longest gap", true}, {"ended (UTC)", false}, {"t+ s", true}};
-  for (int k = 0; k < 6; ++k) cols.push_back({std::string("gaps ") + kGapClassNames[k], true});
+  for (int k = 0; k < kGapClasses; ++k)
+    cols.push_back({std::string("gaps ") + kGapClassNames[k], true});
   Table t(cols, "stall-table");
   for (size_t i = 0; i < job.stalls.size() && i < opt.max_table_rows; ++i) {
     const Stall& s = job.stalls[i];
@@ -512,7 +513,7 @@ void section_stalls(const Job& job, const HtmlOptions& opt, Html* h) {
     t.n(fmt_ns(s.cq.max_gap_ns));
     t.td(fmt_wall(s.end_wall_ns, true));
     t.n(fixed(s.end_job_s, 3));
-    for (int k = 0; k < 6; ++k) t.n(fmt_count(s.cq.gaps[k]));
+    for (int k = 0; k < kGapClasses; ++k) t.n(fmt_count(s.cq.gaps[k]));
     t.end_row();
   }
   h->raw(t.done());

@@ -1,10 +1,11 @@
 // load_job: finds a job's per-rank outputs under a directory and merges them.
 //
-// Files are recognised by the names the preload gives them:
+// Files are recognised by the names the preload gives them (common/output_names.h):
 //   fabtrace.<host>.r<rank>.p<pid>.json       the rank's report (the one required file)
 //   fabtrace.<host>.r<rank>.p<pid>.txt        its text twin (ignored when the JSON is there)
 //   fabtrace_ops.<host>.r<rank>.p<pid>.oplog  per-op timeline (scanned, not held)
 //   fabtrace_nic.<host>.r<rank>.p<pid>.csv    NIC counter series (reduced for plotting)
+//   fabtrace_kernel.<host>.p<pid>.klog        a node's kernel log (fabtrace record)
 // Files with other names are not looked at. A timeline or counter file goes
 // with the report of the same (host, rank, pid), taken from its own header.
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "common/cxi_counters.h"
 #include "common/input_limits.h"
 #include "common/oplog_file.h"
+#include "common/output_names.h"
 #include "common/rank.h"
 #include "userspace/report/job.h"
 #include "userspace/report/post_evidence.h"
@@ -33,10 +35,6 @@ namespace fs = std::filesystem;
 namespace {
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-bool ends_with(const std::string& s, const char* suf) {
-  const size_t n = std::strlen(suf);
-  return s.size() >= n && s.compare(s.size() - n, n, suf) == 0;
-}
 
 // A reader's message without the file's path in it (Skipped names the file).
 std::string without_path(std::string msg, const std::string& path) {
@@ -117,16 +115,25 @@ void walk(const std::string& dir, const LoadOptions& opt, Found* found,
       }
       const std::string name = e.path().filename().string();
       const std::string path = e.path().string();
-      if (starts_with(name, "fabtrace.") && ends_with(name, ".json"))
-        found->reports.push_back(path);
-      else if (starts_with(name, "fabtrace.") && ends_with(name, ".txt"))
-        found->texts.push_back(path);
-      else if (starts_with(name, "fabtrace_ops.") && ends_with(name, ".oplog"))
-        found->oplogs.push_back(path);
-      else if (starts_with(name, "fabtrace_nic.") && ends_with(name, ".csv"))
-        found->counters.push_back(path);
-      else if (starts_with(name, "fabtrace_kernel.") && ends_with(name, ".klog"))
-        found->kernel_logs.push_back(path);
+      OutputKind kind;
+      if (!output_kind_of(name, &kind)) continue;
+      switch (kind) {
+        case OutputKind::kReportJson:
+          found->reports.push_back(path);
+          break;
+        case OutputKind::kReportText:
+          found->texts.push_back(path);
+          break;
+        case OutputKind::kOplog:
+          found->oplogs.push_back(path);
+          break;
+        case OutputKind::kNicCounters:
+          found->counters.push_back(path);
+          break;
+        case OutputKind::kKernelLog:
+          found->kernel_logs.push_back(path);
+          break;
+      }
     }
     if (ec) skipped->push_back({d.string(), "cannot read the directory: " + ec.message()});
   }

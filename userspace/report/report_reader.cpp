@@ -229,7 +229,8 @@ void parse_fields(const json& j, ProcessReport* r) {
       x.polls = get_u64(c, "polls", w);
       if (const auto g = c.find("gaps"); g != c.end() && !g->is_null()) {
         const json& gaps = as_object(*g, w + "gaps");
-        for (int k = 0; k < 6; ++k) x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
+        for (int k = 0; k < kGapClasses; ++k)
+          x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
       }
       x.max_gap_ns = get_double(c, "max_gap_ns", w);
       x.max_gap_end_s = get_double(c, "max_gap_end_s", w, 0.0, limits::kMaxSeconds);

@@ -17,7 +17,7 @@
 
 namespace fabtrace::report {
 
-constexpr const char* kReportFormat = "fabtrace-report";
+constexpr const char* kReportFormat = kReportFormatName;
 constexpr int kReportVersion = kReportFormatVersion;  // the newest version this reader understands
 
 enum class FileProblem {

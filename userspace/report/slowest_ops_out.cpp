@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/csv.h"
 #include "common/safe_output.h"
 #include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"

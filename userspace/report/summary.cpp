@@ -336,7 +336,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     for (size_t i = 0; i < job.stalls.size() && i < opt.top; ++i) {
       const Stall& st = job.stalls[i];
       uint64_t long_gaps = 0;
-      for (int k = 3; k < 6; ++k) long_gaps += st.cq.gaps[k];
+      for (int k = kFirstLongGapClass; k < kGapClasses; ++k) long_gaps += st.cq.gaps[k];
       s += "  " + who(st.host, st.rank, st.pid) + " CQ#" + std::to_string(st.cq.id) + "  " +
            fmt_ns(st.cq.max_gap_ns) + "  ended " + fmt_wall(st.end_wall_ns, false) +
            printf_str(" (t+%.3f s)", st.end_job_s) + "  " + fmt_count(long_gaps) + " of " +

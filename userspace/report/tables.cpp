@@ -6,6 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/csv.h"
 #include "common/kernel_explain.h"
 #include "common/safe_output.h"
 #include "userspace/report/kernel_rows.h"
@@ -216,16 +217,6 @@ const std::vector<std::string>& stall_columns() {
     return c;
   }();
   return cols;
-}
-
-std::string csv_quote(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
 }
 
 std::string number_text(double v) {

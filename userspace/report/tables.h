@@ -49,8 +49,6 @@ bool write_kernel_events_csv(const Job& job, std::FILE* out);
 bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
                   std::string* error, bool kernel_events = false);
 
-// A CSV field, quoted when it needs to be (RFC 4180).
-std::string csv_quote(const std::string& s);
 // The shortest text that reads back as exactly v (0 for NaN and infinities).
 std::string number_text(double v);
 
