@@ -42,13 +42,20 @@ void set_shard_max_cells(uint64_t n) { g_max_cells.store(n, std::memory_order_re
 Shard* all_shards() { return g_shards.load(std::memory_order_acquire); }
 
 Cell* Shard::cell_slow(const CellKey& k) {
+  // A cell that exists is found whatever the limit: the limit stops new cells
+  // only (it was checked before the lookup, so a full shard lost every op of
+  // its existing cells but the last one used).
+  if (cap) {
+    for (uint64_t j = hash_key(k) & (cap - 1); Cell* c = slots[j]; j = (j + 1) & (cap - 1))
+      if (c->key == k) return mru = c;
+  }
+  if (used >= max_cells) {
+    ++cells_full;
+    return nullptr;
+  }
   if (used * 2 >= cap) {
     // Grow (or create) the open-addressing table: rare, off the steady state.
     const uint64_t ncap = cap ? cap * 2 : 64;
-    if (used >= max_cells) {
-      ++cells_full;
-      return nullptr;
-    }
     Cell** ns = static_cast<Cell**>(std::calloc(ncap, sizeof(Cell*)));
     if (!ns) return nullptr;
     for (uint64_t i = 0; i < cap; ++i) {
@@ -64,10 +71,7 @@ Cell* Shard::cell_slow(const CellKey& k) {
     cap = ncap;
   }
   uint64_t j = hash_key(k) & (cap - 1);
-  while (Cell* c = slots[j]) {
-    if (c->key == k) return mru = c;
-    j = (j + 1) & (cap - 1);
-  }
+  while (slots[j]) j = (j + 1) & (cap - 1);
   Cell* c = new (std::nothrow) Cell();
   if (!c) return nullptr;
   c->key = k;

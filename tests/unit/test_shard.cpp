@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "preload/stats.h"
 
@@ -53,14 +54,19 @@ TEST(Shard, OneCellPerLinkOpAndSize) {
 TEST(Shard, PastTheLimitOpsAreCountedNotAggregated) {
   LocalShard ls;
   Shard& s = ls.s;
-  s.max_cells = 32;  // checked when the table would grow: at 32 cells of 64 slots
-  ASSERT_NE(s.cell(CellKey{fake_ep(1), 0, 0, OpKind::kSend}), nullptr);
-  for (uint64_t b = 1; b < 40; ++b) s.cell(CellKey{fake_ep(1), 0, b, OpKind::kSend});
-  EXPECT_EQ(s.used, 32u);
-  EXPECT_EQ(s.cap, 64u);
-  EXPECT_EQ(s.cells_full, 8u);
-  EXPECT_EQ(s.cell(CellKey{fake_ep(1), 0, 100, OpKind::kSend}), nullptr);
-  EXPECT_EQ(s.cells_full, 9u);
+  s.max_cells = 20;  // a limit that is not a growth point of the table
+  std::vector<Cell*> made;
+  for (uint64_t b = 0; b < 20; ++b)
+    made.push_back(s.cell(CellKey{fake_ep(1), 0, b, OpKind::kSend}));
+  for (Cell* c : made) ASSERT_NE(c, nullptr);
+  for (uint64_t b = 20; b < 40; ++b)
+    EXPECT_EQ(s.cell(CellKey{fake_ep(1), 0, b, OpKind::kSend}), nullptr) << b;
+  EXPECT_EQ(s.used, 20u);
+  EXPECT_EQ(s.cells_full, 20u);
+  // Full, the shard still finds every cell it has, not only the last one used.
+  for (uint64_t b = 0; b < 20; ++b)
+    EXPECT_EQ(s.cell(CellKey{fake_ep(1), 0, b, OpKind::kSend}), made[b]) << b;
+  EXPECT_EQ(s.cells_full, 20u);
 }
 
 TEST(Shard, ResetEmptiesTheBooksAndKeepsTheKeys) {
