@@ -10,24 +10,22 @@
 #include "common/env.h"
 #include "common/rank.h"
 #include "common/safe_output.h"
-#include "preload/runtime.h"
 
 namespace fabtrace {
 
 namespace {
 
-bool dir_usable() {
+bool dir_usable(const OutputPlace& where) {
   static bool usable = false;
   static std::once_flag once;
-  std::call_once(once, [] {
-    const Runtime& rt = runtime();
-    if (rt.cfg.to_stderr) return;
-    const int fd = ::open(rt.cfg.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::call_once(once, [&where] {
+    if (where.to_stderr) return;
+    const int fd = ::open(where.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
       log_line(
           "warning: FABTRACE_DIR=%s cannot be used (%s): the report goes to stderr and no "
           "files are written",
-          rt.cfg.dir.c_str(), std::strerror(errno));
+          where.dir.c_str(), std::strerror(errno));
       return;
     }
     ::close(fd);
@@ -44,11 +42,10 @@ std::string output_host() {
   return output_token(host);
 }
 
-std::string output_path(OutputKind kind) {
-  if (!dir_usable()) return "";
-  const Runtime& rt = runtime();
-  return rt.cfg.dir + "/" +
-         output_file_name(kind, output_host(), rt.rank.text, static_cast<long>(getpid()));
+std::string output_path(OutputKind kind, const OutputPlace& where) {
+  if (!dir_usable(where)) return "";
+  return where.dir + "/" +
+         output_file_name(kind, output_host(), where.rank, static_cast<long>(getpid()));
 }
 
 std::FILE* create_output(const std::string& path, const char* instead) {

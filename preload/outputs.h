@@ -15,11 +15,19 @@ namespace fabtrace {
 // token everywhere: output_token of gethostname()).
 std::string output_host();
 
-// "<FABTRACE_DIR>/<name>" for this process's output of that kind
+// Where a process's outputs go: FABTRACE_DIR as configured (`to_stderr`:
+// FABTRACE_DIR=stderr, no files) and the rank's token in the names.
+struct OutputPlace {
+  std::string dir;
+  bool to_stderr = false;
+  std::string rank;
+};
+
+// "<dir>/<name>" for this process's output of that kind
 // (common/output_names.h: "<prefix>.<host>.r<rank>.p<pid>.<ext>"); empty when no
 // file is written (FABTRACE_DIR=stderr, or a directory that cannot be used,
-// which has been said once).
-std::string output_path(OutputKind kind);
+// which has been said once: the directory is checked on the first call).
+std::string output_path(OutputKind kind, const OutputPlace& where);
 
 // Creates the new file at `path` (common/safe_output.h: never through a
 // symlink, never over an existing file). nullptr after one line naming it and

@@ -7,7 +7,6 @@
 
 #include "common/clock.h"
 #include "preload/names.h"
-#include "preload/runtime.h"
 
 #if FABTRACE_HAVE_SDT
 #define _SDT_HAS_SEMAPHORES 1
@@ -52,6 +51,11 @@ namespace probes {
 
 namespace {
 
+// Set once by configure(), before any thread fires (runtime_activate runs under
+// a once flag before the first data-path op); read only afterwards.
+double g_ns_per_tick = 1.0;
+const char* g_rank = "";
+
 // Ticks of the past to CLOCK_MONOTONIC ns, anchored on a clock read taken now:
 // only the span since `ticks` depends on the tick rate, so a long run's drift
 // between the two clocks does not move the window against the kernel's events.
@@ -59,7 +63,7 @@ struct Anchor {
   uint64_t mono = mono_ns();
   uint64_t ticks = now_ticks();
   uint64_t at(uint64_t t) const {
-    const double back = t < ticks ? static_cast<double>(ticks - t) * runtime().ns_per_tick : 0.0;
+    const double back = t < ticks ? static_cast<double>(ticks - t) * g_ns_per_tick : 0.0;
     const uint64_t b = static_cast<uint64_t>(back);
     return b < mono ? mono - b : 0;
   }
@@ -67,8 +71,16 @@ struct Anchor {
 
 }  // namespace
 
+void configure(double ns_per_tick, const char* rank) {
+  g_ns_per_tick = ns_per_tick;
+  g_rank = rank ? rank : "";
+}
+
 void fire_thread_start() {
-  const char* rank = runtime().rank.text.c_str();
+  // In a register: a global read straight into the probe's argument becomes a
+  // RIP-relative operand ("8@sym(%rip)"), which libbpf's USDT parser refuses.
+  const char* rank = g_rank;
+  asm volatile("" : "+r"(rank));
   FT_PROBE1(thread_start, rank);
 }
 

@@ -43,6 +43,12 @@ inline bool phase_end_on() { return __builtin_expect(fabtrace_phase_end_semaphor
 // itself, so the preload does not).
 inline bool session_attached() { return thread_start_on(); }
 
+// What the probes' arguments need from the runtime, handed over once it knows
+// them (runtime_activate): the tick rate of the first calibration and the
+// rank's text (kept by pointer: the runtime's, alive for the process). Until
+// then a probe passes an empty rank and 1 ns per tick.
+void configure(double ns_per_tick, const char* rank);
+
 // The calling thread's first fabric activity.
 void fire_thread_start();
 // A poll of CQ#cq ended a gap [start, end] (ticks) above the stall threshold.

@@ -96,7 +96,7 @@ void merge_into(Cell& dst, const Cell& src) {
 void open_outputs(const Runtime& rt, std::FILE** txt, std::FILE** json, std::string* txt_path) {
   *txt = stderr;
   *json = nullptr;
-  const std::string base = output_path(OutputKind::kReportText);
+  const std::string base = runtime_output_path(OutputKind::kReportText);
   if (base.empty()) return;
   *txt_path = base;
   *txt = create_output(base, "the report goes to stderr");
@@ -104,7 +104,8 @@ void open_outputs(const Runtime& rt, std::FILE** txt, std::FILE** json, std::str
     *txt = stderr;
     txt_path->clear();
   }
-  if (rt.cfg.json) *json = create_output(output_path(OutputKind::kReportJson), "no JSON report");
+  if (rt.cfg.json)
+    *json = create_output(runtime_output_path(OutputKind::kReportJson), "no JSON report");
 }
 
 // The Cassini counter series beside the report: same clock, same anchors.
@@ -112,7 +113,7 @@ void write_counters(const Runtime& rt, const ProcessReport& rep) {
   if (!rt.nic_sampler) return;
   rt.nic_sampler->stop();
   if (!rt.nic_sampler->samples()) return;
-  const std::string path = output_path(OutputKind::kNicCounters);
+  const std::string path = runtime_output_path(OutputKind::kNicCounters);
   if (path.empty()) return;  // no files: said at the start (FABTRACE_DIR)
   if (rt.nic_sampler->write_csv(path, rep.host, rep.rank, rep.pid))
     log_line("%s rank %s NIC counters -> %s (%llu samples x %zu counters)", rep.host.c_str(),

@@ -73,7 +73,7 @@ void start_timeline(Runtime& rt) {
     log_line("per-op timeline off: FABTRACE_DIR=%s writes no files", rt.cfg.dir.c_str());
     return;
   }
-  const std::string path = output_path(OutputKind::kOplog);
+  const std::string path = runtime_output_path(OutputKind::kOplog);
   if (path.empty()) return;  // FABTRACE_DIR unusable: said once
   OplogMeta meta;
   meta.host = output_host();
@@ -113,6 +113,7 @@ void runtime_activate() {
     rt.stall_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.stall_us) * 1e3);
     rt.slow_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.slow_op_us) * 1e3);
     rt.ns_per_tick = cal.ns_per_tick;
+    probes::configure(rt.ns_per_tick, rt.rank.text.c_str());
     rt.start_ticks = now_ticks();
     // The largest power of two of ticks not above 10 ms: a window index is a shift.
     const uint64_t ten_ms = cal.ns_to_ticks(10e6);

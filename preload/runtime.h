@@ -15,6 +15,7 @@
 #include "common/rank.h"
 #include "preload/inflight.h"
 #include "preload/objects.h"
+#include "preload/outputs.h"
 
 namespace fabtrace {
 
@@ -66,6 +67,13 @@ inline Runtime& runtime() {
   Runtime* r = g_runtime.load(std::memory_order_acquire);
   if (__builtin_expect(r == nullptr, 0)) r = create_runtime();
   return *r;
+}
+
+// This process's output of that kind, where the configuration puts it
+// (preload/outputs.h); empty when no file is written.
+inline std::string runtime_output_path(OutputKind kind) {
+  const Runtime& rt = runtime();
+  return output_path(kind, OutputPlace{rt.cfg.dir, rt.cfg.to_stderr, rt.rank.text});
 }
 
 // Reads the configuration (once). Returns cfg.enabled.
