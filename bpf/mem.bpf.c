@@ -6,26 +6,28 @@
 #include "fabtrace_common.bpf.h"
 
 /* Whether this fault goes on with the bucket's burst rather than starting a new
- * one: the thread faulted again within FT_FAULT_BURST_GAP_NS (FT_FAULT_BURST_HOLD_NS
- * once the burst is established), or it only lost its
- * CPU to preemption in between (the scheduler paused the burst, not the
- * program: on a loaded machine a thread touching fresh memory is preempted every
- * few ms and is back well after a pause). A sleep or a block in between (futex,
- * I/O, a stop) ends the burst. The last FT_FAULT_OFF_SCAN intervals are looked at. */
+ * one: the time the thread spent on its CPU since the bucket's latest fault is
+ * below FT_FAULT_BURST_GAP_NS (FT_FAULT_BURST_HOLD_NS once the burst is
+ * established). Time it spent preempted does not count (the scheduler paused the
+ * burst, not the program: on a loaded machine a thread touching fresh memory is
+ * preempted every few ms); a sleep or a block in between (futex, I/O, a stop)
+ * ends the burst, and so do more off-CPU intervals than FT_FAULT_OFF_SCAN. */
 static __always_inline bool same_burst(const struct ft_thread_state* st,
                                        const struct ft_fault_slot* cur, __u64 now) {
   const __u32 since = (__u32)st->off_n - cur->off_seq; /* off-CPU intervals closed since */
-  if (!since) {
-    const __u64 gap = now - cur->last;
-    return gap < FT_FAULT_BURST_GAP_NS ||
-           (cur->count >= FT_FAULT_BURST_MIN && gap < FT_FAULT_BURST_HOLD_NS);
-  }
+  if (since > FT_FAULT_OFF_SCAN) return false;
+  __u64 off = 0;
   for (int i = 0; i < FT_FAULT_OFF_SCAN; i++) {
     if ((__u32)i >= since) break;
     const struct ft_off_slot* o = &st->off[(st->off_n - 1 - i) & (FT_OFF_HIST - 1)];
     if (o->kind != FT_OFF_PREEMPTED) return false;
+    const __u64 from = o->start > cur->last ? o->start : cur->last;
+    if (o->end > from) off += o->end - from;
   }
-  return true;
+  const __u64 gap = now - cur->last;
+  const __u64 on_cpu = gap > off ? gap - off : 0;
+  return on_cpu < FT_FAULT_BURST_GAP_NS ||
+         (cur->count >= FT_FAULT_BURST_MIN && on_cpu < FT_FAULT_BURST_HOLD_NS);
 }
 
 SEC("tp_btf/page_fault_user")
