@@ -31,6 +31,11 @@ std::vector<WindowPart> window_parts(const ft_window& w);
 // the kernel's history did not cover the whole window.
 std::string window_verdict(const ft_window& w);
 
+// The segments a retransmit record stands for: one skb sent again can carry
+// several (TSO), and the kernel's RetransSegs counts segments; a log from
+// before the field says 0: one record, one segment.
+inline uint32_t retrans_segments(const ft_net& r) { return r.segs ? r.segs : 1; }
+
 // "futex", "nanosleep", "epoll_wait", ... for the x86_64 syscall numbers a blocked
 // thread is commonly in; "syscall N" otherwise, "" for -1.
 std::string syscall_name(int32_t nr);

@@ -38,8 +38,8 @@ bool runtime_configure() {
     if (c.dir.empty()) c.dir = ".";
     c.to_stderr = c.dir == "stderr" || c.dir == "-";
     c.inflight = env_u64("FABTRACE_INFLIGHT", 16384, 64, 1u << 20);
-    c.max_cells = env_u64("FABTRACE_MAX_CELLS", 1 << 20, 16, 1ULL << 32);
-    set_shard_max_cells(c.max_cells);
+    // (link, op, size) rows per thread: the shards hold the limit themselves.
+    set_shard_max_cells(env_u64("FABTRACE_MAX_CELLS", Shard::kDefaultMaxCells, 16, 1ULL << 32));
     c.cqgap = env_bool("FABTRACE_CQGAP", true);
     c.json = env_bool("FABTRACE_JSON", true);
     c.stall_us = env_u64("FABTRACE_STALL_US", 1000, 1, 3600ULL * 1000000);

@@ -23,12 +23,11 @@ struct Config {
   bool enabled = true;    // FABTRACE (0 = loaded but inert)
   std::string dir = ".";  // FABTRACE_DIR ("stderr" or "-": text report to stderr, no files)
   bool to_stderr = false;
-  uint64_t inflight = 16384;     // FABTRACE_INFLIGHT: records in the ring
-  uint64_t max_cells = 1 << 20;  // FABTRACE_MAX_CELLS: (link, op, size) rows per thread
-  bool cqgap = true;             // FABTRACE_CQGAP
-  bool json = true;              // FABTRACE_JSON
-  uint64_t stall_us = 1000;      // FABTRACE_STALL_US: poll gaps reported to a session
-  uint64_t slow_op_us = 1000;    // FABTRACE_SLOW_OP_US: ops reported to a session
+  uint64_t inflight = 16384;   // FABTRACE_INFLIGHT: records in the ring
+  bool cqgap = true;           // FABTRACE_CQGAP
+  bool json = true;            // FABTRACE_JSON
+  uint64_t stall_us = 1000;    // FABTRACE_STALL_US: poll gaps reported to a session
+  uint64_t slow_op_us = 1000;  // FABTRACE_SLOW_OP_US: ops reported to a session
 };
 
 struct Runtime {

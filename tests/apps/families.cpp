@@ -2,6 +2,11 @@
 
 #include <rdma/fabric.h>
 
+#include <algorithm>
+
+#include "env.h"
+#include "payload.h"
+
 namespace ftapp {
 namespace {
 
@@ -188,6 +193,18 @@ const FamilyDef* find_family(const std::string& name) {
     if (name == d.name) return &d;
   }
   return nullptr;
+}
+
+size_t payload_size(Env& env) { return std::max(env.opt.size, kMinPayload); }
+
+void run_by_rank(Env& env, void (*rank0)(Env&, size_t), void (*rank1)(Env&, size_t)) {
+  const size_t size = payload_size(env);
+  if (env.rank == 0) {
+    rank0(env, size);
+  } else {
+    rank1(env, size);
+  }
+  env.sync("fin");
 }
 
 }  // namespace ftapp

@@ -1,6 +1,7 @@
 // The test families and what each needs from the provider.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,5 +48,12 @@ void run_recvtiming(Env& env);
 void run_marks(Env& env);
 // marks: the fi_tsend count of rank 0 in iteration i.
 size_t marks_sends_in(size_t iteration);
+
+// The message size of a family whose messages carry the payload header: --size,
+// and at least the header.
+size_t payload_size(Env& env);
+// The families where rank 0 sends and rank 1 receives: each rank runs its half
+// with payload_size(env) bytes, then both meet at "fin".
+void run_by_rank(Env& env, void (*rank0)(Env&, size_t), void (*rank1)(Env&, size_t));
 
 }  // namespace ftapp

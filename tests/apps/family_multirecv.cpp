@@ -20,8 +20,6 @@ namespace {
 
 constexpr int kGraceMs = 200;
 
-size_t payload_size(Env& env) { return std::max(env.opt.size, kMinPayload); }
-
 // Sets the provider's FI_OPT_MIN_MULTI_RECV to one message; returns what applies.
 size_t set_min_multi_recv(Env& env, size_t size) {
   size_t min = size;

@@ -26,8 +26,6 @@ bool refused_as_unsupported(ssize_t r) {
   return r == -FI_ENOSYS || r == -FI_EOPNOTSUPP || r == -FI_EINVAL;
 }
 
-size_t payload_size(Env& env) { return std::max(env.opt.size, kMinPayload); }
-
 // One fi_trecvmsg into `buf` with `flags` and the context `ctx`.
 ssize_t trecvmsg(Env& env, OpCtx* ctx, Buffer* buf, size_t size, uint64_t tag, uint64_t flags) {
   iovec iov{buf->data, size};
@@ -168,14 +166,6 @@ void receiver(Env& env, size_t size) {
 
 }  // namespace
 
-void run_peek(Env& env) {
-  const size_t size = payload_size(env);
-  if (env.rank == 0) {
-    sender(env, size);
-  } else {
-    receiver(env, size);
-  }
-  env.sync("fin");
-}
+void run_peek(Env& env) { run_by_rank(env, sender, receiver); }
 
 }  // namespace ftapp

@@ -19,8 +19,6 @@
 namespace ftapp {
 namespace {
 
-size_t payload_size(Env& env) { return std::max(env.opt.size, kMinPayload); }
-
 uint16_t send_kind(size_t tx) { return tx == 0 ? kSend : kSendmsg; }
 const char* recv_fn(size_t rx) { return rx == 0 ? "fi_recv" : "fi_recvmsg"; }
 
@@ -132,13 +130,7 @@ void run_sep(Env& env) {
   if (env.fab.tx_ctx.size() < 2 || env.fab.rx_ctx.size() != env.fab.tx_ctx.size()) {
     env.fatal("scalable endpoint has no contexts");
   }
-  const size_t size = payload_size(env);
-  if (env.rank == 0) {
-    sender(env, size);
-  } else {
-    receiver(env, size);
-  }
-  env.sync("fin");
+  run_by_rank(env, sender, receiver);
 }
 
 }  // namespace ftapp

@@ -21,8 +21,6 @@ namespace {
 
 constexpr uint64_t kAnyThreadIgnore = 0x0000FFFFFFFFFFFFULL;  // tid and seq bits
 
-size_t payload_size(Env& env) { return std::max(env.opt.size, kMinPayload); }
-
 void senders(Env& env, bool tagged) {
   Fabric& f = env.fab;
   const size_t nthreads = env.opt.threads;

@@ -23,8 +23,6 @@ namespace {
 constexpr int kGraceMs = 100;
 static_assert(sizeof(fi_triggered_context) <= sizeof(fi_context2), "fits the provider scratch");
 
-size_t payload_size(Env& env) { return std::max(env.opt.size, kMinPayload); }
-
 // A completion counter that only triggers: closed when the family ends.
 class Counter {
  public:
@@ -153,14 +151,6 @@ void receiver(Env& env, size_t size) {
 
 }  // namespace
 
-void run_trigger(Env& env) {
-  const size_t size = payload_size(env);
-  if (env.rank == 0) {
-    sender(env, size);
-  } else {
-    receiver(env, size);
-  }
-  env.sync("fin");
-}
+void run_trigger(Env& env) { run_by_rank(env, sender, receiver); }
 
 }  // namespace ftapp

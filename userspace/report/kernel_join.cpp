@@ -78,9 +78,7 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
   std::map<ConnKey, KernelConn> conns;
   auto net = [&](const ft_hdr& h, const uint8_t* rec) {
     const auto e = as<ft_net>(rec);
-    // Retransmits count segments, as the kernel's RetransSegs does (a log from
-    // before the field says 0: one record, one segment).
-    const uint64_t k = h.kind == FT_EV_RETRANS ? std::max<uint32_t>(e.segs, 1) : 1;
+    const uint64_t k = h.kind == FT_EV_RETRANS ? retrans_segments(e) : 1;
     (h.kind == FT_EV_RETRANS ? n.retrans : n.drops) += k;
     const ConnKey key{std::string(reinterpret_cast<const char*>(&e.t), sizeof(e.t)), e.owner_pid};
     auto it = conns.find(key);

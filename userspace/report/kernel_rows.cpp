@@ -175,7 +175,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       kv(&r.detail, "dst", tuple_side(e.t, false));
       kv(&r.detail, "owner", e.owner_pid);
       kv(&r.detail, "tcp_state", e.state);
-      if (h.kind == FT_EV_RETRANS) kv(&r.detail, "segs", std::max<uint32_t>(e.segs, 1));
+      if (h.kind == FT_EV_RETRANS) kv(&r.detail, "segs", retrans_segments(e));
       if (h.kind == FT_EV_RETRANS && e.reason) kv(&r.detail, "err", e.reason);
       break;
     }

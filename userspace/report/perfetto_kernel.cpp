@@ -66,8 +66,9 @@ class KernelTracks {
       case FT_EV_DROP: {
         const auto e = as<ft_net>(rec);
         // One skb sent again can carry several segments (TSO); say how many.
+        const uint32_t segs = retrans_segments(e);
         std::string what =
-            e.segs > 1 ? "retransmit " + std::to_string(e.segs) + " segments" : "retransmit";
+            segs > 1 ? "retransmit " + std::to_string(segs) + " segments" : "retransmit";
         if (h.kind == FT_EV_DROP) {
           const auto it = names.drop_reasons.find(e.reason);
           what = "drop " + (it != names.drop_reasons.end() ? it->second : std::to_string(e.reason));
