@@ -19,6 +19,7 @@
 #include "preload/completion.h"
 #include "preload/cq_format.h"
 #include "preload/probes.h"
+#include "preload/provider_call.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -187,11 +188,7 @@ ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flag
 
 int cq_close(struct fid* fid) {
   CqWrap* w = FABTRACE_CONTAINER_OF(fid->ops, CqWrap, fid_ops);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_fid->close(fid);
-  }
+  const int ret = call_nested([&] { return w->real_fid->close(fid); });
   if (ret == 0) release_records_of_cq(w);
   return ret;
 }
@@ -215,15 +212,12 @@ int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* co
   // default, known for the providers cq_unspec_layout names.
   enum fi_cq_format layout =
       app == FI_CQ_FORMAT_UNSPEC ? cq_unspec_layout(d->fabric->prov_name) : app;
-  int ret = 1;
   if (attr && layout == FI_CQ_FORMAT_CONTEXT && !(attr->flags & FI_PEER)) {
     // fi_cq_entry carries no length: ask for fi_cq_msg_entry and translate.
     struct fi_cq_attr mine = *attr;
     mine.format = FI_CQ_FORMAT_MSG;
-    {
-      NestGuard g;
-      ret = d->real_ops->cq_open(d->domain, &mine, cq, context);
-    }
+    const int ret =
+        call_nested([&] { return d->real_ops->cq_open(d->domain, &mine, cq, context); });
     if (ret == 0) {
       // The application sees what the provider wrote back, in its own format.
       const enum fi_cq_format prov = mine.format;
@@ -234,17 +228,15 @@ int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* co
     }
     // Refused: open what the application asked for; lengths stay unknown.
   }
-  {
-    NestGuard g;
-    ret = d->real_ops->cq_open(d->domain, attr, cq, context);
-  }
-  if (ret != 0 || !cq || !*cq) return ret;
-  // A provider we do not know writes the format it chose for UNSPEC back, or
-  // keeps UNSPEC, which everywhere we know of means fi_cq_entry.
-  if (layout == FI_CQ_FORMAT_UNSPEC) layout = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
-  if (layout == FI_CQ_FORMAT_UNSPEC) layout = FI_CQ_FORMAT_CONTEXT;
-  if (!wrap_cq(*cq, d, layout, layout)) return refuse_unwrapped(cq);
-  return ret;
+  return open_wrapped(
+      cq, [&] { return d->real_ops->cq_open(d->domain, attr, cq, context); },
+      [&](struct fid_cq* c) {
+        // A provider we do not know writes the format it chose for UNSPEC
+        // back, or keeps UNSPEC, which everywhere we know of means fi_cq_entry.
+        if (layout == FI_CQ_FORMAT_UNSPEC) layout = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+        if (layout == FI_CQ_FORMAT_UNSPEC) layout = FI_CQ_FORMAT_CONTEXT;
+        return wrap_cq(c, d, layout, layout) != nullptr;
+      });
 }
 
 CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, enum fi_cq_format app_format,
