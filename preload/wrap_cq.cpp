@@ -106,6 +106,9 @@ struct PollProbe {
 
 template <bool kBlocking, typename Read>
 inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Read&& read) {
+  // A read made from inside one of our shims on this thread (libfabric's
+  // utility CQ reading through the op table) is part of the poll already made.
+  if (t_in_cq) return read(buf, count);
   const bool gap = runtime().cfg.cqgap;
   Shard* s = nullptr;
   if (kBlocking) {
@@ -123,7 +126,9 @@ inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Re
   const ssize_t n = read(pbuf, count);
   t_in_cq = false;
   probe.exit(n);
-  if (!kBlocking && n <= 0 && !gap) return n;  // nothing to time, nothing to stamp
+  // An empty poll with the gap statistics off has nothing to time or stamp,
+  // blocking or not: no clock read.
+  if (n <= 0 && !gap) return n;
   const uint64_t now = now_ticks();
   if (!kBlocking) {
     s = my_shard();
@@ -139,23 +144,21 @@ inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Re
   return n;
 }
 
+// The four reads differ only in the provider call and whether they block.
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->read(cq, buf, count);
   return poll<false>(w, buf, count, nullptr,
                      [&](void* b, size_t n) { return w->real_ops->read(cq, b, n); });
 }
 
 ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->readfrom(cq, buf, count, src_addr);
   return poll<false>(w, buf, count, src_addr,
                      [&](void* b, size_t n) { return w->real_ops->readfrom(cq, b, n, src_addr); });
 }
 
 ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->sread(cq, buf, count, cond, timeout);
   return poll<true>(w, buf, count, nullptr,
                     [&](void* b, size_t n) { return w->real_ops->sread(cq, b, n, cond, timeout); });
 }
@@ -163,7 +166,6 @@ ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, i
 ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr,
                      const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
   return poll<true>(w, buf, count, src_addr, [&](void* b, size_t n) {
     return w->real_ops->sreadfrom(cq, b, n, src_addr, cond, timeout);
   });
