@@ -8,20 +8,12 @@
 #include <vector>
 
 #include "preload/stats.h"
+#include "tests/unit/local_shard.h"
 
 namespace fabtrace {
 namespace {
 
-// A shard of the test's own (not on the list of all shards); its cells are
-// freed at the end. Below 32 cells its table never grows, so no table is left
-// behind.
-struct LocalShard {
-  Shard s;
-  ~LocalShard() {
-    for (uint64_t i = 0; i < s.cap; ++i) delete s.slots[i];
-    std::free(s.slots);
-  }
-};
+using test::LocalShard;
 
 const EpWrap* fake_ep(uintptr_t n) { return reinterpret_cast<const EpWrap*>(n * 64); }
 
