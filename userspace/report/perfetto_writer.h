@@ -106,39 +106,22 @@ struct DebugArg {
   double d = 0;
   std::string_view s;
 
-  static DebugArg Uint(uint64_t iid, uint64_t v) {
+  static DebugArg Uint(uint64_t iid, uint64_t v) { return Of(iid, kUint, v, 0, 0, {}); }
+  static DebugArg Int(uint64_t iid, int64_t v) { return Of(iid, kInt, 0, v, 0, {}); }
+  static DebugArg Double(uint64_t iid, double v) { return Of(iid, kDouble, 0, 0, v, {}); }
+  static DebugArg Bool(uint64_t iid, bool v) { return Of(iid, kBool, v ? 1 : 0, 0, 0, {}); }
+  static DebugArg String(uint64_t iid, std::string_view v) { return Of(iid, kString, 0, 0, 0, v); }
+
+ private:
+  static DebugArg Of(uint64_t iid, Type t, uint64_t uv, int64_t iv, double dv,
+                     std::string_view sv) {
     DebugArg a;
     a.name_iid = iid;
-    a.type = kUint;
-    a.u = v;
-    return a;
-  }
-  static DebugArg Int(uint64_t iid, int64_t v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kInt;
-    a.i = v;
-    return a;
-  }
-  static DebugArg Double(uint64_t iid, double v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kDouble;
-    a.d = v;
-    return a;
-  }
-  static DebugArg Bool(uint64_t iid, bool v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kBool;
-    a.u = v ? 1 : 0;
-    return a;
-  }
-  static DebugArg String(uint64_t iid, std::string_view v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kString;
-    a.s = v;
+    a.type = t;
+    a.u = uv;
+    a.i = iv;
+    a.d = dv;
+    a.s = sv;
     return a;
   }
 };
@@ -224,6 +207,26 @@ class PerfettoWriter {
   }
   void interned_data() {  // the pending new names, if any
     if (pending_) write_interned_data();
+  }
+  // A packet of one TrackEvent of `type` on `track`, after the pending
+  // interned names when the event refers to names by iid (`interned`).
+  void begin_event(uint64_t ts, uint32_t type, uint64_t track, bool interned) {
+    begin_packet(true, ts, interned ? pf::kSeqNeedsIncrementalState : 0);
+    if (interned) interned_data();
+    enc_.begin_nested(pf::kPacketTrackEvent);
+    enc_.add_varint(pf::kTeType, type);
+    enc_.add_varint(pf::kTeTrackUuid, track);
+  }
+  // A packet of one TrackDescriptor, of track `uuid`.
+  void begin_descriptor(uint64_t uuid) {
+    begin_packet(false, 0, 0);
+    enc_.begin_nested(pf::kPacketTrackDescriptor);
+    enc_.add_varint(pf::kTdUuid, uuid);
+  }
+  // Closes the event or descriptor, then its packet.
+  void end_nested_packet() {
+    enc_.end_nested();
+    end_packet();
   }
   void write_interned_data();
   void debug_args(const DebugArg* args, size_t nargs);
