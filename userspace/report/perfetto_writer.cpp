@@ -239,13 +239,17 @@ void PerfettoWriter::flow_ids(const Flows& f) {
   for (size_t i = 0; i < f.nends; ++i) enc_.add_fixed64(pf::kTeTerminatingFlowIds, f.ends[i]);
 }
 
+void PerfettoWriter::finish_event(const DebugArg* args, size_t nargs, const Flows& flows) {
+  debug_args(args, nargs);
+  flow_ids(flows);
+  end_nested_packet();
+}
+
 void PerfettoWriter::slice_begin(uint64_t ts, uint64_t track, uint64_t name_iid,
                                  const DebugArg* args, size_t nargs, const Flows& flows) {
   begin_event(ts, pf::kTypeSliceBegin, track, true);
   enc_.add_varint(pf::kTeNameIid, name_iid);
-  debug_args(args, nargs);
-  flow_ids(flows);
-  end_nested_packet();
+  finish_event(args, nargs, flows);
 }
 
 void PerfettoWriter::slice_end(uint64_t ts, uint64_t track) {
@@ -257,17 +261,14 @@ void PerfettoWriter::instant(uint64_t ts, uint64_t track, uint64_t name_iid, con
                              size_t nargs) {
   begin_event(ts, pf::kTypeInstant, track, true);
   enc_.add_varint(pf::kTeNameIid, name_iid);
-  debug_args(args, nargs);
-  end_nested_packet();
+  finish_event(args, nargs, Flows{});
 }
 
 void PerfettoWriter::instant_named(uint64_t ts, uint64_t track, std::string_view name,
                                    const DebugArg* args, size_t nargs, const Flows& flows) {
   begin_event(ts, pf::kTypeInstant, track, true);
   enc_.add_string(pf::kTeName, name);
-  debug_args(args, nargs);
-  flow_ids(flows);
-  end_nested_packet();
+  finish_event(args, nargs, flows);
 }
 
 void PerfettoWriter::counter_int(uint64_t ts, uint64_t track, int64_t v) {

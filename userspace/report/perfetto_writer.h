@@ -106,24 +106,16 @@ struct DebugArg {
   double d = 0;
   std::string_view s;
 
-  static DebugArg Uint(uint64_t iid, uint64_t v) { return Of(iid, kUint, v, 0, 0, {}); }
-  static DebugArg Int(uint64_t iid, int64_t v) { return Of(iid, kInt, 0, v, 0, {}); }
-  static DebugArg Double(uint64_t iid, double v) { return Of(iid, kDouble, 0, 0, v, {}); }
-  static DebugArg Bool(uint64_t iid, bool v) { return Of(iid, kBool, v ? 1 : 0, 0, 0, {}); }
-  static DebugArg String(uint64_t iid, std::string_view v) { return Of(iid, kString, 0, 0, 0, v); }
+  DebugArg() = default;
+  static DebugArg Uint(uint64_t iid, uint64_t v) { return {iid, kUint, v, 0, 0, {}}; }
+  static DebugArg Int(uint64_t iid, int64_t v) { return {iid, kInt, 0, v, 0, {}}; }
+  static DebugArg Double(uint64_t iid, double v) { return {iid, kDouble, 0, 0, v, {}}; }
+  static DebugArg Bool(uint64_t iid, bool v) { return {iid, kBool, v ? 1u : 0u, 0, 0, {}}; }
+  static DebugArg String(uint64_t iid, std::string_view v) { return {iid, kString, 0, 0, 0, v}; }
 
  private:
-  static DebugArg Of(uint64_t iid, Type t, uint64_t uv, int64_t iv, double dv,
-                     std::string_view sv) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = t;
-    a.u = uv;
-    a.i = iv;
-    a.d = dv;
-    a.s = sv;
-    return a;
-  }
+  DebugArg(uint64_t iid, Type t, uint64_t uv, int64_t iv, double dv, std::string_view sv)
+      : name_iid(iid), type(t), u(uv), i(iv), d(dv), s(sv) {}
 };
 
 // Flows an event takes part in (arrows in the UI): `ids` start or pass through
@@ -231,6 +223,8 @@ class PerfettoWriter {
   void write_interned_data();
   void debug_args(const DebugArg* args, size_t nargs);
   void flow_ids(const Flows& f);
+  // An event's args and flows (none: nothing written), then its end.
+  void finish_event(const DebugArg* args, size_t nargs, const Flows& flows);
   void flush();
   uint64_t intern(std::unordered_map<std::string, uint64_t>* map,
                   std::vector<std::pair<uint64_t, std::string>>* pending, std::string_view name);
