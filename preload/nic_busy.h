@@ -68,21 +68,18 @@ struct PeriodWindow {
   }
   // Adds [a, b] in which `nbytes` were completed. When the window is full and
   // [a, b] is a new period, the oldest one is folded first. Inline for the two
-  // usual cases, with room: after the newest period, or overlapping only it.
+  // usual cases, with room: after the newest period (a ping-pong makes one
+  // per op), or overlapping only it; insert_slow decides the rest, with the
+  // same two steps.
   void insert(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (__builtin_expect(n != 0 && n != N && b > a, 1)) {
       const uint32_t last = (head + n - 1) & (N - 1);
       if (a > end[last]) {  // periods are never before folded_end
-        const uint32_t i = (head + n) & (N - 1);
-        start[i] = a;
-        end[i] = b;
-        bytes[i] = nbytes;
-        ++n;
+        append(a, b, nbytes);
         return;
       }
       if (a >= start[last]) {
-        if (b > end[last]) end[last] = b;
-        bytes[last] += nbytes;
+        extend_newest(last, b, nbytes);
         return;
       }
     }
@@ -99,25 +96,15 @@ struct PeriodWindow {
         folded_bytes += nbytes;
       return;
     }
-    if (n) {
-      uint64_t& last_e = e(n - 1);
-      if (a > last_e) {
-        // The usual case: after every period (a ping-pong makes one per op).
-      } else if (a >= s(n - 1)) {
-        if (b > last_e) last_e = b;  // overlaps the newest period only
-        this->b(n - 1) += nbytes;
-        return;
-      } else {
+    if (n && a <= e(n - 1)) {
+      if (a >= s(n - 1))
+        extend_newest((head + n - 1) & (N - 1), b, nbytes);
+      else
         merge(a, b, nbytes);  // reaches back further: out-of-order completions
-        return;
-      }
+      return;
     }
     if (full()) fold_oldest();
-    const uint32_t i = (head + n) & (N - 1);
-    start[i] = a;
-    end[i] = b;
-    bytes[i] = nbytes;
-    ++n;
+    append(a, b, nbytes);
   }
   // Hands every period still in the window to the sink (at exit).
   void bin_all() {
@@ -136,6 +123,19 @@ struct PeriodWindow {
   }
 
  private:
+  // [a, b] after every period, with room for it.
+  void append(uint64_t a, uint64_t b, uint64_t nbytes) {
+    const uint32_t i = (head + n) & (N - 1);
+    start[i] = a;
+    end[i] = b;
+    bytes[i] = nbytes;
+    ++n;
+  }
+  // [a, b] overlapping only the newest period, at slot `last`.
+  void extend_newest(uint32_t last, uint64_t b, uint64_t nbytes) {
+    if (b > end[last]) end[last] = b;
+    bytes[last] += nbytes;
+  }
   void fold(uint64_t a, uint64_t b, uint64_t nbytes) {
     folded += b - a;
     folded_bytes += nbytes;
