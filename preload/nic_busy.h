@@ -16,7 +16,10 @@
 // hands every period it folds (and, at exit, the rest), in time order, to the
 // NIC's time windows (nic_bins.h) and busiest-stretch tracker (nic_peak.h).
 // Periods a thread folded on its own while the lock was held reach only the
-// totals: their time and bytes are counted as unbinned.
+// totals: their time and bytes are counted as unbinned. So do the periods
+// that find the lock held where there is no thread window to keep them in (a
+// NIC past the thread's kMaxNics, a thread's window at exit): they go to the
+// NIC's contended totals (two atomic adds), never waited for, never lost.
 //
 // What is exact and what is not: overlapping ops of one thread always merge.
 // Ops of different threads merge as long as they meet in the shared window
@@ -191,6 +194,8 @@ struct NicBusy {
   // Periods threads folded on their own while the lock was held: in the
   // totals, not in the bins.
   uint64_t unbinned_ticks = 0, unbinned_bytes = 0;
+  // Periods that found the lock held and had no thread window to wait in.
+  std::atomic<uint64_t> contended_ticks{0}, contended_bytes{0};
 
   NicBusy() { window.sink = &activity; }
   // Time windows (and the busiest stretch's) start at `origin`, 1 << shift
@@ -216,8 +221,28 @@ struct NicBusy {
     lock.store(0, std::memory_order_release);
     return true;
   }
+  // Counts [a, b] and its bytes in the totals only (the lock was held).
+  void add_contended(uint64_t ticks, uint64_t nbytes) {
+    contended_ticks.fetch_add(ticks, std::memory_order_relaxed);
+    contended_bytes.fetch_add(nbytes, std::memory_order_relaxed);
+  }
+  // Adds [a, b] straight to the shared window, or to the contended totals
+  // while another thread holds it.
+  void add_shared(uint64_t a, uint64_t b, uint64_t nbytes) {
+    if (!with_window([=](PeriodWindow<kShared>& g) { g.insert(a, b, nbytes); }))
+      add_contended(b > a ? b - a : 0, nbytes);
+  }
   // Total busy ticks (at exit, once every thread's periods are in).
-  uint64_t busy_ticks() const { return window.total(); }
+  uint64_t busy_ticks() const {
+    return window.total() + contended_ticks.load(std::memory_order_relaxed);
+  }
+  // The part of them (and their bytes) in no time window.
+  uint64_t unbinned_busy_ticks() const {
+    return unbinned_ticks + contended_ticks.load(std::memory_order_relaxed);
+  }
+  uint64_t unbinned_busy_bytes() const {
+    return unbinned_bytes + contended_bytes.load(std::memory_order_relaxed);
+  }
 };
 
 // A thread's periods for one NIC, not yet in the NIC's window.
@@ -239,6 +264,15 @@ struct NicLocal {
       w.folded = 0;
       w.folded_bytes = 0;
     });
+  }
+  // At exit: every period into the NIC's window or, while another thread
+  // holds it, into the NIC's contended totals. Never waits, loses nothing.
+  void flush_at_exit() {
+    if (flush()) return;
+    nic->add_contended(w.total(), w.total_bytes());
+    w.n = 0;
+    w.folded = 0;
+    w.folded_bytes = 0;
   }
   void add(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (w.full() && !flush()) {

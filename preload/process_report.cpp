@@ -135,8 +135,8 @@ void nic_activity(const Calibration& cal, uint64_t start_ticks, const NicBusy& n
     n->peak_start_s =
         p.best_start > start_ticks ? cal.ticks_to_ns(p.best_start - start_ticks) / 1e9 : 0;
   }
-  n->unbinned_busy_ns = cal.ticks_to_ns(nic.unbinned_ticks);
-  n->unbinned_bytes = nic.unbinned_bytes;
+  n->unbinned_busy_ns = cal.ticks_to_ns(nic.unbinned_busy_ticks());
+  n->unbinned_bytes = nic.unbinned_busy_bytes();
 }
 
 NicReport nic_report(const ReportInputs& in, const DomainWrap* d, const NicTotals& t) {

@@ -110,6 +110,28 @@ TEST(NicBusy, HeldLockNeverBlocks) {
   EXPECT_EQ(nic.busy_ticks(), 1000u);  // folded locally, not lost
 }
 
+// Where there is no thread window to keep a period in while the NIC's window
+// is held (a NIC past kMaxNics, a thread's window at exit), it is counted in
+// the totals, out of the time windows: never lost, never waited for.
+TEST(NicBusy, HeldLockWithoutAThreadWindowCountsInTheTotals) {
+  NicBusy nic;
+  nic.lock.store(1);
+  nic.add_shared(100, 150, 64);
+  NicLocal l;
+  l.nic = &nic;
+  l.add(200, 230, 32);
+  l.flush_at_exit();
+  EXPECT_EQ(l.w.n, 0u);
+  nic.lock.store(0);
+  EXPECT_EQ(nic.busy_ticks(), 80u);
+  EXPECT_EQ(nic.unbinned_busy_ticks(), 80u);
+  EXPECT_EQ(nic.unbinned_busy_bytes(), 96u);
+  nic.add_shared(300, 310, 8);  // free again: into the window
+  EXPECT_EQ(nic.window.n, 1u);
+  EXPECT_EQ(nic.busy_ticks(), 90u);
+  EXPECT_EQ(nic.unbinned_busy_ticks(), 80u);
+}
+
 // Two threads completing the same ops of one NIC at once (as if both had
 // polled them): the union is their length, never less; periods a thread had
 // to fold on its own while the other held the lock may count twice.
