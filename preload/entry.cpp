@@ -5,6 +5,7 @@
 #include <rdma/fi_errno.h>
 
 #include "common/env.h"
+#include "preload/provider_call.h"
 #include "preload/runtime.h"
 
 namespace fabtrace {
@@ -40,8 +41,7 @@ int entry_getinfo(const char* version, void** real_cache, uint32_t api, const ch
   auto real = reinterpret_cast<Fn>(real_symbol("fi_getinfo", version, real_cache));
   if (!real) return -FI_ENOSYS;
   if (t_nested == 0) runtime_configure();
-  NestGuard guard;
-  return real(api, node, service, flags, hints, info);
+  return call_nested([&] { return real(api, node, service, flags, hints, info); });
 }
 
 int entry_fabric(const char* version, void** real_cache, struct fi_fabric_attr* attr,
@@ -51,14 +51,11 @@ int entry_fabric(const char* version, void** real_cache, struct fi_fabric_attr* 
   if (!real) return -FI_ENOSYS;
   if (t_nested > 0 || !runtime_configure()) return real(attr, fabric, context);
   runtime_activate();
-  int ret;
-  {
-    NestGuard guard;
-    ret = real(attr, fabric, context);
-  }
-  if (ret == 0 && fabric && *fabric && !wrap_fabric(*fabric, attr ? attr->prov_name : nullptr))
-    return refuse_unwrapped(fabric);
-  return ret;
+  return open_wrapped(
+      fabric, [&] { return real(attr, fabric, context); },
+      [&](struct fid_fabric* f) {
+        return wrap_fabric(f, attr ? attr->prov_name : nullptr) != nullptr;
+      });
 }
 
 #ifdef FABTRACE_HAVE_FI_FABRIC2
@@ -69,15 +66,12 @@ int entry_fabric2(const char* version, void** real_cache, struct fi_info* info,
   if (!real) return -FI_ENOSYS;
   if (t_nested > 0 || !runtime_configure()) return real(info, fabric, flags, context);
   runtime_activate();
-  int ret;
-  {
-    NestGuard guard;
-    ret = real(info, fabric, flags, context);
-  }
-  if (ret == 0 && fabric && *fabric &&
-      !wrap_fabric(*fabric, info && info->fabric_attr ? info->fabric_attr->prov_name : nullptr))
-    return refuse_unwrapped(fabric);
-  return ret;
+  return open_wrapped(
+      fabric, [&] { return real(info, fabric, flags, context); },
+      [&](struct fid_fabric* f) {
+        return wrap_fabric(f, info && info->fabric_attr ? info->fabric_attr->prov_name : nullptr) !=
+               nullptr;
+      });
 }
 #endif
 

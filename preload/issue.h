@@ -61,8 +61,25 @@ inline bool flagged_completes(const Direction& d, uint64_t flags) {
   return !d.selective || (flags & FI_COMPLETION);
 }
 
-// Ops whose context must reach the provider unchanged.
+// Ops whose context must reach the provider unchanged: FI_PEEK / FI_CLAIM, for
+// one, keep the application's context, as a peek's context carries the claim
+// state that the later FI_CLAIM receive hands back to the provider.
 constexpr uint64_t kKeepContextFlags = FI_TRIGGER | FI_PEEK | FI_CLAIM | FI_MULTI_RECV;
+
+// Forwards a *msg call (fi_sendmsg, fi_trecvmsg, fi_writemsg, fi_atomicmsg...):
+// the context travels inside the message, so a timed op's record goes in a
+// copy of it. `call(m)` performs the op with message m.
+template <typename Msg, typename Call>
+inline ssize_t issue_msg(EpWrap* w, const Direction& d, uint64_t flags, OpKind kind, const Msg* msg,
+                         uint64_t bytes, Call&& call) {
+  const bool timed = flagged_completes(d, flags) && !(flags & kKeepContextFlags);
+  return issue(w, d, timed, kind, msg->context, bytes, msg->addr, [&](void* c) {
+    if (c == msg->context) return call(msg);
+    Msg copy = *msg;
+    copy.context = c;
+    return call(&copy);
+  });
+}
 
 inline uint64_t iov_bytes(const struct iovec* iov, size_t n) {
   uint64_t b = 0;

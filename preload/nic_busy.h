@@ -16,7 +16,10 @@
 // hands every period it folds (and, at exit, the rest), in time order, to the
 // NIC's time windows (nic_bins.h) and busiest-stretch tracker (nic_peak.h).
 // Periods a thread folded on its own while the lock was held reach only the
-// totals: their time and bytes are counted as unbinned.
+// totals: their time and bytes are counted as unbinned. So do the periods
+// that find the lock held where there is no thread window to keep them in (a
+// NIC past the thread's kMaxNics, a thread's window at exit): they go to the
+// NIC's contended totals (two atomic adds), never waited for, never lost.
 //
 // What is exact and what is not: overlapping ops of one thread always merge.
 // Ops of different threads merge as long as they meet in the shared window
@@ -68,21 +71,18 @@ struct PeriodWindow {
   }
   // Adds [a, b] in which `nbytes` were completed. When the window is full and
   // [a, b] is a new period, the oldest one is folded first. Inline for the two
-  // usual cases, with room: after the newest period, or overlapping only it.
+  // usual cases, with room: after the newest period (a ping-pong makes one
+  // per op), or overlapping only it; insert_slow decides the rest, with the
+  // same two steps.
   void insert(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (__builtin_expect(n != 0 && n != N && b > a, 1)) {
       const uint32_t last = (head + n - 1) & (N - 1);
       if (a > end[last]) {  // periods are never before folded_end
-        const uint32_t i = (head + n) & (N - 1);
-        start[i] = a;
-        end[i] = b;
-        bytes[i] = nbytes;
-        ++n;
+        append(a, b, nbytes);
         return;
       }
       if (a >= start[last]) {
-        if (b > end[last]) end[last] = b;
-        bytes[last] += nbytes;
+        extend_newest(last, b, nbytes);
         return;
       }
     }
@@ -99,25 +99,15 @@ struct PeriodWindow {
         folded_bytes += nbytes;
       return;
     }
-    if (n) {
-      uint64_t& last_e = e(n - 1);
-      if (a > last_e) {
-        // The usual case: after every period (a ping-pong makes one per op).
-      } else if (a >= s(n - 1)) {
-        if (b > last_e) last_e = b;  // overlaps the newest period only
-        this->b(n - 1) += nbytes;
-        return;
-      } else {
+    if (n && a <= e(n - 1)) {
+      if (a >= s(n - 1))
+        extend_newest((head + n - 1) & (N - 1), b, nbytes);
+      else
         merge(a, b, nbytes);  // reaches back further: out-of-order completions
-        return;
-      }
+      return;
     }
     if (full()) fold_oldest();
-    const uint32_t i = (head + n) & (N - 1);
-    start[i] = a;
-    end[i] = b;
-    bytes[i] = nbytes;
-    ++n;
+    append(a, b, nbytes);
   }
   // Hands every period still in the window to the sink (at exit).
   void bin_all() {
@@ -136,6 +126,19 @@ struct PeriodWindow {
   }
 
  private:
+  // [a, b] after every period, with room for it.
+  void append(uint64_t a, uint64_t b, uint64_t nbytes) {
+    const uint32_t i = (head + n) & (N - 1);
+    start[i] = a;
+    end[i] = b;
+    bytes[i] = nbytes;
+    ++n;
+  }
+  // [a, b] overlapping only the newest period, at slot `last`.
+  void extend_newest(uint32_t last, uint64_t b, uint64_t nbytes) {
+    if (b > end[last]) end[last] = b;
+    bytes[last] += nbytes;
+  }
   void fold(uint64_t a, uint64_t b, uint64_t nbytes) {
     folded += b - a;
     folded_bytes += nbytes;
@@ -191,6 +194,8 @@ struct NicBusy {
   // Periods threads folded on their own while the lock was held: in the
   // totals, not in the bins.
   uint64_t unbinned_ticks = 0, unbinned_bytes = 0;
+  // Periods that found the lock held and had no thread window to wait in.
+  std::atomic<uint64_t> contended_ticks{0}, contended_bytes{0};
 
   NicBusy() { window.sink = &activity; }
   // Time windows (and the busiest stretch's) start at `origin`, 1 << shift
@@ -216,8 +221,28 @@ struct NicBusy {
     lock.store(0, std::memory_order_release);
     return true;
   }
+  // Counts [a, b] and its bytes in the totals only (the lock was held).
+  void add_contended(uint64_t ticks, uint64_t nbytes) {
+    contended_ticks.fetch_add(ticks, std::memory_order_relaxed);
+    contended_bytes.fetch_add(nbytes, std::memory_order_relaxed);
+  }
+  // Adds [a, b] straight to the shared window, or to the contended totals
+  // while another thread holds it.
+  void add_shared(uint64_t a, uint64_t b, uint64_t nbytes) {
+    if (!with_window([=](PeriodWindow<kShared>& g) { g.insert(a, b, nbytes); }))
+      add_contended(b > a ? b - a : 0, nbytes);
+  }
   // Total busy ticks (at exit, once every thread's periods are in).
-  uint64_t busy_ticks() const { return window.total(); }
+  uint64_t busy_ticks() const {
+    return window.total() + contended_ticks.load(std::memory_order_relaxed);
+  }
+  // The part of them (and their bytes) in no time window.
+  uint64_t unbinned_busy_ticks() const {
+    return unbinned_ticks + contended_ticks.load(std::memory_order_relaxed);
+  }
+  uint64_t unbinned_busy_bytes() const {
+    return unbinned_bytes + contended_bytes.load(std::memory_order_relaxed);
+  }
 };
 
 // A thread's periods for one NIC, not yet in the NIC's window.
@@ -239,6 +264,15 @@ struct NicLocal {
       w.folded = 0;
       w.folded_bytes = 0;
     });
+  }
+  // At exit: every period into the NIC's window or, while another thread
+  // holds it, into the NIC's contended totals. Never waits, loses nothing.
+  void flush_at_exit() {
+    if (flush()) return;
+    nic->add_contended(w.total(), w.total_bytes());
+    w.n = 0;
+    w.folded = 0;
+    w.folded_bytes = 0;
   }
   void add(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (w.full() && !flush()) {

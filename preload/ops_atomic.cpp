@@ -54,14 +54,8 @@ template <typename Fn>
 ssize_t atomic_msg(struct fid_ep* ep, const struct fi_msg_atomic* msg, uint64_t flags, OpKind kind,
                    Fn&& call_with_msg) {
   EpWrap* w = of(ep);
-  const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
-  return issue(w, w->tx, timed, kind, msg->context,
-               ioc_bytes(msg->msg_iov, msg->iov_count, msg->datatype), msg->addr, [&](void* c) {
-                 if (c == msg->context) return call_with_msg(msg);
-                 struct fi_msg_atomic copy = *msg;
-                 copy.context = c;
-                 return call_with_msg(&copy);
-               });
+  return issue_msg(w, w->tx, flags, kind, msg,
+                   ioc_bytes(msg->msg_iov, msg->iov_count, msg->datatype), call_with_msg);
 }
 
 ssize_t ep_atomic(struct fid_ep* ep, const void* buf, size_t count, void* desc, fi_addr_t dest,

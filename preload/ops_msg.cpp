@@ -24,14 +24,8 @@ ssize_t ep_sendv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t
 
 ssize_t ep_sendmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
   EpWrap* w = of(ep);
-  const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
-  return issue(w, w->tx, timed, OpKind::kSendmsg, msg->context,
-               iov_bytes(msg->msg_iov, msg->iov_count), msg->addr, [&](void* c) {
-                 if (c == msg->context) return w->real_msg->sendmsg(ep, msg, flags);
-                 struct fi_msg copy = *msg;
-                 copy.context = c;
-                 return w->real_msg->sendmsg(ep, &copy, flags);
-               });
+  return issue_msg(w, w->tx, flags, OpKind::kSendmsg, msg, iov_bytes(msg->msg_iov, msg->iov_count),
+                   [&](const struct fi_msg* m) { return w->real_msg->sendmsg(ep, m, flags); });
 }
 
 ssize_t ep_senddata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
@@ -70,14 +64,8 @@ ssize_t ep_recvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_t
 
 ssize_t ep_recvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) {
   EpWrap* w = of(ep);
-  const bool timed = flagged_completes(w->rx, flags) && !(flags & kKeepContextFlags);
-  return issue(w, w->rx, timed, OpKind::kRecvmsg, msg->context,
-               iov_bytes(msg->msg_iov, msg->iov_count), msg->addr, [&](void* c) {
-                 if (c == msg->context) return w->real_msg->recvmsg(ep, msg, flags);
-                 struct fi_msg copy = *msg;
-                 copy.context = c;
-                 return w->real_msg->recvmsg(ep, &copy, flags);
-               });
+  return issue_msg(w, w->rx, flags, OpKind::kRecvmsg, msg, iov_bytes(msg->msg_iov, msg->iov_count),
+                   [&](const struct fi_msg* m) { return w->real_msg->recvmsg(ep, m, flags); });
 }
 
 }  // namespace

@@ -17,17 +17,13 @@ inline uint64_t rma_bytes(const struct fi_msg_rma* msg) {
   return b;
 }
 
+// fi_readmsg and fi_writemsg differ only in the provider's function.
 template <typename Fn>
 ssize_t rma_msg(struct fid_ep* ep, const struct fi_msg_rma* msg, uint64_t flags, OpKind kind,
                 Fn real) {
   EpWrap* w = of(ep);
-  const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
-  return issue(w, w->tx, timed, kind, msg->context, rma_bytes(msg), msg->addr, [&](void* c) {
-    if (c == msg->context) return real(ep, msg, flags);
-    struct fi_msg_rma copy = *msg;
-    copy.context = c;
-    return real(ep, &copy, flags);
-  });
+  return issue_msg(w, w->tx, flags, kind, msg, rma_bytes(msg),
+                   [&](const struct fi_msg_rma* m) { return real(ep, m, flags); });
 }
 
 ssize_t ep_read(struct fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src, uint64_t addr,

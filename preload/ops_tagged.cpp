@@ -28,14 +28,9 @@ ssize_t ep_tsendv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_
 
 ssize_t ep_tsendmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t flags) {
   EpWrap* w = of(ep);
-  const bool timed = flagged_completes(w->tx, flags) && !(flags & kKeepContextFlags);
-  return issue(w, w->tx, timed, OpKind::kTsendmsg, msg->context,
-               iov_bytes(msg->msg_iov, msg->iov_count), msg->addr, [&](void* c) {
-                 if (c == msg->context) return w->real_tagged->sendmsg(ep, msg, flags);
-                 struct fi_msg_tagged copy = *msg;
-                 copy.context = c;
-                 return w->real_tagged->sendmsg(ep, &copy, flags);
-               });
+  return issue_msg(
+      w, w->tx, flags, OpKind::kTsendmsg, msg, iov_bytes(msg->msg_iov, msg->iov_count),
+      [&](const struct fi_msg_tagged* m) { return w->real_tagged->sendmsg(ep, m, flags); });
 }
 
 ssize_t ep_tsenddata(struct fid_ep* ep, const void* buf, size_t len, void* desc, uint64_t data,
@@ -75,18 +70,11 @@ ssize_t ep_trecvv(struct fid_ep* ep, const struct iovec* iov, void** desc, size_
       [&](void* c) { return w->real_tagged->recvv(ep, iov, desc, count, src, tag, ignore, c); });
 }
 
-// FI_PEEK / FI_CLAIM keep the application's context: a peek's context carries
-// the claim state that the later FI_CLAIM receive hands back to the provider.
 ssize_t ep_trecvmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t flags) {
   EpWrap* w = of(ep);
-  const bool timed = flagged_completes(w->rx, flags) && !(flags & kKeepContextFlags);
-  return issue(w, w->rx, timed, OpKind::kTrecvmsg, msg->context,
-               iov_bytes(msg->msg_iov, msg->iov_count), msg->addr, [&](void* c) {
-                 if (c == msg->context) return w->real_tagged->recvmsg(ep, msg, flags);
-                 struct fi_msg_tagged copy = *msg;
-                 copy.context = c;
-                 return w->real_tagged->recvmsg(ep, &copy, flags);
-               });
+  return issue_msg(
+      w, w->rx, flags, OpKind::kTrecvmsg, msg, iov_bytes(msg->msg_iov, msg->iov_count),
+      [&](const struct fi_msg_tagged* m) { return w->real_tagged->recvmsg(ep, m, flags); });
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "preload/capture_signal.h"
 #include "preload/outputs.h"
 #include "preload/probes.h"
+#include "preload/provider_call.h"
 #include "preload/stats.h"
 #include "preload/thread_id.h"
 #include "preload/timeline.h"

@@ -80,31 +80,6 @@ bool runtime_configure();
 // First fabric activity of this process: clock, ring, exit hook. Idempotent.
 void runtime_activate();
 
-// Depth of provider calls made on this thread on behalf of the application: a
-// libfabric entry point reached while it is non-zero comes from inside a
-// provider (ofi_rxm opening tcp) and is left alone.
-extern thread_local int t_nested;
-struct NestGuard {
-  NestGuard() { ++t_nested; }
-  ~NestGuard() { --t_nested; }
-  NestGuard(const NestGuard&) = delete;
-  NestGuard& operator=(const NestGuard&) = delete;
-};
-
-// The provider opened *obj but its wrapper could not be allocated: the object
-// is closed again and the application gets -FI_ENOMEM (an exception must not
-// cross libfabric's C callers).
-template <typename Fid>
-int refuse_unwrapped(Fid** obj) {
-  struct fid* f = &(*obj)->fid;
-  {
-    NestGuard g;
-    f->ops->close(f);
-  }
-  *obj = nullptr;
-  return -FI_ENOMEM;
-}
-
 // Writes this process's report (text + JSON). Called once at exit.
 void write_report();
 

@@ -92,7 +92,6 @@ void Shard::reset() {
   timeline.dropped = timeline.filtered = 0;
   for (PollStats& p : cq) p = PollStats();
   for (NicLocal& l : nic) l = NicLocal();
-  nic_lost = 0;
 }
 
 }  // namespace fabtrace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "preload/objects.h"
+#include "preload/provider_call.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -52,11 +53,7 @@ int insert_and_remember(AvWrap* w, fi_addr_t* fi_addr, size_t count, const void*
     tmp.assign(count, FI_ADDR_NOTAVAIL);
     out = tmp.data();
   }
-  int ret;
-  {
-    NestGuard g;
-    ret = call(out);
-  }
+  const int ret = call_nested([&] { return call(out); });
   if (ret > 0 && out) remember(w, out, count, raw);
   return ret;
 }

@@ -19,6 +19,7 @@
 #include "preload/completion.h"
 #include "preload/cq_format.h"
 #include "preload/probes.h"
+#include "preload/provider_call.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -105,6 +106,9 @@ struct PollProbe {
 
 template <bool kBlocking, typename Read>
 inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Read&& read) {
+  // A read made from inside one of our shims on this thread (libfabric's
+  // utility CQ reading through the op table) is part of the poll already made.
+  if (t_in_cq) return read(buf, count);
   const bool gap = runtime().cfg.cqgap;
   Shard* s = nullptr;
   if (kBlocking) {
@@ -122,7 +126,9 @@ inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Re
   const ssize_t n = read(pbuf, count);
   t_in_cq = false;
   probe.exit(n);
-  if (!kBlocking && n <= 0 && !gap) return n;  // nothing to time, nothing to stamp
+  // An empty poll with the gap statistics off has nothing to time or stamp,
+  // blocking or not: no clock read.
+  if (n <= 0 && !gap) return n;
   const uint64_t now = now_ticks();
   if (!kBlocking) {
     s = my_shard();
@@ -138,23 +144,21 @@ inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Re
   return n;
 }
 
+// The four reads differ only in the provider call and whether they block.
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->read(cq, buf, count);
   return poll<false>(w, buf, count, nullptr,
                      [&](void* b, size_t n) { return w->real_ops->read(cq, b, n); });
 }
 
 ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->readfrom(cq, buf, count, src_addr);
   return poll<false>(w, buf, count, src_addr,
                      [&](void* b, size_t n) { return w->real_ops->readfrom(cq, b, n, src_addr); });
 }
 
 ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->sread(cq, buf, count, cond, timeout);
   return poll<true>(w, buf, count, nullptr,
                     [&](void* b, size_t n) { return w->real_ops->sread(cq, b, n, cond, timeout); });
 }
@@ -162,7 +166,6 @@ ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, i
 ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr,
                      const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  if (t_in_cq) return w->real_ops->sreadfrom(cq, buf, count, src_addr, cond, timeout);
   return poll<true>(w, buf, count, src_addr, [&](void* b, size_t n) {
     return w->real_ops->sreadfrom(cq, b, n, src_addr, cond, timeout);
   });
@@ -187,11 +190,7 @@ ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flag
 
 int cq_close(struct fid* fid) {
   CqWrap* w = FABTRACE_CONTAINER_OF(fid->ops, CqWrap, fid_ops);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_fid->close(fid);
-  }
+  const int ret = call_nested([&] { return w->real_fid->close(fid); });
   if (ret == 0) release_records_of_cq(w);
   return ret;
 }
@@ -215,15 +214,12 @@ int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* co
   // default, known for the providers cq_unspec_layout names.
   enum fi_cq_format layout =
       app == FI_CQ_FORMAT_UNSPEC ? cq_unspec_layout(d->fabric->prov_name) : app;
-  int ret = 1;
   if (attr && layout == FI_CQ_FORMAT_CONTEXT && !(attr->flags & FI_PEER)) {
     // fi_cq_entry carries no length: ask for fi_cq_msg_entry and translate.
     struct fi_cq_attr mine = *attr;
     mine.format = FI_CQ_FORMAT_MSG;
-    {
-      NestGuard g;
-      ret = d->real_ops->cq_open(d->domain, &mine, cq, context);
-    }
+    const int ret =
+        call_nested([&] { return d->real_ops->cq_open(d->domain, &mine, cq, context); });
     if (ret == 0) {
       // The application sees what the provider wrote back, in its own format.
       const enum fi_cq_format prov = mine.format;
@@ -234,17 +230,15 @@ int open_cq(DomainWrap* d, struct fi_cq_attr* attr, struct fid_cq** cq, void* co
     }
     // Refused: open what the application asked for; lengths stay unknown.
   }
-  {
-    NestGuard g;
-    ret = d->real_ops->cq_open(d->domain, attr, cq, context);
-  }
-  if (ret != 0 || !cq || !*cq) return ret;
-  // A provider we do not know writes the format it chose for UNSPEC back, or
-  // keeps UNSPEC, which everywhere we know of means fi_cq_entry.
-  if (layout == FI_CQ_FORMAT_UNSPEC) layout = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
-  if (layout == FI_CQ_FORMAT_UNSPEC) layout = FI_CQ_FORMAT_CONTEXT;
-  if (!wrap_cq(*cq, d, layout, layout)) return refuse_unwrapped(cq);
-  return ret;
+  return open_wrapped(
+      cq, [&] { return d->real_ops->cq_open(d->domain, attr, cq, context); },
+      [&](struct fid_cq* c) {
+        // A provider we do not know writes the format it chose for UNSPEC
+        // back, or keeps UNSPEC, which everywhere we know of means fi_cq_entry.
+        if (layout == FI_CQ_FORMAT_UNSPEC) layout = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+        if (layout == FI_CQ_FORMAT_UNSPEC) layout = FI_CQ_FORMAT_CONTEXT;
+        return wrap_cq(c, d, layout, layout) != nullptr;
+      });
 }
 
 CqWrap* wrap_cq(struct fid_cq* cq, DomainWrap* domain, enum fi_cq_format app_format,

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "preload/addr_format.h"
 #include "preload/inflight.h"
+#include "preload/provider_call.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -35,11 +36,7 @@ void set_local_name(EpWrap* w) {
 
 int ep_bind(struct fid* fid, struct fid* bfid, uint64_t flags) {
   EpWrap* w = of_fid(fid);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_fid->bind(fid, bfid, flags);
-  }
+  const int ret = call_nested([&] { return w->real_fid->bind(fid, bfid, flags); });
   if (ret != 0 || !bfid) return ret;
   if (CqWrap* cq = cq_wrap_of(bfid)) {
     const bool sel = (flags & FI_SELECTIVE_COMPLETION) != 0;
@@ -58,11 +55,7 @@ int ep_bind(struct fid* fid, struct fid* bfid, uint64_t flags) {
 
 int ep_control(struct fid* fid, int command, void* arg) {
   EpWrap* w = of_fid(fid);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_fid->control(fid, command, arg);
-  }
+  const int ret = call_nested([&] { return w->real_fid->control(fid, command, arg); });
   if (ret != 0) return ret;
   if (command == FI_ENABLE) {
     w->install();
@@ -80,14 +73,9 @@ int ep_control(struct fid* fid, int command, void* arg) {
 
 int ep_close(struct fid* fid) {
   EpWrap* w = of_fid(fid);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_fid->close(fid);
-  }
   // The container stays: records of this endpoint's ops may still complete on
   // an open CQ, and the report needs its names.
-  return ret;
+  return call_nested([&] { return w->real_fid->close(fid); });
 }
 
 // fi_cancel names the op by the application's context; the provider knows it
@@ -105,51 +93,42 @@ ssize_t ep_cancel(struct fid* fid, void* context) {
   return w->real_ep->cancel(fid, context);
 }
 
-int ep_tx_ctx(struct fid_ep* sep, int index, struct fi_tx_attr* attr, struct fid_ep** tx_ep,
-              void* context) {
-  EpWrap* w = FABTRACE_CONTAINER_OF(sep->ops, EpWrap, ep_ops);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ep->tx_ctx(sep, index, attr, tx_ep, context);
-  }
-  if (ret == 0 && tx_ep && *tx_ep) {
-    EpWrap* c = wrap_ep(*tx_ep, w->domain, nullptr, w);
-    if (!c) return refuse_unwrapped(tx_ep);
+// A scalable endpoint's transmit or receive context: a child of the scalable
+// endpoint, with its type, address format and AV, and the op flags of its
+// own direction (`dir`) from the context's attributes.
+template <typename Attr, typename Open>
+int open_sep_ctx(EpWrap* w, const Attr* attr, Direction EpWrap::*dir, struct fid_ep** ctx,
+                 Open&& open) {
+  return open_wrapped(ctx, open, [&](struct fid_ep* e) {
+    EpWrap* c = wrap_ep(e, w->domain, nullptr, w);
+    if (!c) return false;
     c->type = w->type;
     c->addr_format = w->addr_format;
     c->av = w->av;
-    if (attr) c->tx.op_flags = attr->op_flags;
-  }
-  return ret;
+    if (attr) (c->*dir).op_flags = attr->op_flags;
+    return true;
+  });
+}
+
+EpWrap* of_sep(struct fid_ep* sep) { return FABTRACE_CONTAINER_OF(sep->ops, EpWrap, ep_ops); }
+
+int ep_tx_ctx(struct fid_ep* sep, int index, struct fi_tx_attr* attr, struct fid_ep** tx_ep,
+              void* context) {
+  EpWrap* w = of_sep(sep);
+  return open_sep_ctx(w, attr, &EpWrap::tx, tx_ep,
+                      [&] { return w->real_ep->tx_ctx(sep, index, attr, tx_ep, context); });
 }
 
 int ep_rx_ctx(struct fid_ep* sep, int index, struct fi_rx_attr* attr, struct fid_ep** rx_ep,
               void* context) {
-  EpWrap* w = FABTRACE_CONTAINER_OF(sep->ops, EpWrap, ep_ops);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ep->rx_ctx(sep, index, attr, rx_ep, context);
-  }
-  if (ret == 0 && rx_ep && *rx_ep) {
-    EpWrap* c = wrap_ep(*rx_ep, w->domain, nullptr, w);
-    if (!c) return refuse_unwrapped(rx_ep);
-    c->type = w->type;
-    c->addr_format = w->addr_format;
-    c->av = w->av;
-    if (attr) c->rx.op_flags = attr->op_flags;
-  }
-  return ret;
+  EpWrap* w = of_sep(sep);
+  return open_sep_ctx(w, attr, &EpWrap::rx, rx_ep,
+                      [&] { return w->real_ep->rx_ctx(sep, index, attr, rx_ep, context); });
 }
 
 int cm_connect(struct fid_ep* ep, const void* addr, const void* param, size_t paramlen) {
   EpWrap* w = FABTRACE_CONTAINER_OF(ep->cm, EpWrap, cm_ops);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_cm->connect(ep, addr, param, paramlen);
-  }
+  const int ret = call_nested([&] { return w->real_cm->connect(ep, addr, param, paramlen); });
   if (ret == 0) {
     if (const size_t len = sockaddr_len(w->addr_format, addr)) {
       std::string peer = format_addr(w->addr_format, addr, len);
@@ -163,11 +142,7 @@ int cm_connect(struct fid_ep* ep, const void* addr, const void* param, size_t pa
 
 int cm_accept(struct fid_ep* ep, const void* param, size_t paramlen) {
   EpWrap* w = FABTRACE_CONTAINER_OF(ep->cm, EpWrap, cm_ops);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_cm->accept(ep, param, paramlen);
-  }
+  const int ret = call_nested([&] { return w->real_cm->accept(ep, param, paramlen); });
   if (ret == 0) set_local_name(w);
   return ret;
 }

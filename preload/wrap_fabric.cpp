@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "preload/objects.h"
+#include "preload/provider_call.h"
 #include "preload/runtime.h"
 #include "preload/tables.h"
 
@@ -22,25 +23,17 @@ DomainWrap* domain_of(struct fid_domain* d) {
 int fabric_domain(struct fid_fabric* fabric, struct fi_info* info, struct fid_domain** dom,
                   void* context) {
   FabricWrap* w = fabric_of(fabric);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->domain(fabric, info, dom, context);
-  }
-  if (ret == 0 && dom && *dom && !wrap_domain(*dom, w, info)) return refuse_unwrapped(dom);
-  return ret;
+  return open_wrapped(
+      dom, [&] { return w->real_ops->domain(fabric, info, dom, context); },
+      [&](struct fid_domain* d) { return wrap_domain(d, w, info) != nullptr; });
 }
 
 int fabric_domain2(struct fid_fabric* fabric, struct fi_info* info, struct fid_domain** dom,
                    uint64_t flags, void* context) {
   FabricWrap* w = fabric_of(fabric);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->domain2(fabric, info, dom, flags, context);
-  }
-  if (ret == 0 && dom && *dom && !wrap_domain(*dom, w, info)) return refuse_unwrapped(dom);
-  return ret;
+  return open_wrapped(
+      dom, [&] { return w->real_ops->domain2(fabric, info, dom, flags, context); },
+      [&](struct fid_domain* d) { return wrap_domain(d, w, info) != nullptr; });
 }
 
 int domain_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq,
@@ -51,68 +44,51 @@ int domain_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fi
 int domain_av_open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av,
                    void* context) {
   DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->av_open(domain, attr, av, context);
-  }
-  // Asynchronous AVs (FI_EVENT) report inserts on an EQ; their names are not
-  // resolved and links show the fi_addr_t number instead.
-  if (ret == 0 && av && *av && !(attr && (attr->flags & FI_EVENT)) && !wrap_av(*av, w->addrlen))
-    return refuse_unwrapped(av);
-  return ret;
+  // Asynchronous AVs (FI_EVENT) report inserts on an EQ; they stay unwrapped,
+  // their names are not resolved and links show the fi_addr_t number instead.
+  const bool async = attr && (attr->flags & FI_EVENT);
+  return open_wrapped(
+      av, [&] { return w->real_ops->av_open(domain, attr, av, context); },
+      [&](struct fid_av* a) { return async || wrap_av(a, w->addrlen) != nullptr; });
+}
+
+// fi_endpoint, fi_endpoint2 and fi_scalable_ep: an endpoint of this domain.
+template <typename Open>
+int open_ep(DomainWrap* w, struct fi_info* info, struct fid_ep** ep, Open&& open) {
+  return open_wrapped(ep, open,
+                      [&](struct fid_ep* e) { return wrap_ep(e, w, info, nullptr) != nullptr; });
 }
 
 int domain_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
                     void* context) {
   DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->endpoint(domain, info, ep, context);
-  }
-  if (ret == 0 && ep && *ep && !wrap_ep(*ep, w, info, nullptr)) return refuse_unwrapped(ep);
-  return ret;
+  return open_ep(w, info, ep, [&] { return w->real_ops->endpoint(domain, info, ep, context); });
 }
 
 int domain_endpoint2(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep,
                      uint64_t flags, void* context) {
   DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->endpoint2(domain, info, ep, flags, context);
-  }
-  if (ret == 0 && ep && *ep && !wrap_ep(*ep, w, info, nullptr)) return refuse_unwrapped(ep);
-  return ret;
+  return open_ep(w, info, ep,
+                 [&] { return w->real_ops->endpoint2(domain, info, ep, flags, context); });
 }
 
 int domain_scalable_ep(struct fid_domain* domain, struct fi_info* info, struct fid_ep** sep,
                        void* context) {
   DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->scalable_ep(domain, info, sep, context);
-  }
-  if (ret == 0 && sep && *sep && !wrap_ep(*sep, w, info, nullptr)) return refuse_unwrapped(sep);
-  return ret;
+  return open_ep(w, info, sep,
+                 [&] { return w->real_ops->scalable_ep(domain, info, sep, context); });
 }
 
 int domain_srx_ctx(struct fid_domain* domain, struct fi_rx_attr* attr, struct fid_ep** rx_ep,
                    void* context) {
   DomainWrap* w = domain_of(domain);
-  int ret;
-  {
-    NestGuard g;
-    ret = w->real_ops->srx_ctx(domain, attr, rx_ep, context);
-  }
-  if (ret == 0 && rx_ep && *rx_ep) {
-    EpWrap* e = wrap_ep(*rx_ep, w, nullptr, nullptr);
-    if (!e) return refuse_unwrapped(rx_ep);
-    if (attr) e->rx.op_flags = attr->op_flags;
-  }
-  return ret;
+  return open_wrapped(
+      rx_ep, [&] { return w->real_ops->srx_ctx(domain, attr, rx_ep, context); },
+      [&](struct fid_ep* e) {
+        EpWrap* c = wrap_ep(e, w, nullptr, nullptr);
+        if (c && attr) c->rx.op_flags = attr->op_flags;
+        return c != nullptr;
+      });
 }
 
 }  // namespace

@@ -500,39 +500,47 @@ TEST_F(CxiCounterStdTest, DisabledDoesNothing) {
 
 // ---- settings from the environment ---------------------------------------------
 
-TEST_F(CxiCounterTest, EnvDefaults) {
-  Config c;
-  EXPECT_EQ(stderr_of([&] { c = CounterSampler::config_from_env(); }), "");
-  EXPECT_TRUE(c.enabled);
-  EXPECT_EQ(c.interval_ms, 100u);
-  EXPECT_EQ(c.devices, "");
-  EXPECT_EQ(c.counters, "");
-  EXPECT_EQ(c.max_bytes, uint64_t{256} << 20);
-  EXPECT_EQ(c.sysfs_root, "/sys/class/cxi");
-  EXPECT_EQ(c.run_root, "/run/cxi");
-  EXPECT_EQ(c.local_rank, -1);
+// The FABTRACE_NIC_* variables a case sets, and the whole Config they give
+// (read without a warning), as describe() writes it: enabled, interval_ms,
+// [devices], [counters], max_bytes, sysfs_root, run_root, local_rank.
+struct EnvCase {
+  const char* name;
+  std::vector<std::pair<const char*, const char*>> env;
+  const char* want;
+};
+
+void PrintTo(const EnvCase& c, std::ostream* os) { *os << c.name; }
+
+std::string describe(const Config& c) {
+  return std::to_string(c.enabled) + " " + std::to_string(c.interval_ms) + " [" + c.devices +
+         "] [" + c.counters + "] " + std::to_string(c.max_bytes) + " " + c.sysfs_root + " " +
+         c.run_root + " " + std::to_string(c.local_rank);
 }
 
-TEST_F(CxiCounterTest, EnvValues) {
-  env_.set("FABTRACE_NIC", "on");
-  env_.set("FABTRACE_NIC_MS", "5");
-  env_.set("FABTRACE_NIC_DEV", " cxi1,cxi0 ");
-  env_.set("FABTRACE_NIC_COUNTERS", "rh:,hni_*");
-  env_.set("FABTRACE_NIC_MAX_MB", "2");
-  env_.set("FABTRACE_CXI_SYSFS_ROOT", "/x/sys");
-  env_.set("FABTRACE_CXI_RUN_ROOT", "/x/run");
-  env_.set("MPI_LOCALRANKID", "3");
+class CxiEnvTest : public CxiCounterTest, public ::testing::WithParamInterface<EnvCase> {};
+
+TEST_P(CxiEnvTest, ReadsTheWholeConfig) {
+  for (const auto& kv : GetParam().env) env_.set(kv.first, kv.second);
   Config c;
   EXPECT_EQ(stderr_of([&] { c = CounterSampler::config_from_env(); }), "");
-  EXPECT_TRUE(c.enabled);
-  EXPECT_EQ(c.interval_ms, 5u);
-  EXPECT_EQ(c.devices, "cxi1,cxi0");
-  EXPECT_EQ(c.counters, "rh:,hni_*");
-  EXPECT_EQ(c.max_bytes, uint64_t{2} << 20);
-  EXPECT_EQ(c.sysfs_root, "/x/sys");
-  EXPECT_EQ(c.run_root, "/x/run");
-  EXPECT_EQ(c.local_rank, 3);
+  EXPECT_EQ(describe(c), GetParam().want);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Settings, CxiEnvTest,
+    ::testing::Values(EnvCase{"Defaults", {}, "1 100 [] [] 268435456 /sys/class/cxi /run/cxi -1"},
+                      EnvCase{"Values",
+                              {{"FABTRACE_NIC", "on"},
+                               {"FABTRACE_NIC_MS", "5"},
+                               {"FABTRACE_NIC_DEV", " cxi1,cxi0 "},
+                               {"FABTRACE_NIC_COUNTERS", "rh:,hni_*"},
+                               {"FABTRACE_NIC_MAX_MB", "2"},
+                               {"FABTRACE_CXI_SYSFS_ROOT", "/x/sys"},
+                               {"FABTRACE_CXI_RUN_ROOT", "/x/run"},
+                               {"MPI_LOCALRANKID", "3"}},
+                              // blanks trimmed; the local rank from MPI_LOCALRANKID
+                              "1 5 [cxi1,cxi0] [rh:,hni_*] 2097152 /x/sys /x/run 3"}),
+    [](const ::testing::TestParamInfo<EnvCase>& i) { return std::string(i.param.name); });
 
 TEST_F(CxiCounterTest, EnvBadValuesWarnOnceEachAndUseDefaults) {
   env_.set("FABTRACE_NIC", "maybe");

@@ -110,6 +110,28 @@ TEST(NicBusy, HeldLockNeverBlocks) {
   EXPECT_EQ(nic.busy_ticks(), 1000u);  // folded locally, not lost
 }
 
+// Where there is no thread window to keep a period in while the NIC's window
+// is held (a NIC past kMaxNics, a thread's window at exit), it is counted in
+// the totals, out of the time windows: never lost, never waited for.
+TEST(NicBusy, HeldLockWithoutAThreadWindowCountsInTheTotals) {
+  NicBusy nic;
+  nic.lock.store(1);
+  nic.add_shared(100, 150, 64);
+  NicLocal l;
+  l.nic = &nic;
+  l.add(200, 230, 32);
+  l.flush_at_exit();
+  EXPECT_EQ(l.w.n, 0u);
+  nic.lock.store(0);
+  EXPECT_EQ(nic.busy_ticks(), 80u);
+  EXPECT_EQ(nic.unbinned_busy_ticks(), 80u);
+  EXPECT_EQ(nic.unbinned_busy_bytes(), 96u);
+  nic.add_shared(300, 310, 8);  // free again: into the window
+  EXPECT_EQ(nic.window.n, 1u);
+  EXPECT_EQ(nic.busy_ticks(), 90u);
+  EXPECT_EQ(nic.unbinned_busy_ticks(), 80u);
+}
+
 // Two threads completing the same ops of one NIC at once (as if both had
 // polled them): the union is their length, never less; periods a thread had
 // to fold on its own while the other held the lock may count twice.
@@ -219,40 +241,53 @@ NicPeak peak_of(uint32_t shift, uint64_t span) {
   return p;
 }
 
-// The busiest stretch: the most bytes, over its length from the first issue
-// to the last completion; a slow period far away does not join it.
-TEST(NicPeak, BusiestStretchByBytes) {
-  NicPeak p = peak_of(10, 1000);  // 1024-tick windows
-  p.add(0, 900, 16);              // a slow setup op alone
-  for (uint64_t i = 0; i < 10; ++i) p.add(5200 + i * 20, 5200 + i * 20 + 15, 4096);
-  p.finish();
-  EXPECT_EQ(p.best_bytes, 10u * 4096u);
-  EXPECT_EQ(p.best_start, 5200u);
-  EXPECT_EQ(p.best_end, 5200u + 9 * 20 + 15);
+// Where a NIC's busiest stretch (1024-tick windows, at most 1000 ticks long)
+// is found among its periods.
+struct Period {
+  uint64_t a, b, bytes;
+};
+struct PeakCase {
+  const char* name;
+  std::vector<Period> periods;
+  uint64_t bytes, start, end;  // the stretch found
+};
+
+void PrintTo(const PeakCase& c, std::ostream* os) { *os << c.name; }
+
+// Ten 15-tick ops of `bytes` each, one every 20 ticks from `from`, after `before`.
+std::vector<Period> burst(uint64_t from, uint64_t bytes, std::vector<Period> before = {}) {
+  for (uint64_t i = 0; i < 10; ++i) before.push_back({from + i * 20, from + i * 20 + 15, bytes});
+  return before;
 }
 
-// A burst across a window boundary is one stretch: the two windows together.
-TEST(NicPeak, BurstAcrossTwoWindowsIsOneStretch) {
+class NicPeakStretch : public ::testing::TestWithParam<PeakCase> {};
+
+TEST_P(NicPeakStretch, IsTheBusiestWithinTheSpan) {
   NicPeak p = peak_of(10, 1000);
-  for (uint64_t i = 0; i < 10; ++i) p.add(2000 + i * 20, 2000 + i * 20 + 15, 100);  // 2000..2195
+  for (const Period& x : GetParam().periods) p.add(x.a, x.b, x.bytes);
   p.finish();
-  EXPECT_EQ(p.best_bytes, 1000u);
-  EXPECT_EQ(p.best_start, 2000u);
-  EXPECT_EQ(p.best_end, 2195u);
+  EXPECT_EQ(p.best_bytes, GetParam().bytes);
+  EXPECT_EQ(p.best_start, GetParam().start);
+  EXPECT_EQ(p.best_end, GetParam().end);
 }
 
-// Two adjacent windows whose activity lasts longer than the span are no
-// stretch: the busier window alone is.
-TEST(NicPeak, AdjacentWindowsOnlyWithinTheSpan) {
-  NicPeak p = peak_of(10, 1000);
-  p.add(1024, 1100, 300);  // window 1, early
-  p.add(2000, 2040, 500);  // window 1, late
-  p.add(2100, 2900, 400);  // window 2: 1024..2900 is longer than 1000
-  p.finish();
-  EXPECT_EQ(p.best_bytes, 800u);
-  EXPECT_EQ(p.best_start, 1024u);
-  EXPECT_EQ(p.best_end, 2040u);
-}
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NicPeakStretch,
+    ::testing::Values(
+        // The most bytes, over its length from the first issue to the last
+        // completion; a slow setup op alone far away does not join it.
+        PeakCase{"BusiestStretchByBytes", burst(5200, 4096, {{0, 900, 16}}), 10 * 4096, 5200,
+                 5200 + 9 * 20 + 15},
+        // A burst across a window boundary is one stretch: the two windows together.
+        PeakCase{"BurstAcrossTwoWindowsIsOneStretch", burst(2000, 100), 1000, 2000, 2195},
+        // Two adjacent windows whose activity lasts longer than the span are no
+        // stretch: the busier window alone is (1024..2900 is longer than 1000).
+        PeakCase{"AdjacentWindowsOnlyWithinTheSpan",
+                 {{1024, 1100, 300}, {2000, 2040, 500}, {2100, 2900, 400}},
+                 800,
+                 1024,
+                 2040}),
+    [](const ::testing::TestParamInfo<PeakCase>& i) { return std::string(i.param.name); });
 
 // A period longer than the span counts by its share in each window: its
 // mean rate, not its whole bytes over a window.

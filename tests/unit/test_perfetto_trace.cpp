@@ -406,6 +406,8 @@ struct Op {  // times: ns after the rank's monotonic origin
   bool error;
 };
 
+Rank rank_at(const std::string& host, const std::string& rank, long pid);
+
 class PerfettoTrace : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -415,6 +417,28 @@ class PerfettoTrace : public ::testing::Test {
   }
   void TearDown() override {
     std::system(("rm -rf '" + dir_ + "'").c_str());  // test-owned temporary directory
+  }
+
+  // The trace of `job` written into dir_ with the default options.
+  struct Written {
+    bool ok = false;
+    std::string err;
+    std::vector<std::string> files;
+    PerfettoStats st;
+  };
+  Written write_trace(const Job& job) {
+    Written w;
+    w.ok = write_perfetto_stats(job, dir_, PerfettoOptions(), &w.files, &w.st, &w.err);
+    return w;
+  }
+  // The trace of one rank ("0" on host "h") whose oplog holds `ops` on one
+  // link a -> b.
+  Written trace_of_ops(const std::vector<Op>& ops, bool tsc) {
+    Job job;
+    Rank r = rank_at("h", "0", 1);
+    r.oplog_path = write_oplog("o.oplog", tsc, kMono0, ops, {{0, "a", "b"}}, "0");
+    job.ranks.push_back(r);
+    return write_trace(job);
   }
 
   // Rank 0: TSC ticks at 0.5 ns/tick; rank 1: ticks are ns. Ops are written in
@@ -796,26 +820,15 @@ TEST_F(PerfettoTrace, SplitsLargeTraceIntoSelfContainedFiles) {
 // More overlap than lanes: the extra ops are counted, not drawn, and the rank
 // track says so.
 TEST_F(PerfettoTrace, OverlapBeyondMaxLanesIsCounted) {
-  Job job;
-  Rank r;
-  r.host = "h";
-  r.rank = "0";
-  r.pid = 1;
-  r.start_mono_ns = kMono0;
-  r.start_wall_ns = kWall0;
   std::vector<Op> ops;
   const uint64_t n = kPerfettoMaxLanes + 6;
   for (uint64_t i = 0; i < n; ++i) ops.push_back({i, 1000 * kUs, 0, OpKind::kTsend, 1, false});
-  r.oplog_path = write_oplog("o.oplog", true, kMono0, ops, {{0, "a", "b"}}, "0");
-  job.ranks.push_back(r);
-  std::vector<std::string> files;
-  PerfettoStats st;
-  std::string err;
-  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
-  EXPECT_EQ(st.overlap_dropped, 6u);
-  EXPECT_EQ(st.slices, kPerfettoMaxLanes);
-  EXPECT_EQ(st.max_lanes, kPerfettoMaxLanes);
-  const Decoded d = decode_trace(files[0]);
+  const Written out = trace_of_ops(ops, true);
+  ASSERT_TRUE(out.ok) << out.err;
+  EXPECT_EQ(out.st.overlap_dropped, 6u);
+  EXPECT_EQ(out.st.slices, kPerfettoMaxLanes);
+  EXPECT_EQ(out.st.max_lanes, kPerfettoMaxLanes);
+  const Decoded d = decode_trace(out.files[0]);
   ASSERT_TRUE(d.ok) << d.problem;
   EXPECT_EQ(check_tracks(d), "");
   std::set<uint64_t> tracks;
@@ -831,29 +844,18 @@ TEST_F(PerfettoTrace, OverlapBeyondMaxLanesIsCounted) {
 // Ops that do not overlap but arrive far out of start order (two threads'
 // chunks): the reorder window sorts them, so they share one lane.
 TEST_F(PerfettoTrace, ReorderWindowPacksOutOfOrderOps) {
-  Job job;
-  Rank r;
-  r.host = "h";
-  r.rank = "0";
-  r.pid = 1;
-  r.start_mono_ns = kMono0;
-  r.start_wall_ns = kWall0;
   std::vector<Op> ops;
   for (uint64_t i = 0; i < 1000; ++i)  // thread B's chunk first: odd slots
     ops.push_back(
         {(2 * i + 1) * 10 * kUs, (2 * i + 1) * 10 * kUs + 5 * kUs, 0, OpKind::kSend, 1, false});
   for (uint64_t i = 0; i < 1000; ++i)  // then thread A's: even slots
     ops.push_back({2 * i * 10 * kUs, 2 * i * 10 * kUs + 5 * kUs, 0, OpKind::kSend, 1, false});
-  r.oplog_path = write_oplog("o.oplog", false, kMono0, ops, {{0, "a", "b"}}, "0");
-  job.ranks.push_back(r);
-  std::vector<std::string> files;
-  PerfettoStats st;
-  std::string err;
-  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
-  EXPECT_EQ(st.slices, 2000u);
-  EXPECT_EQ(st.max_lanes, 1u);
-  EXPECT_EQ(st.late_ops, 0u);
-  const Decoded d = decode_trace(files[0]);
+  const Written out = trace_of_ops(ops, false);
+  ASSERT_TRUE(out.ok) << out.err;
+  EXPECT_EQ(out.st.slices, 2000u);
+  EXPECT_EQ(out.st.max_lanes, 1u);
+  EXPECT_EQ(out.st.late_ops, 0u);
+  const Decoded d = decode_trace(out.files[0]);
   ASSERT_TRUE(d.ok) << d.problem;
   EXPECT_EQ(check_tracks(d), "");
   // Within the track, the file order is the time order.
@@ -877,10 +879,10 @@ TEST_F(PerfettoTrace, UnreadableInputsAreSkipped) {
   r.oplog_path = dir_ + "/missing.oplog";
   r.counters_path = dir_ + "/missing.csv";
   job.ranks.push_back(r);
-  std::vector<std::string> files;
-  PerfettoStats st;
-  std::string err;
-  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
+  const Written out = write_trace(job);
+  ASSERT_TRUE(out.ok) << out.err;
+  const PerfettoStats& st = out.st;
+  const std::vector<std::string>& files = out.files;
   EXPECT_EQ(st.warnings.size(), 2u);
   const Decoded d = decode_trace(files[0]);
   ASSERT_TRUE(d.ok) << d.problem;
@@ -902,10 +904,10 @@ TEST_F(PerfettoTrace, NicBandwidthTrackFromTheTimeWindows) {
   n.windows = {{0, 5e6, 1000000}, {1, 10e6, 2000000}, {5, 1e6, 500000}};
   r.report.nics.push_back(n);
   job.ranks.push_back(r);
-  std::vector<std::string> files;
-  PerfettoStats st;
-  std::string err;
-  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
+  const Written out = write_trace(job);
+  ASSERT_TRUE(out.ok) << out.err;
+  const PerfettoStats& st = out.st;
+  const std::vector<std::string>& files = out.files;
   EXPECT_EQ(st.nic_tracks, 1u);
   EXPECT_EQ(st.nic_values, 5u);
   const Decoded d = decode_trace(files[0]);
@@ -1032,10 +1034,10 @@ TEST_F(PerfettoTrace, MarksAndPhasesOnTheRankTrack) {
     ASSERT_TRUE(w.write_marks(marks.data(), marks.size()));
     ASSERT_TRUE(w.write_end(0, 0, 0));
   }
-  std::vector<std::string> files;
-  PerfettoStats st;
-  std::string err;
-  ASSERT_TRUE(write_perfetto_stats(job, dir_, PerfettoOptions(), &files, &st, &err)) << err;
+  const Written out = write_trace(job);
+  ASSERT_TRUE(out.ok) << out.err;
+  const PerfettoStats& st = out.st;
+  const std::vector<std::string>& files = out.files;
   EXPECT_EQ(st.marks, 5u);
   const Decoded d = decode_trace(files[0]);
   ASSERT_TRUE(d.ok) << d.problem;

@@ -8,20 +8,12 @@
 #include <vector>
 
 #include "preload/stats.h"
+#include "tests/unit/local_shard.h"
 
 namespace fabtrace {
 namespace {
 
-// A shard of the test's own (not on the list of all shards); its cells are
-// freed at the end. Below 32 cells its table never grows, so no table is left
-// behind.
-struct LocalShard {
-  Shard s;
-  ~LocalShard() {
-    for (uint64_t i = 0; i < s.cap; ++i) delete s.slots[i];
-    std::free(s.slots);
-  }
-};
+using test::LocalShard;
 
 const EpWrap* fake_ep(uintptr_t n) { return reinterpret_cast<const EpWrap*>(n * 64); }
 
@@ -83,7 +75,6 @@ TEST(Shard, ResetEmptiesTheBooksAndKeepsTheKeys) {
   s.cq[0].polls = 5;
   s.cq[0].gaps[2] = 1;
   s.timeline.dropped = s.timeline.filtered = 2;
-  s.nic_lost = 4;
   s.reset();
   EXPECT_EQ(s.cell(k), c);
   EXPECT_EQ(c->key, k);
@@ -96,8 +87,22 @@ TEST(Shard, ResetEmptiesTheBooksAndKeepsTheKeys) {
   EXPECT_EQ(s.cq[0].gaps[2], 0u);
   EXPECT_EQ(s.timeline.chunk.load(), nullptr);
   EXPECT_EQ(s.timeline.dropped + s.timeline.filtered, 0u);
-  EXPECT_EQ(s.nic_lost, 0u);
   EXPECT_EQ(s.used, 1u);
+}
+
+// A NIC past the thread's kMaxNics has no thread window: its intervals go to
+// the NIC's shared window, or its totals while another thread holds that.
+TEST(Shard, ANicPastTheThreadsTableIsCountedEvenWhileHeld) {
+  LocalShard ls;
+  DomainWrap d;
+  d.id = kMaxNics;
+  d.nic.lock.store(1);
+  nic_interval(&ls.s, &d, 10, 40, 100);
+  EXPECT_EQ(d.nic.busy_ticks(), 30u);
+  d.nic.lock.store(0);
+  nic_interval(&ls.s, &d, 50, 60, 1);
+  EXPECT_EQ(d.nic.busy_ticks(), 40u);
+  EXPECT_EQ(d.nic.window.n, 1u);
 }
 
 TEST(Shard, ANewThreadsShardTakesTheConfiguredLimit) {

@@ -703,28 +703,39 @@ void section_kernel_nodes(const Job& job, Html* h) {
   }
 }
 
+// A table of link rows: the columns every one opens with (where the link is,
+// which op and size; `remote` names the peer's column), then `more`.
+Table link_rows_table(const char* remote, std::vector<std::pair<std::string, bool>> more,
+                      const std::string& id) {
+  std::vector<std::pair<std::string, bool>> cols = {{"host", false},  {"rank", false},
+                                                    {"local", false}, {remote, false},
+                                                    {"op", false},    {"size", true}};
+  cols.insert(cols.end(), more.begin(), more.end());
+  return Table(cols, id);
+}
+
+// The cells of those first columns; the row is highlighted when `hi`.
+void link_row_start(const LinkRow& l, bool hi, Table* t) {
+  t->row(hi);
+  t->td(l.host);
+  t->td(l.rank);
+  t->td(short_addr(l.local), "addr", l.local);
+  t->td(short_addr(l.remote), "addr", l.remote);
+  t->td(l.row.op);
+  t->n(fmt_row_size(l.row));
+}
+
 void link_table(const std::vector<const LinkRow*>& rows, const std::string& id, Html* h) {
-  Table t({{"host", false},
-           {"rank", false},
-           {"local", false},
-           {"remote", false},
-           {"op", false},
-           {"size", true},
-           {"ops", true},
-           {"p50", true},
-           {"p99", true},
-           {"max", true},
-           {"x median p99", true},
-           {"GB/s", true}},
-          id);
+  Table t = link_rows_table("remote",
+                            {{"ops", true},
+                             {"p50", true},
+                             {"p99", true},
+                             {"max", true},
+                             {"x median p99", true},
+                             {"GB/s", true}},
+                            id);
   for (const LinkRow* l : rows) {
-    t.row(l->outlier_ratio >= kOutlierRatio && !l->row.recv);
-    t.td(l->host);
-    t.td(l->rank);
-    t.td(short_addr(l->local), "addr", l->local);
-    t.td(short_addr(l->remote), "addr", l->remote);
-    t.td(l->row.op);
-    t.n(fmt_row_size(l->row));
+    link_row_start(*l, l->outlier_ratio >= kOutlierRatio && !l->row.recv, &t);
     t.n(fmt_count(l->row.count));
     t.n(fmt_ns(l->row.p50_ns));
     t.n(fmt_ns(l->row.p99_ns));
@@ -779,28 +790,17 @@ void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
     h->note("No receives.");
     return;
   }
-  Table t({{"host", false},
-           {"rank", false},
-           {"local", false},
-           {"from", false},
-           {"op", false},
-           {"size", true},
-           {"receives", true},
-           {"done < 50 us", true},
-           {"matched", true},
-           {"posted late", true},
-           {"median lateness", true},
-           {"no verdict because", false}},
-          "late-table");
+  Table t = link_rows_table("from",
+                            {{"receives", true},
+                             {"done < 50 us", true},
+                             {"matched", true},
+                             {"posted late", true},
+                             {"median lateness", true},
+                             {"no verdict because", false}},
+                            "late-table");
   for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
     const LinkRow& l = *rows[i];
-    t.row(l.posted.late > 0);
-    t.td(l.host);
-    t.td(l.rank);
-    t.td(short_addr(l.local), "addr", l.local);
-    t.td(short_addr(l.remote), "addr", l.remote);
-    t.td(l.row.op);
-    t.n(fmt_row_size(l.row));
+    link_row_start(l, l.posted.late > 0, &t);
     t.n(fmt_count(l.row.count));
     t.n(fmt_count(l.row.within_50us));
     t.n(fmt_count(l.posted.matched));
@@ -837,27 +837,16 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
       "unchanged).";
   h->note(totals);
   if (!rows.empty()) {
-    Table t({{"host", false},
-             {"rank", false},
-             {"local", false},
-             {"remote", false},
-             {"op", false},
-             {"size", true},
-             {"errors", true},
-             {"EAGAIN", true},
-             {"refused", true},
-             {"ring full", true},
-             {"unfinished", true}},
-            "problem-table");
+    Table t = link_rows_table("remote",
+                              {{"errors", true},
+                               {"EAGAIN", true},
+                               {"refused", true},
+                               {"ring full", true},
+                               {"unfinished", true}},
+                              "problem-table");
     for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
       const LinkRow* l = rows[i];
-      t.row(l->row.errors > 0 || l->row.unfinished > 0);
-      t.td(l->host);
-      t.td(l->rank);
-      t.td(short_addr(l->local), "addr", l->local);
-      t.td(short_addr(l->remote), "addr", l->remote);
-      t.td(l->row.op);
-      t.n(fmt_row_size(l->row));
+      link_row_start(*l, l->row.errors > 0 || l->row.unfinished > 0, &t);
       t.n(fmt_count(l->row.errors));
       t.n(fmt_count(l->row.eagain));
       t.n(fmt_count(l->row.refused));

@@ -170,54 +170,42 @@ void PerfettoWriter::write_interned_data() {
 
 void PerfettoWriter::process_track(uint64_t uuid, int32_t pid, std::string_view name,
                                    int32_t sibling_rank) {
-  begin_packet(false, 0, 0);
-  enc_.begin_nested(pf::kPacketTrackDescriptor);
-  enc_.add_varint(pf::kTdUuid, uuid);
+  begin_descriptor(uuid);
   enc_.add_string(pf::kTdName, name);
   enc_.begin_nested(pf::kTdProcess);
   enc_.add_int64(pf::kPdPid, pid);
   enc_.add_string(pf::kPdProcessName, name);
   enc_.end_nested();
   enc_.add_int64(pf::kTdSiblingOrderRank, sibling_rank);
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
 }
 
 void PerfettoWriter::child_track(uint64_t uuid, uint64_t parent, std::string_view name,
                                  int32_t sibling_rank, bool explicit_child_order) {
-  begin_packet(false, 0, 0);
-  enc_.begin_nested(pf::kPacketTrackDescriptor);
-  enc_.add_varint(pf::kTdUuid, uuid);
+  begin_descriptor(uuid);
   enc_.add_varint(pf::kTdParentUuid, parent);
   enc_.add_string(pf::kTdName, name);
   if (explicit_child_order) enc_.add_varint(pf::kTdChildOrdering, pf::kChildOrderingExplicit);
   enc_.add_int64(pf::kTdSiblingOrderRank, sibling_rank);
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
 }
 
 void PerfettoWriter::counter_track(uint64_t uuid, uint64_t parent, std::string_view name,
                                    std::string_view unit_name, std::string_view description) {
-  begin_packet(false, 0, 0);
-  enc_.begin_nested(pf::kPacketTrackDescriptor);
-  enc_.add_varint(pf::kTdUuid, uuid);
+  begin_descriptor(uuid);
   enc_.add_varint(pf::kTdParentUuid, parent);
   enc_.add_string(pf::kTdName, name);
   if (!description.empty()) enc_.add_string(pf::kTdDescription, description);
   enc_.begin_nested(pf::kTdCounter);
   if (!unit_name.empty()) enc_.add_string(pf::kCdUnitName, unit_name);
   enc_.end_nested();
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
 }
 
 void PerfettoWriter::process_ordering_explicit() {
-  begin_packet(false, 0, 0);
-  enc_.begin_nested(pf::kPacketTrackDescriptor);
-  enc_.add_varint(pf::kTdUuid, 0);
+  begin_descriptor(0);
   enc_.add_varint(pf::kTdProcessOrdering, pf::kProcessOrderingExplicit);
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
 }
 
 void PerfettoWriter::debug_args(const DebugArg* args, size_t nargs) {
@@ -251,74 +239,48 @@ void PerfettoWriter::flow_ids(const Flows& f) {
   for (size_t i = 0; i < f.nends; ++i) enc_.add_fixed64(pf::kTeTerminatingFlowIds, f.ends[i]);
 }
 
-void PerfettoWriter::slice_begin(uint64_t ts, uint64_t track, uint64_t name_iid,
-                                 const DebugArg* args, size_t nargs, const Flows& flows) {
-  begin_packet(true, ts, pf::kSeqNeedsIncrementalState);
-  interned_data();
-  enc_.begin_nested(pf::kPacketTrackEvent);
-  enc_.add_varint(pf::kTeType, pf::kTypeSliceBegin);
-  enc_.add_varint(pf::kTeTrackUuid, track);
-  enc_.add_varint(pf::kTeNameIid, name_iid);
+void PerfettoWriter::finish_event(const DebugArg* args, size_t nargs, const Flows& flows) {
   debug_args(args, nargs);
   flow_ids(flows);
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
+}
+
+void PerfettoWriter::slice_begin(uint64_t ts, uint64_t track, uint64_t name_iid,
+                                 const DebugArg* args, size_t nargs, const Flows& flows) {
+  begin_event(ts, pf::kTypeSliceBegin, track, true);
+  enc_.add_varint(pf::kTeNameIid, name_iid);
+  finish_event(args, nargs, flows);
 }
 
 void PerfettoWriter::slice_end(uint64_t ts, uint64_t track) {
-  begin_packet(true, ts, 0);
-  enc_.begin_nested(pf::kPacketTrackEvent);
-  enc_.add_varint(pf::kTeType, pf::kTypeSliceEnd);
-  enc_.add_varint(pf::kTeTrackUuid, track);
-  enc_.end_nested();
-  end_packet();
+  begin_event(ts, pf::kTypeSliceEnd, track, false);
+  end_nested_packet();
 }
 
 void PerfettoWriter::instant(uint64_t ts, uint64_t track, uint64_t name_iid, const DebugArg* args,
                              size_t nargs) {
-  begin_packet(true, ts, pf::kSeqNeedsIncrementalState);
-  interned_data();
-  enc_.begin_nested(pf::kPacketTrackEvent);
-  enc_.add_varint(pf::kTeType, pf::kTypeInstant);
-  enc_.add_varint(pf::kTeTrackUuid, track);
+  begin_event(ts, pf::kTypeInstant, track, true);
   enc_.add_varint(pf::kTeNameIid, name_iid);
-  debug_args(args, nargs);
-  enc_.end_nested();
-  end_packet();
+  finish_event(args, nargs, Flows{});
 }
 
 void PerfettoWriter::instant_named(uint64_t ts, uint64_t track, std::string_view name,
                                    const DebugArg* args, size_t nargs, const Flows& flows) {
-  begin_packet(true, ts, pf::kSeqNeedsIncrementalState);
-  interned_data();
-  enc_.begin_nested(pf::kPacketTrackEvent);
-  enc_.add_varint(pf::kTeType, pf::kTypeInstant);
-  enc_.add_varint(pf::kTeTrackUuid, track);
+  begin_event(ts, pf::kTypeInstant, track, true);
   enc_.add_string(pf::kTeName, name);
-  debug_args(args, nargs);
-  flow_ids(flows);
-  enc_.end_nested();
-  end_packet();
+  finish_event(args, nargs, flows);
 }
 
 void PerfettoWriter::counter_int(uint64_t ts, uint64_t track, int64_t v) {
-  begin_packet(true, ts, 0);
-  enc_.begin_nested(pf::kPacketTrackEvent);
-  enc_.add_varint(pf::kTeType, pf::kTypeCounter);
-  enc_.add_varint(pf::kTeTrackUuid, track);
+  begin_event(ts, pf::kTypeCounter, track, false);
   enc_.add_int64(pf::kTeCounterValue, v);
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
 }
 
 void PerfettoWriter::counter_double(uint64_t ts, uint64_t track, double v) {
-  begin_packet(true, ts, 0);
-  enc_.begin_nested(pf::kPacketTrackEvent);
-  enc_.add_varint(pf::kTeType, pf::kTypeCounter);
-  enc_.add_varint(pf::kTeTrackUuid, track);
+  begin_event(ts, pf::kTypeCounter, track, false);
   enc_.add_double(pf::kTeDoubleCounterValue, v);
-  enc_.end_nested();
-  end_packet();
+  end_nested_packet();
 }
 
 }  // namespace fabtrace::report

@@ -106,41 +106,16 @@ struct DebugArg {
   double d = 0;
   std::string_view s;
 
-  static DebugArg Uint(uint64_t iid, uint64_t v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kUint;
-    a.u = v;
-    return a;
-  }
-  static DebugArg Int(uint64_t iid, int64_t v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kInt;
-    a.i = v;
-    return a;
-  }
-  static DebugArg Double(uint64_t iid, double v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kDouble;
-    a.d = v;
-    return a;
-  }
-  static DebugArg Bool(uint64_t iid, bool v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kBool;
-    a.u = v ? 1 : 0;
-    return a;
-  }
-  static DebugArg String(uint64_t iid, std::string_view v) {
-    DebugArg a;
-    a.name_iid = iid;
-    a.type = kString;
-    a.s = v;
-    return a;
-  }
+  DebugArg() = default;
+  static DebugArg Uint(uint64_t iid, uint64_t v) { return {iid, kUint, v, 0, 0, {}}; }
+  static DebugArg Int(uint64_t iid, int64_t v) { return {iid, kInt, 0, v, 0, {}}; }
+  static DebugArg Double(uint64_t iid, double v) { return {iid, kDouble, 0, 0, v, {}}; }
+  static DebugArg Bool(uint64_t iid, bool v) { return {iid, kBool, v ? 1u : 0u, 0, 0, {}}; }
+  static DebugArg String(uint64_t iid, std::string_view v) { return {iid, kString, 0, 0, 0, v}; }
+
+ private:
+  DebugArg(uint64_t iid, Type t, uint64_t uv, int64_t iv, double dv, std::string_view sv)
+      : name_iid(iid), type(t), u(uv), i(iv), d(dv), s(sv) {}
 };
 
 // Flows an event takes part in (arrows in the UI): `ids` start or pass through
@@ -225,9 +200,31 @@ class PerfettoWriter {
   void interned_data() {  // the pending new names, if any
     if (pending_) write_interned_data();
   }
+  // A packet of one TrackEvent of `type` on `track`, after the pending
+  // interned names when the event refers to names by iid (`interned`).
+  void begin_event(uint64_t ts, uint32_t type, uint64_t track, bool interned) {
+    begin_packet(true, ts, interned ? pf::kSeqNeedsIncrementalState : 0);
+    if (interned) interned_data();
+    enc_.begin_nested(pf::kPacketTrackEvent);
+    enc_.add_varint(pf::kTeType, type);
+    enc_.add_varint(pf::kTeTrackUuid, track);
+  }
+  // A packet of one TrackDescriptor, of track `uuid`.
+  void begin_descriptor(uint64_t uuid) {
+    begin_packet(false, 0, 0);
+    enc_.begin_nested(pf::kPacketTrackDescriptor);
+    enc_.add_varint(pf::kTdUuid, uuid);
+  }
+  // Closes the event or descriptor, then its packet.
+  void end_nested_packet() {
+    enc_.end_nested();
+    end_packet();
+  }
   void write_interned_data();
   void debug_args(const DebugArg* args, size_t nargs);
   void flow_ids(const Flows& f);
+  // An event's args and flows (none: nothing written), then its end.
+  void finish_event(const DebugArg* args, size_t nargs, const Flows& flows);
   void flush();
   uint64_t intern(std::unordered_map<std::string, uint64_t>* map,
                   std::vector<std::pair<uint64_t, std::string>>* pending, std::string_view name);

@@ -138,6 +138,146 @@ const json& as_object(const json& v, const std::string& where) {
   return v;
 }
 
+// Calls each(object, where) for every element of the array `key` of obj,
+// which must each be an object; `where` ("nics[2].") prefixes messages.
+template <typename Each>
+void for_each_object(const json& obj, const char* key, const std::string& where, Each&& each) {
+  const json* arr = get_array(obj, key, where);
+  if (!arr) return;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const std::string w = where + key + "[" + std::to_string(i) + "]";
+    each(as_object((*arr)[i], w), w + ".");
+  }
+}
+
+// One number of a report struct: a count or a double (get_u64 / get_double's
+// bounds). A struct's numbers are read from a table, in its order: the first
+// bad one is the one a message names.
+template <typename T>
+struct NumField {
+  const char* key;
+  uint64_t T::*count;
+  double T::*real;
+};
+template <typename T>
+constexpr NumField<T> count_field(const char* key, uint64_t T::*m) {
+  return {key, m, nullptr};
+}
+template <typename T>
+constexpr NumField<T> real_field(const char* key, double T::*m) {
+  return {key, nullptr, m};
+}
+
+template <typename T, size_t N>
+void read_numbers(const json& obj, const std::string& where, const NumField<T> (&fields)[N], T* x) {
+  for (const NumField<T>& f : fields) {
+    if (f.count)
+      x->*f.count = get_u64(obj, f.key, where);
+    else
+      x->*f.real = get_double(obj, f.key, where);
+  }
+}
+
+constexpr NumField<NicReport> kNicTotals[] = {
+    count_field("ops", &NicReport::ops), count_field("bytes", &NicReport::bytes),
+    real_field("busy_ns", &NicReport::busy_ns), real_field("achieved_gbps", &NicReport::gbps),
+    real_field("window_ns", &NicReport::window_ns)};
+constexpr NumField<NicReport> kNicPeak[] = {
+    real_field("peak_limit_ns", &NicReport::peak_limit_ns),
+    real_field("peak_gbps", &NicReport::peak_gbps),
+    real_field("peak_start_s", &NicReport::peak_start_s),
+    real_field("peak_span_ns", &NicReport::peak_span_ns),
+    count_field("peak_bytes", &NicReport::peak_bytes),
+    real_field("unbinned_busy_ns", &NicReport::unbinned_busy_ns),
+    count_field("unbinned_bytes", &NicReport::unbinned_bytes)};
+
+constexpr NumField<OpRow> kOpCounts[] = {
+    count_field("count", &OpRow::count),           count_field("errors", &OpRow::errors),
+    count_field("untimed", &OpRow::untimed),       count_field("ring_full", &OpRow::ring_full),
+    count_field("unfinished", &OpRow::unfinished), count_field("eagain", &OpRow::eagain),
+    count_field("refused", &OpRow::refused)};
+constexpr NumField<OpRow> kOpTimes[] = {
+    real_field("avg_ns", &OpRow::avg_ns), real_field("min_ns", &OpRow::min_ns),
+    real_field("max_ns", &OpRow::max_ns), real_field("p50_ns", &OpRow::p50_ns),
+    real_field("p99_ns", &OpRow::p99_ns), real_field("gbps", &OpRow::gbps)};
+
+NicReport read_nic(const json& n, const std::string& w) {
+  NicReport x;
+  x.domain = get_string(n, "domain", w);
+  if (const json* locals = get_array(n, "locals", w)) {
+    for (size_t k = 0; k < locals->size(); ++k) {
+      const json& a = (*locals)[k];
+      if (!a.is_string())
+        throw BadField{w + "locals[" + std::to_string(k) + "] is " + type_name(a) +
+                       ", not a string"};
+      x.locals.push_back(a.get<std::string>());
+    }
+  } else {
+    // Version 1: the addresses joined with commas.
+    const std::string joined = get_string(n, "local", w);
+    for (size_t at = 0; at < joined.size();) {
+      size_t comma = joined.find(',', at);
+      if (comma == std::string::npos) comma = joined.size();
+      if (comma > at) x.locals.push_back(joined.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  read_numbers(n, w, kNicTotals, &x);
+  if (const json* wins = get_array(n, "windows", w)) {
+    for (size_t k = 0; k < wins->size(); ++k) {
+      const std::string ww = w + "windows[" + std::to_string(k) + "]";
+      const json& e = (*wins)[k];
+      if (!e.is_array() || e.size() != 3 || !e[0].is_number() || !e[1].is_number() ||
+          !e[2].is_number())
+        throw BadField{ww + " is not [index, busy_ns, bytes]"};
+      NicWindow nw;
+      nw.index = e[0].get<uint64_t>();
+      nw.busy_ns = e[1].get<double>();
+      nw.bytes = e[2].get<uint64_t>();
+      x.windows.push_back(nw);
+    }
+  }
+  read_numbers(n, w, kNicPeak, &x);
+  return x;
+}
+
+CqReport read_cq(const json& c, const std::string& w) {
+  CqReport x;
+  x.id = static_cast<uint32_t>(get_u64(c, "id", w));
+  x.polls = get_u64(c, "polls", w);
+  if (const auto g = c.find("gaps"); g != c.end() && !g->is_null()) {
+    const json& gaps = as_object(*g, w + "gaps");
+    for (int k = 0; k < kGapClasses; ++k) x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
+  }
+  x.max_gap_ns = get_double(c, "max_gap_ns", w);
+  x.max_gap_end_s = get_double(c, "max_gap_end_s", w, 0.0, limits::kMaxSeconds);
+  return x;
+}
+
+OpRow read_op_row(const json& o, const std::string& wo) {
+  OpRow row;
+  row.op = get_string(o, "op", wo, true);
+  row.bytes = get_u64(o, "bytes", wo);
+  row.size_unknown = get_bool(o, "size_unknown", wo);
+  read_numbers(o, wo, kOpCounts, &row);
+  // Version 1 called completed_within_50us "imm".
+  const char* fast = o.contains("imm") ? "imm" : "completed_within_50us";
+  row.recv = o.contains(fast) || op_is_recv(op_from_name(row.op.c_str()));
+  row.within_50us = get_u64(o, fast, wo);
+  read_numbers(o, wo, kOpTimes, &row);
+  return row;
+}
+
+LinkReport read_link(const json& l, const std::string& w) {
+  LinkReport x;
+  x.local = get_string(l, "local", w);
+  x.remote = get_string(l, "remote", w);
+  for_each_object(l, "ops", w, [&](const json& o, const std::string& wo) {
+    x.rows.push_back(read_op_row(o, wo));
+  });
+  return x;
+}
+
 void parse_fields(const json& j, ProcessReport* r) {
   r->host = get_string(j, "host", "", true);
   r->rank = get_string(j, "rank", "", true);
@@ -167,114 +307,13 @@ void parse_fields(const json& j, ProcessReport* r) {
   r->ring_full = get_u64(j, "ring_full", "");
   r->cells_full = get_u64(j, "cells_full", "");
 
-  if (const json* nics = get_array(j, "nics", "")) {
-    for (size_t i = 0; i < nics->size(); ++i) {
-      const std::string w = "nics[" + std::to_string(i) + "].";
-      const json& n = as_object((*nics)[i], "nics[" + std::to_string(i) + "]");
-      NicReport x;
-      x.domain = get_string(n, "domain", w);
-      if (const json* locals = get_array(n, "locals", w)) {
-        for (size_t k = 0; k < locals->size(); ++k) {
-          const json& a = (*locals)[k];
-          if (!a.is_string())
-            throw BadField{w + "locals[" + std::to_string(k) + "] is " + type_name(a) +
-                           ", not a string"};
-          x.locals.push_back(a.get<std::string>());
-        }
-      } else {
-        // Version 1: the addresses joined with commas.
-        const std::string joined = get_string(n, "local", w);
-        for (size_t at = 0; at < joined.size();) {
-          size_t comma = joined.find(',', at);
-          if (comma == std::string::npos) comma = joined.size();
-          if (comma > at) x.locals.push_back(joined.substr(at, comma - at));
-          at = comma + 1;
-        }
-      }
-      x.ops = get_u64(n, "ops", w);
-      x.bytes = get_u64(n, "bytes", w);
-      x.busy_ns = get_double(n, "busy_ns", w);
-      x.gbps = get_double(n, "achieved_gbps", w);
-      x.window_ns = get_double(n, "window_ns", w);
-      if (const json* wins = get_array(n, "windows", w)) {
-        for (size_t k = 0; k < wins->size(); ++k) {
-          const std::string ww = w + "windows[" + std::to_string(k) + "]";
-          const json& e = (*wins)[k];
-          if (!e.is_array() || e.size() != 3 || !e[0].is_number() || !e[1].is_number() ||
-              !e[2].is_number())
-            throw BadField{ww + " is not [index, busy_ns, bytes]"};
-          NicWindow nw;
-          nw.index = e[0].get<uint64_t>();
-          nw.busy_ns = e[1].get<double>();
-          nw.bytes = e[2].get<uint64_t>();
-          x.windows.push_back(nw);
-        }
-      }
-      x.peak_limit_ns = get_double(n, "peak_limit_ns", w);
-      x.peak_gbps = get_double(n, "peak_gbps", w);
-      x.peak_start_s = get_double(n, "peak_start_s", w);
-      x.peak_span_ns = get_double(n, "peak_span_ns", w);
-      x.peak_bytes = get_u64(n, "peak_bytes", w);
-      x.unbinned_busy_ns = get_double(n, "unbinned_busy_ns", w);
-      x.unbinned_bytes = get_u64(n, "unbinned_bytes", w);
-      r->nics.push_back(std::move(x));
-    }
-  }
-  if (const json* cqs = get_array(j, "cqs", "")) {
-    for (size_t i = 0; i < cqs->size(); ++i) {
-      const std::string w = "cqs[" + std::to_string(i) + "].";
-      const json& c = as_object((*cqs)[i], "cqs[" + std::to_string(i) + "]");
-      CqReport x;
-      x.id = static_cast<uint32_t>(get_u64(c, "id", w));
-      x.polls = get_u64(c, "polls", w);
-      if (const auto g = c.find("gaps"); g != c.end() && !g->is_null()) {
-        const json& gaps = as_object(*g, w + "gaps");
-        for (int k = 0; k < kGapClasses; ++k)
-          x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
-      }
-      x.max_gap_ns = get_double(c, "max_gap_ns", w);
-      x.max_gap_end_s = get_double(c, "max_gap_end_s", w, 0.0, limits::kMaxSeconds);
-      r->cqs.push_back(x);
-    }
-  }
-  if (const json* links = get_array(j, "links", "")) {
-    for (size_t i = 0; i < links->size(); ++i) {
-      const std::string w = "links[" + std::to_string(i) + "].";
-      const json& l = as_object((*links)[i], "links[" + std::to_string(i) + "]");
-      LinkReport x;
-      x.local = get_string(l, "local", w);
-      x.remote = get_string(l, "remote", w);
-      if (const json* ops = get_array(l, "ops", w)) {
-        for (size_t k = 0; k < ops->size(); ++k) {
-          const std::string wo = w + "ops[" + std::to_string(k) + "].";
-          const json& o = as_object((*ops)[k], w + "ops[" + std::to_string(k) + "]");
-          OpRow row;
-          row.op = get_string(o, "op", wo, true);
-          row.bytes = get_u64(o, "bytes", wo);
-          row.size_unknown = get_bool(o, "size_unknown", wo);
-          row.count = get_u64(o, "count", wo);
-          row.errors = get_u64(o, "errors", wo);
-          row.untimed = get_u64(o, "untimed", wo);
-          row.ring_full = get_u64(o, "ring_full", wo);
-          row.unfinished = get_u64(o, "unfinished", wo);
-          row.eagain = get_u64(o, "eagain", wo);
-          row.refused = get_u64(o, "refused", wo);
-          // Version 1 called completed_within_50us "imm".
-          const char* fast = o.contains("imm") ? "imm" : "completed_within_50us";
-          row.recv = o.contains(fast) || op_is_recv(op_from_name(row.op.c_str()));
-          row.within_50us = get_u64(o, fast, wo);
-          row.avg_ns = get_double(o, "avg_ns", wo);
-          row.min_ns = get_double(o, "min_ns", wo);
-          row.max_ns = get_double(o, "max_ns", wo);
-          row.p50_ns = get_double(o, "p50_ns", wo);
-          row.p99_ns = get_double(o, "p99_ns", wo);
-          row.gbps = get_double(o, "gbps", wo);
-          x.rows.push_back(std::move(row));
-        }
-      }
-      r->links.push_back(std::move(x));
-    }
-  }
+  for_each_object(j, "nics", "",
+                  [&](const json& n, const std::string& w) { r->nics.push_back(read_nic(n, w)); });
+  for_each_object(j, "cqs", "",
+                  [&](const json& c, const std::string& w) { r->cqs.push_back(read_cq(c, w)); });
+  for_each_object(j, "links", "", [&](const json& l, const std::string& w) {
+    r->links.push_back(read_link(l, w));
+  });
 }
 
 bool fail(std::string* why, FileProblem* problem, FileProblem p, const std::string& msg) {
