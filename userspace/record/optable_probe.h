@@ -61,9 +61,11 @@ uint64_t probe_offset(const std::string& path, uint64_t offset);
 
 // Opens provider `prov` in this process as an application would and appends
 // the op-table functions it uses. `threading` is an enum fi_threading value.
-// False with *why when the provider cannot be opened here.
+// False with *why when the provider cannot be opened here. A CQ read that
+// calls the CQ's readfrom through the op table is left out (readfrom's probe
+// sees it), with a note.
 bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
-                         std::string* why);
+                         std::string* why, std::vector<std::string>* notes = nullptr);
 
 // Sites that share a function: one per (path, offset). Slots that name the same
 // function for different op kinds (a provider's fi_no_* stub in several
