@@ -342,8 +342,11 @@ int ft_up_cq_read(struct pt_regs* regs) {
   const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
   if (!tgid) return 0;
   /* A read nested in the application's (readfrom called by read, a core CQ
-   * read by the utility provider's progress) is not a poll of its own. */
-  if (bpf_map_lookup_elem(&up_poll, &tid)) return 0;
+   * read by the utility provider's progress) is not a poll of its own: it runs
+   * deeper in the stack. One at the same depth or above means the recorded
+   * read's return was never seen (a uretprobe the kernel skipped): replaced. */
+  const struct ft_up_poll* outer = bpf_map_lookup_elem(&up_poll, &tid);
+  if (outer && FT_SP(regs) < outer->sp) return 0;
   struct ft_up_key k = {.tgid = tgid, .ptr = arg_n(regs, 1)};
   struct ft_up_cq* c = bpf_map_lookup_elem(&up_cqs, &k);
   if (!c) return 0;

@@ -797,7 +797,7 @@ void uprobes_pingpong(const char* prov, bool tagged) {
     EXPECT_EQ(polls.num("unmatched"), 0u);
     EXPECT_EQ(polls.num("unwalked"), 0u);
     EXPECT_EQ(polls.num("entries"), 2 * own.iters + 2);
-    EXPECT_GE(polls.num("calls"), polls.num("entries") / 1);
+    EXPECT_GE(polls.num("calls"), polls.num("entries"));  // fi_pingpong reads one at a time
     // Latencies within the program's own round trip: a send completes before
     // the reply to it arrives; a receive of the loop is posted just after the
     // previous one completed, so it lasts about one round trip (the first one
