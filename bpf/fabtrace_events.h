@@ -55,22 +55,23 @@
 #define FT_RUNNERS 2        /* runners kept per off-CPU interval */
 
 enum ft_kind {
-  FT_EV_OFFCPU = 1,    /* a traced thread was off its CPU: why, for how long, who ran */
-  FT_EV_IRQ = 2,       /* a hard IRQ handled while a traced thread was on the CPU */
-  FT_EV_SOFTIRQ = 3,   /* a softirq run while a traced thread was on the CPU */
-  FT_EV_FAULTS = 4,    /* page faults of a traced thread, summarized */
-  FT_EV_RETRANS = 5,   /* tcp_retransmit_skb */
-  FT_EV_DROP = 6,      /* skb:kfree_skb with its drop reason */
-  FT_EV_WORK = 7,      /* a cxi driver work item (workqueue_execute_start/end) */
-  FT_EV_CXI_ERR = 8,   /* cass:cass_err */
-  FT_EV_THREAD = 9,    /* a preloaded thread's first fabric activity (USDT) */
-  FT_EV_STALL = 10,    /* a CQ poll gap above the threshold, with its kernel breakdown */
-  FT_EV_SLOW_OP = 11,  /* an op above the latency threshold, with its kernel breakdown */
-  FT_EV_OP_ERROR = 12, /* an op completed in error */
-  FT_EV_POLL = 13,     /* one CQ poll (opt-in, --polls) */
-  FT_EV_EXIT = 14,     /* a traced thread exited */
-  FT_EV_MARK = 15,     /* the application's phase mark (include/fabtrace.h, USDT) */
-  FT_EV_KINDS = 16     /* one past the last kind: sizes the counter arrays */
+  FT_EV_OFFCPU = 1,      /* a traced thread was off its CPU: why, for how long, who ran */
+  FT_EV_IRQ = 2,         /* a hard IRQ handled while a traced thread was on the CPU */
+  FT_EV_SOFTIRQ = 3,     /* a softirq run while a traced thread was on the CPU */
+  FT_EV_FAULTS = 4,      /* page faults of a traced thread, summarized */
+  FT_EV_RETRANS = 5,     /* tcp_retransmit_skb */
+  FT_EV_DROP = 6,        /* skb:kfree_skb with its drop reason */
+  FT_EV_WORK = 7,        /* a cxi driver work item (workqueue_execute_start/end) */
+  FT_EV_CXI_ERR = 8,     /* cass:cass_err */
+  FT_EV_THREAD = 9,      /* a preloaded thread's first fabric activity (USDT) */
+  FT_EV_STALL = 10,      /* a CQ poll gap above the threshold, with its kernel breakdown */
+  FT_EV_SLOW_OP = 11,    /* an op above the latency threshold, with its kernel breakdown */
+  FT_EV_OP_ERROR = 12,   /* an op completed in error */
+  FT_EV_POLL = 13,       /* one CQ poll (opt-in, --polls) */
+  FT_EV_EXIT = 14,       /* a traced thread exited */
+  FT_EV_MARK = 15,       /* the application's phase mark (include/fabtrace.h, USDT) */
+  FT_EV_UPROBE_OPS = 16, /* --uprobes: one process's ops of one kind, paired in BPF */
+  FT_EV_KINDS = 17       /* one past the last kind: sizes the counter arrays */
 };
 
 struct ft_hdr {
@@ -274,6 +275,35 @@ struct ft_mark {
   char name[FT_MARK_NAME_LEN];
 };
 
+/* --uprobes (bpf/uprobe_ops.h): what the kernel paired for one process and one
+ * op kind, from uprobes on the provider's op-table functions, without the
+ * preload. Kept in a BPF map while the session runs; the collector writes one
+ * FT_EV_UPROBE_OPS record per (process, op kind) when it stops. Latency is op
+ * entry -> the application's CQ read that returned its completion. The
+ * histogram's bucket i counts latencies in [2^i, 2^(i+1)) ns (bucket 0 also 0,
+ * the last one everything above). */
+#define FT_UP_HIST 32
+struct ft_up_stats {
+  __u64 calls;       /* ops: calls (an op the provider refused with -FI_EAGAIN and
+                      * issued again counts each time); polls: CQ reads */
+  __u64 refused;     /* ops: calls that returned an error (-FI_EAGAIN included) */
+  __u64 completions; /* ops: completions paired with their op; polls: entries returned */
+  __u64 bytes;       /* ops: bytes of the paired ops, as posted */
+  __u64 lat_sum_ns, lat_min_ns, lat_max_ns;
+  __u64 unmatched; /* polls: entries no probed op had issued; ops: accepted with a
+                    * NULL context on an endpoint whose CQ is not known (not paired) */
+  __u64 by_order;  /* ops: completions paired by order (the op had a NULL context) */
+  __u64 unwalked;  /* polls: entries past FT_UP_WALK_MAX in one read (not paired) */
+  __u64 hist[FT_UP_HIST];
+};
+struct ft_uprobe_ops {
+  struct ft_hdr h; /* ts = written, pid = the process, tid = 0 */
+  __u32 op;        /* OpKind (common/op_kinds.h), or FT_UP_OP_POLLS (200) */
+  __u32 pad;
+  __u64 pending; /* ops issued whose completion was not seen (ops rows) */
+  struct ft_up_stats s;
+};
+
 /* Counters the collector reads from the `counters` map (per CPU, summed): for
  * kind k, [k] records emitted and [FT_EV_KINDS + k] records lost because the
  * ring buffer was full; then the slots below. */
@@ -324,6 +354,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 16 + 8 * (10 + FT_UP_HIST), "ft_uprobe_ops");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

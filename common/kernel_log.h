@@ -14,7 +14,9 @@
 //   kEvents   `count` records of bpf/fabtrace_events.h, back to back, each as the
 //             BPF program wrote it (its header's size says how long it is)
 //   kSymbols  JSON array: addresses the records name ({"addr","name","class"}),
-//             e.g. the cxi driver's work functions
+//             e.g. the cxi driver's work functions; with --uprobes, the probed
+//             provider functions (class kUprobeSiteClass: addr = file offset,
+//             name = "<providers> <table>.<op> <library> hits=N")
 //   kStats    JSON: records emitted and lost per kind, events on sockets that were
 //             not traced, thread-table overflows; written every few seconds and at
 //             the end (the last one wins)
@@ -50,6 +52,8 @@ enum BlockType : uint16_t {
 // The writer cuts kEvents blocks at this size (and at every flush). Strings read
 // from a log are cut at limits::kMaxStringBytes (common/input_limits.h).
 constexpr size_t kEventsBlockBytes = 1u << 20;
+// The symbol class of a --uprobes attach site (not a kernel address).
+constexpr const char* kUprobeSiteClass = "uprobe_site";
 
 // The size of a whole record of `kind`, 0 for a kind this build does not know.
 size_t record_size(uint16_t kind);

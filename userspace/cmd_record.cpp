@@ -17,6 +17,7 @@
 #include "userspace/launch.h"
 
 #if FABTRACE_HAVE_BPF
+#include "common/uprobe_stats.h"
 #include "userspace/record/collector.h"
 #endif
 
@@ -31,7 +32,8 @@ void usage(std::FILE* f) {
   std::fprintf(
       f,
       "usage: fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--net-all]\n"
-      "                       [--min-offcpu-us N] [--no-preload] [--list] [-- CMD ARGS...]\n"
+      "                       [--min-offcpu-us N] [--no-preload] [--uprobes]\n"
+      "                       [--uprobe-providers P,...] [--list] [-- CMD ARGS...]\n"
       "  As root, once per node. Loads the BPF programs and writes what the kernel saw\n"
       "  (off-CPU intervals and who ran instead, IRQs, page faults, TCP retransmits and\n"
       "  drops, cxi driver events, and the cause of every stall and slow op the\n"
@@ -47,6 +49,12 @@ void usage(std::FILE* f) {
       "  --min-offcpu-us N  log off-CPU intervals from N us (shorter ones still count\n"
       "                 in the stall breakdowns); default 0\n"
       "  --no-preload   run CMD without the preload (kernel-level tracing only)\n"
+      "  --uprobes      pair ops with completions in the kernel, with uprobes on the\n"
+      "                 providers' op-table functions, for processes without the\n"
+      "                 preload (every process mapping libfabric.so.1); costs a trap per\n"
+      "                 op and two per CQ read\n"
+      "  --uprobe-providers P,...  the providers whose functions are probed\n"
+      "                 (default tcp;ofi_rxm,shm)\n"
       "  --list         print every program and attach point and whether it attaches here\n");
 }
 
@@ -123,6 +131,19 @@ int cmd_record(int argc, char** argv) {
         return 2;
       }
       opt.bpf.min_offcpu_ns = us * 1000;
+    } else if (a == "--uprobes") {
+      opt.bpf.uprobes = true;
+    } else if (a == "--uprobe-providers") {
+      const char* v = value("--uprobe-providers");
+      if (!v || !*v) return 2;
+      opt.uprobe_providers.clear();
+      const std::string names = v;
+      for (size_t p = 0; p <= names.size();) {
+        size_t e = names.find(',', p);
+        if (e == std::string::npos) e = names.size();
+        if (e > p) opt.uprobe_providers.push_back(names.substr(p, e - p));
+        p = e + 1;
+      }
     } else if (a == "--no-preload") {
       preload = false;
     } else if (a == "--list") {
@@ -187,6 +208,12 @@ int cmd_record(int argc, char** argv) {
   }
   std::fprintf(stderr, "fabtrace record: %zu attach points attached; kernel log -> %s\n", attached,
                col.log_path().c_str());
+  if (opt.bpf.uprobes) {
+    for (const std::string& n : col.uprobe_notes())
+      std::fprintf(stderr, "fabtrace record: uprobes: %s\n", n.c_str());
+    std::fprintf(stderr, "fabtrace record: uprobes: %zu provider functions probed\n",
+                 col.uprobe_sites().size());
+  }
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -236,6 +263,23 @@ int cmd_record(int argc, char** argv) {
                col.log_path().c_str());
   if (!col.counters_path().empty())
     std::fprintf(stderr, "fabtrace record: node NIC counters -> %s\n", col.counters_path().c_str());
+  if (opt.bpf.uprobes) {
+    const auto& sites = col.uprobe_sites();
+    const auto& hits = col.uprobe_hits();
+    for (size_t i = 0; i < sites.size(); ++i)
+      std::fprintf(stderr, "fabtrace record: uprobe %s+0x%llx %s %s.%s: %llu hits\n",
+                   sites[i].path.c_str(), static_cast<unsigned long long>(sites[i].offset),
+                   sites[i].provider.c_str(), sites[i].table.c_str(), sites[i].op.c_str(),
+                   static_cast<unsigned long long>(i < hits.size() ? hits[i] : 0));
+    for (const UprobeRow& r : col.uprobe_rows()) {
+      ft_uprobe_ops rec{};
+      rec.op = r.op;
+      rec.pending = r.pending;
+      rec.s = r.s;
+      std::fprintf(stderr, "fabtrace record: uprobe pid %u %-12s %s\n", r.pid,
+                   uprobe_op_name(r.op).c_str(), uprobe_stats_detail(rec).c_str());
+    }
+  }
   return child < 0 ? 0 : exit_code_of(status);
 #endif
 }

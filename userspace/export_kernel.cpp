@@ -24,7 +24,8 @@ void usage(std::FILE* f) {
   std::fprintf(f,
                "usage: fabtrace export kernel FILE [--csv] [--kind K[,K...]] [--top N]\n"
                "  --kind   only these kinds (offcpu, irq, softirq, faults, retransmit, drop,\n"
-               "           cxi_work, cxi_err, thread, stall, slow_op, op_error, poll, exit)\n"
+               "           cxi_work, cxi_err, thread, stall, slow_op, op_error, poll, exit, mark,\n"
+               "           uprobe_ops)\n"
                "  --top N  only the N longest events, longest first\n");
 }
 
@@ -88,6 +89,10 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
       if (a.state != "attached")
         std::fprintf(out, "# %s %s %s: %s\n", a.program.c_str(), a.point.c_str(), a.state.c_str(),
                      a.detail.c_str());
+    for (const KernelSymbol& s : r.symbols())
+      if (s.cls == kernel_log::kUprobeSiteClass)
+        std::fprintf(out, "# uprobe site +0x%llx %s\n", static_cast<unsigned long long>(s.addr),
+                     s.name.c_str());
     for (const KernelTask& t : r.tasks())
       std::fprintf(out, "# task pid %ld tid %ld %s rank %s%s\n", t.pid, t.tid, t.comm.c_str(),
                    t.rank.empty() ? "-" : t.rank.c_str(), t.preload ? " (preload)" : "");

@@ -682,5 +682,163 @@ TEST(Record, NotRootGetsOneClearLine) {
   EXPECT_TRUE(list_files(dir, "fabtrace_kernel.", "").empty());
 }
 
+// ---- --uprobes: ops paired with completions in the kernel, without the preload.
+
+// fi_pingpong's own result line ("4k 200 =200 1.5m 2.77s 0.59 6930.36 0.00"):
+// the iterations it counted and its time per transfer (half a round trip).
+struct PingpongResult {
+  uint64_t iters = 0;
+  double usec_per_xfer = 0;
+  bool ok = false;
+};
+PingpongResult pingpong_result(const std::string& out) {
+  PingpongResult r;
+  std::istringstream in(out);
+  std::string line;
+  bool header = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("bytes", 0) == 0 && line.find("usec/xfer") != std::string::npos) {
+      header = true;
+      continue;
+    }
+    if (!header) continue;
+    std::istringstream f(line);
+    std::string bytes, sent, ack, total, time, mbs, usec;
+    if (f >> bytes >> sent >> ack >> total >> time >> mbs >> usec) {
+      r.iters = std::stoull(sent);
+      r.usec_per_xfer = std::stod(usec);
+      r.ok = ack == "=" + sent;
+    }
+    break;
+  }
+  return r;
+}
+
+// One process's uprobe_ops rows, by op name ("fi_send", "cq_read", ...).
+std::map<std::string, Event> uprobe_rows_of(const std::vector<Event>& ev, int pid) {
+  std::map<std::string, Event> rows;
+  for (const Event& e : ev)
+    if (e.kind == "uprobe_ops" && static_cast<int>(e.pid) == pid) rows[e.cause] = e;
+  return rows;
+}
+
+// A `fabtrace record --uprobes` session over a whole fi_pingpong run (server and
+// client started after it, neither with the preload): per process, the kernel's
+// pairing must give exactly the program's own traffic. fi_pingpong (libfabric's
+// util/pingpong.c) posts one receive before its loop, then per iteration one
+// send (fi_send / fi_tsend: 4 KiB is not below either provider's inject size)
+// and one receive completed and posted again; at the end one fi_sendmsg /
+// fi_tsendmsg ("fin") and the last receive completed. So each side has
+// `iters` sends, 1 sendmsg and iters + 1 receives, all completed.
+void uprobes_pingpong(const char* prov, bool tagged) {
+  const std::string dir = make_temp_dir("rec-uprobes");
+  const int rec =
+      spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes"}, {}, dir + "/record.log", false);
+  ASSERT_GT(rec, 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return slurp(dir + "/record.log").find("provider functions probed") != std::string::npos;
+      },
+      60))
+      << slurp(dir + "/record.log");
+  const int iters = 300;
+  const std::string port = std::to_string(free_port());
+  std::vector<std::string> args = {"fi_pingpong",         "-p", prov,  "-e", "rdm", "-I",
+                                   std::to_string(iters), "-S", "4096"};
+  if (tagged) args.insert(args.end(), {"-m", "tagged"});
+  std::vector<std::string> sargs = args, cargs = args;
+  sargs.insert(sargs.end(), {"-B", port});
+  cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
+  const int server = spawn(sargs, {}, dir + "/server.log", false);
+  ASSERT_GT(server, 0);
+  ASSERT_TRUE(wait_listening(std::stoi(port)));
+  const int client = spawn(cargs, {}, dir + "/client.log", false);
+  ASSERT_GT(client, 0);
+  const int client_rc = wait_for(client, 240);
+  const int server_rc = wait_for(server, 240);
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  ASSERT_EQ(client_rc, 0) << slurp(dir + "/client.log");
+  ASSERT_EQ(server_rc, 0) << slurp(dir + "/server.log");
+  const std::string record_log = slurp(dir + "/record.log");
+
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  const std::string send = tagged ? "fi_tsend" : "fi_send";
+  const std::string sendmsg = tagged ? "fi_tsendmsg" : "fi_sendmsg";
+  const std::string recv = tagged ? "fi_trecv" : "fi_recv";
+  for (const auto& [who, pid] :
+       {std::make_pair("server", server), std::make_pair("client", client)}) {
+    SCOPED_TRACE(who);
+    const PingpongResult own = pingpong_result(slurp(dir + "/" + who + ".log"));
+    ASSERT_TRUE(own.ok) << slurp(dir + "/" + who + ".log");
+    ASSERT_EQ(own.iters, static_cast<uint64_t>(iters));
+    const auto rows = uprobe_rows_of(ev, pid);
+    ASSERT_TRUE(rows.count(send) && rows.count(sendmsg) && rows.count(recv) &&
+                rows.count("cq_read"))
+        << record_log;
+    const Event& s = rows.at(send);
+    const Event& sm = rows.at(sendmsg);
+    const Event& r = rows.at(recv);
+    const Event& polls = rows.at("cq_read");
+    // Completions: exactly the program's traffic, every one paired with its op.
+    EXPECT_EQ(s.num("completions"), own.iters);
+    EXPECT_EQ(sm.num("completions"), 1u);
+    EXPECT_EQ(r.num("completions"), own.iters + 1);
+    for (const Event* e : {&s, &sm, &r}) EXPECT_EQ(e->num("pending"), 0u) << e->cause;
+    // Issue attempts: as many or more (fi_pingpong issues a send again after
+    // -FI_EAGAIN); receives are never refused here.
+    EXPECT_GE(s.num("calls"), own.iters);
+    EXPECT_EQ(sm.num("calls"), 1u);
+    EXPECT_EQ(r.num("calls"), own.iters + 1);
+    EXPECT_EQ(s.num("bytes"), own.iters * 4096);
+    // Polls: every entry returned was one of these completions.
+    EXPECT_EQ(polls.num("unmatched"), 0u);
+    EXPECT_EQ(polls.num("unwalked"), 0u);
+    EXPECT_EQ(polls.num("entries"), 2 * own.iters + 2);
+    EXPECT_GE(polls.num("calls"), polls.num("entries"));  // fi_pingpong reads one at a time
+    // Latencies within the program's own round trip: a send completes before
+    // the reply to it arrives; a receive of the loop is posted just after the
+    // previous one completed, so it lasts about one round trip (the first one
+    // also waits for the connection set-up: the max is left out of the mean).
+    const double rtt_ns = 2 * own.usec_per_xfer * 1000;
+    EXPECT_GT(s.num("min_ns"), 0u);
+    EXPECT_LE(static_cast<double>(s.num("avg_ns")), rtt_ns);
+    const double recv_mean_but_max =
+        static_cast<double>(r.num("avg_ns") * r.num("completions") - r.num("max_ns")) /
+        static_cast<double>(r.num("completions") - 1);
+    EXPECT_LE(recv_mean_but_max, 2 * rtt_ns);
+    EXPECT_GT(recv_mean_but_max, 0.0);
+  }
+  // The sites the traffic went through were attached and hit.
+  for (const std::string& what : {std::string(prov) + (tagged ? " tagged.send" : " msg.send"),
+                                  std::string(prov) + (tagged ? " tagged.recv" : " msg.recv")}) {
+    const size_t at = record_log.find(what + ": ");
+    ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
+    EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
+  }
+}
+
+TEST(Record, UprobesPingpongTcpRxmMsg) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("tcp;ofi_rxm", false);
+}
+
+TEST(Record, UprobesPingpongTcpRxmTagged) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("tcp;ofi_rxm", true);
+}
+
+TEST(Record, UprobesPingpongShmMsg) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("shm", false);
+}
+
+TEST(Record, UprobesPingpongShmTagged) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("shm", true);
+}
+
 }  // namespace
 }  // namespace fabtrace::test

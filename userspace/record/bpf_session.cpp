@@ -13,12 +13,15 @@
 #include <map>
 #include <mutex>
 
+#include "common/op_kinds.h"
 #include "cxi.skel.h"
 #include "irq.skel.h"
 #include "mem.skel.h"
 #include "net.skel.h"
 #include "probes.skel.h"
 #include "sched.skel.h"
+#include "uprobe_ops.h"
+#include "uprobe_ops.skel.h"
 
 namespace fabtrace {
 
@@ -108,6 +111,8 @@ struct BpfSession::Impl {
   ftskel_probes* probes = nullptr;
   ftskel_net* net = nullptr;
   ftskel_cxi* cxi = nullptr;
+  ftskel_uprobe_ops* up = nullptr;
+  std::vector<OpSite> up_sites;       // as attached: the index is the cookie's site
   std::map<std::string, int> shared;  // map name -> fd, from the first loaded object
   std::vector<bpf_link*> links;
   std::vector<std::string> usdt_paths;
@@ -199,6 +204,61 @@ struct BpfSession::Impl {
     note(k.name, sec, "attached", "");
   }
 
+  // --uprobes: every site on its library file, for all processes (pid -1),
+  // by file offset (past an endbr64: see probe_offset).
+  void attach_uprobes() {
+    if (!up) return;
+    for (const OpSite& site : opt.uprobe_sites) {
+      if (up_sites.size() >= FT_UP_MAX_SITES) break;
+      const uint32_t index = static_cast<uint32_t>(up_sites.size());
+      const uint64_t off = probe_offset(site.path, site.offset);
+      char hex[32];
+      std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(off));
+      const std::string point = "uprobe:" + site.path + hex;
+      const std::string what = site.provider + " " + site.table + "." + site.op;
+      struct Prog {
+        bpf_program* prog;
+        bool ret;
+      };
+      std::vector<Prog> progs;
+      if (site.role == FT_UP_ROLE_OP) {
+        progs = {{up->progs.ft_up_op, false}};
+        if (site.ctx != FT_UP_CTX_NONE) progs.push_back({up->progs.ft_up_op_ret, true});
+      } else if (site.role == FT_UP_ROLE_EP_BIND) {
+        progs = {{up->progs.ft_up_ep_bind, false}};
+      } else if (site.role == FT_UP_ROLE_CQ_READ) {
+        progs = {{up->progs.ft_up_cq_read, false}, {up->progs.ft_up_cq_read_ret, true}};
+      } else if (site.role == FT_UP_ROLE_CQ_OPEN) {
+        progs = {{up->progs.ft_up_cq_open, false}, {up->progs.ft_up_cq_open_ret, true}};
+      } else {
+        continue;
+      }
+      bool ok = true;
+      for (const Prog& p : progs) {
+        LIBBPF_OPTS(bpf_uprobe_opts, uo);
+        uo.retprobe = p.ret;
+        const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
+                        op_is_recv(static_cast<OpKind>(site.op_kind));
+        uo.bpf_cookie = FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
+                                     rx ? FT_UP_RX : FT_UP_TX);
+        take_log();
+        bpf_link* l = bpf_program__attach_uprobe_opts(p.prog, -1, site.path.c_str(),
+                                                      static_cast<size_t>(off), &uo);
+        if (!l) {
+          note("uprobe_ops", point + (p.ret ? " (return)" : ""), "failed",
+               what + ": " + reason_of(take_log(), errno));
+          ok = false;
+          continue;
+        }
+        links.push_back(l);
+      }
+      if (ok) note("uprobe_ops", point, "attached", what);
+      up_sites.push_back(site);
+    }
+    if (up_sites.empty())
+      note("uprobe_ops", "uprobe:*", "absent", "no provider function found to probe");
+  }
+
   void attach_usdt(const std::string& path) {
     if (!probes) return;
     for (const std::string& u : usdt_paths)
@@ -281,12 +341,15 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
     im.net->rodata->ft_net_all = opt.net_all;
   im.cxi = im.open("cxi", ftskel_cxi__open, ftskel_cxi__load, ftskel_cxi__destroy);
   im.probes = im.open("probes", ftskel_probes__open, ftskel_probes__load, ftskel_probes__destroy);
+  if (opt.uprobes)
+    im.up = im.open("uprobe_ops", ftskel_uprobe_ops__open, ftskel_uprobe_ops__load,
+                    ftskel_uprobe_ops__destroy);
   for (Skel& k : im.skels) im.load(k, vmlinux);
   btf__free(vmlinux);
 
   for (Skel& k : im.skels) {
     if (!k.loaded) continue;
-    if (k.name == "probes") continue;  // per library file, below
+    if (k.name == "probes" || k.name == "uprobe_ops") continue;  // per library file, below
     bpf_program* p;
     bpf_object__for_each_program(p, k.obj) {
       if (!bpf_program__autoload(p)) continue;
@@ -322,6 +385,12 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
       im.note("probes", "usdt:fabtrace:*", "absent", "no libfabtrace.so to attach the probes to");
     for (const std::string& lib : opt.usdt_libraries) im.attach_usdt(lib);
   }
+
+  bool up_loaded = false;
+  for (const Skel& k : im.skels)
+    if (k.name == "uprobe_ops" && k.loaded) up_loaded = true;
+  if (!up_loaded) im.up = nullptr;
+  im.attach_uprobes();
 
   const auto ev = im.shared.find("events");
   if (ev == im.shared.end()) {
@@ -423,6 +492,81 @@ KernelStats BpfSession::stats() const {
     }
   }
   return s;
+}
+
+const std::vector<OpSite>& BpfSession::uprobe_sites() const {
+  static const std::vector<OpSite> none;
+  return impl_ ? impl_->up_sites : none;
+}
+
+std::vector<uint64_t> BpfSession::uprobe_site_hits() const {
+  std::vector<uint64_t> hits;
+  if (!impl_ || !impl_->up) return hits;
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return hits;
+  std::vector<__u64> v(static_cast<size_t>(ncpu));
+  const int fd = bpf_map__fd(impl_->up->maps.up_hits);
+  for (__u32 i = 0; i < impl_->up_sites.size(); ++i) {
+    __u64 t = 0;
+    if (bpf_map_lookup_elem(fd, &i, v.data()) == 0)
+      for (__u64 x : v) t += x;
+    hits.push_back(t);
+  }
+  return hits;
+}
+
+std::vector<UprobeRow> BpfSession::uprobe_rows() const {
+  std::vector<UprobeRow> rows;
+  if (!impl_ || !impl_->up) return rows;
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return rows;
+  std::map<std::pair<uint32_t, uint32_t>, UprobeRow> by;
+  // The statistics, summed over CPUs.
+  const int sfd = bpf_map__fd(impl_->up->maps.up_stats);
+  std::vector<ft_up_stats> v(static_cast<size_t>(ncpu));
+  ft_up_stat_key key{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(sfd, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (bpf_map_lookup_elem(sfd, &key, v.data()) != 0) continue;
+    UprobeRow& r = by[{key.tgid, key.op}];
+    r.pid = key.tgid;
+    r.op = key.op;
+    for (const ft_up_stats& c : v) {
+      r.s.calls += c.calls;
+      r.s.refused += c.refused;
+      r.s.completions += c.completions;
+      r.s.by_order += c.by_order;
+      r.s.bytes += c.bytes;
+      r.s.lat_sum_ns += c.lat_sum_ns;
+      if (c.lat_min_ns && (!r.s.lat_min_ns || c.lat_min_ns < r.s.lat_min_ns))
+        r.s.lat_min_ns = c.lat_min_ns;
+      if (c.lat_max_ns > r.s.lat_max_ns) r.s.lat_max_ns = c.lat_max_ns;
+      r.s.unmatched += c.unmatched;
+      r.s.unwalked += c.unwalked;
+      for (int b = 0; b < FT_UP_HIST; ++b) r.s.hist[b] += c.hist[b];
+    }
+  }
+  // Ops still waiting for their completion (by context, and by order).
+  auto count_pending = [&by](int fd, auto at) {
+    decltype(at) after{};
+    bool from_start = true;
+    while (bpf_map_get_next_key(fd, from_start ? nullptr : &at, &after) == 0) {
+      from_start = false;
+      at = after;
+      ft_up_pending p{};
+      if (bpf_map_lookup_elem(fd, &at, &p) != 0) continue;
+      UprobeRow& r = by[{at.tgid, p.op}];
+      r.pid = at.tgid;
+      r.op = p.op;
+      ++r.pending;
+    }
+  };
+  count_pending(bpf_map__fd(impl_->up->maps.up_pending), ft_up_key{});
+  count_pending(bpf_map__fd(impl_->up->maps.up_seq_pending), ft_up_seq_key{});
+  for (auto& kv : by) rows.push_back(kv.second);
+  return rows;
 }
 
 std::vector<KernelSymbol> BpfSession::drop_reason_names() {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/kernel_log.h"
+#include "userspace/record/optable_probe.h"
 
 namespace fabtrace {
 
@@ -29,6 +30,19 @@ struct BpfOptions {
   // cxi work functions (kallsyms address -> "name") to filter the workqueue on;
   // empty: the driver is not loaded, the workqueue programs stay unattached.
   std::vector<KernelSymbol> cxi_work;
+  // --uprobes: the provider functions to probe (optable_probe.h), attached per
+  // library file for every process that maps it.
+  bool uprobes = false;
+  std::vector<OpSite> uprobe_sites;
+};
+
+// --uprobes: what the kernel paired for one process and one op kind (or the
+// polls row), summed over CPUs.
+struct UprobeRow {
+  uint32_t pid = 0;
+  uint32_t op = 0;  // OpKind, or FT_UP_OP_POLLS
+  uint64_t pending = 0;
+  ft_up_stats s{};
 };
 
 class BpfSession {
@@ -59,6 +73,12 @@ class BpfSession {
   int poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record);
 
   KernelStats stats() const;  // the kernel-side counters, summed over CPUs
+
+  // --uprobes: the sites as attached (index = the site's number in the
+  // programs), the hits of each, and the statistics rows.
+  const std::vector<OpSite>& uprobe_sites() const;
+  std::vector<uint64_t> uprobe_site_hits() const;
+  std::vector<UprobeRow> uprobe_rows() const;
 
   // The list of every program and attach point with its state on this machine
   // (`fabtrace record --list`): loads and attaches, then detaches everything.

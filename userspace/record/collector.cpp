@@ -59,6 +59,13 @@ bool Collector::start(std::string* error) {
   // The preloads already running or about to be launched: their USDT probes.
   for (const ScannedProcess& p : scanner_.scan(getpid()))
     if (p.preload) opt_.bpf.usdt_libraries.push_back(p.preload_path);
+  // --uprobes: where the providers' data path is, from a helper that opens them
+  // (before any thread of ours exists: it forks).
+  if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
+    OptableResult r = probe_optables(opt_.uprobe_providers, 20000);
+    opt_.bpf.uprobe_sites = std::move(r.sites);
+    uprobe_notes_ = std::move(r.notes);
+  }
   if (!session_.start(opt_.bpf, error)) return false;
 
   KernelLogMeta m;
@@ -73,6 +80,7 @@ bool Collector::start(std::string* error) {
   m.options["polls"] = opt_.bpf.polls ? "1" : "0";
   m.options["net_all"] = opt_.bpf.net_all ? "1" : "0";
   m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
+  m.options["uprobes"] = opt_.bpf.uprobes ? "1" : "0";
   m.attach = session_.attach_list();
   const std::string path = opt_.dir + "/" + kernel_log_file_name(m.host, m.pid);
   if (!log_.create(path, m)) {
@@ -153,6 +161,35 @@ void Collector::on_record(const void* data, size_t size) {
   }
 }
 
+// --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind), and every site
+// with its hits as a symbol of class "uprobe_site" (addr = the file offset).
+void Collector::write_uprobes() {
+  uprobe_rows_ = session_.uprobe_rows();
+  uprobe_hits_ = session_.uprobe_site_hits();
+  const uint64_t now = mono_ns();
+  for (const UprobeRow& r : uprobe_rows_) {
+    ft_uprobe_ops rec{};
+    rec.h.ts = now;
+    rec.h.kind = FT_EV_UPROBE_OPS;
+    rec.h.size = sizeof(rec);
+    rec.h.pid = r.pid;
+    rec.op = r.op;
+    rec.pending = r.pending;
+    rec.s = r.s;
+    on_record(&rec, sizeof(rec));
+  }
+  std::vector<KernelSymbol> syms;
+  const std::vector<OpSite>& sites = session_.uprobe_sites();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const OpSite& s = sites[i];
+    syms.push_back({s.offset,
+                    s.provider + " " + s.table + "." + s.op + " " + s.path +
+                        " hits=" + std::to_string(i < uprobe_hits_.size() ? uprobe_hits_[i] : 0),
+                    kernel_log::kUprobeSiteClass});
+  }
+  log_.write_symbols(syms);
+}
+
 void Collector::step(int wait_ms) {
   session_.poll(wait_ms, [this](const void* d, size_t n) { on_record(d, n); });
   const uint64_t now = mono_ns();
@@ -171,6 +208,7 @@ void Collector::finish() {
   // What the programs emitted up to now.
   for (int i = 0; i < 100; ++i)
     if (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) <= 0) break;
+  if (opt_.bpf.uprobes) write_uprobes();
   log_.write_stats(session_.stats());
   log_.write_end(mono_ns() - start_ns_);
   log_.close();

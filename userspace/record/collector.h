@@ -29,6 +29,8 @@ struct CollectorOptions {
   uint64_t flush_ms = 200;  // events reach the file at least this often
   std::string proc_root = "/proc";
   bool node_counters = true;  // sample the node's cxi counters (FABTRACE_NIC=0: off)
+  // --uprobes: the providers whose op tables are probed (opened by a helper).
+  std::vector<std::string> uprobe_providers = {"tcp;ofi_rxm", "shm"};
 };
 
 class Collector {
@@ -52,10 +54,17 @@ class Collector {
   uint64_t malformed() const { return malformed_; }
   const std::string& counters_path() const { return counters_path_; }
   size_t traced_processes() const { return known_.size(); }
+  // --uprobes: what the op-table probe could not do, the sites and their hits,
+  // and the rows written into the log at finish().
+  const std::vector<std::string>& uprobe_notes() const { return uprobe_notes_; }
+  const std::vector<OpSite>& uprobe_sites() const { return session_.uprobe_sites(); }
+  const std::vector<uint64_t>& uprobe_hits() const { return uprobe_hits_; }
+  const std::vector<UprobeRow>& uprobe_rows() const { return uprobe_rows_; }
 
  private:
   void scan();
   void on_record(const void* data, size_t size);
+  void write_uprobes();
 
   CollectorOptions opt_;
   BpfSession session_;
@@ -68,6 +77,9 @@ class Collector {
   struct NodeCounters;
   std::shared_ptr<NodeCounters> counters_;
   bool log_failed_ = false;
+  std::vector<std::string> uprobe_notes_;
+  std::vector<uint64_t> uprobe_hits_;
+  std::vector<UprobeRow> uprobe_rows_;
 };
 
 }  // namespace fabtrace

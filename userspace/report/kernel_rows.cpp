@@ -8,6 +8,7 @@
 #include "common/kernel_classify.h"
 #include "common/kernel_explain.h"
 #include "common/op_kinds.h"
+#include "common/uprobe_stats.h"
 
 namespace fabtrace {
 
@@ -96,7 +97,7 @@ KernelNames KernelNames::from(const KernelLogReader& r) {
   for (const KernelSymbol& s : r.symbols()) {
     if (s.cls == "drop_reason")
       n.drop_reasons[s.addr] = s.name;
-    else
+    else if (s.cls != kernel_log::kUprobeSiteClass)  // file offsets of --uprobes, not addresses
       n.functions[s.addr] = s.name;
   }
   return n;
@@ -245,6 +246,12 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       r.cause = "exit";
       r.other_comm = record_str(e.comm, FT_COMM_LEN);
       kv(&r.detail, "faults_total", e.faults_total);
+      break;
+    }
+    case FT_EV_UPROBE_OPS: {
+      const auto e = as<ft_uprobe_ops>(rec);
+      r.cause = uprobe_op_name(e.op);
+      r.detail = uprobe_stats_detail(e);
       break;
     }
     default:

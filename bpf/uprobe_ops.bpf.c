@@ -1,0 +1,440 @@
+/* The uprobe-assisted mode (`fabtrace record --uprobes`): op/completion pairing
+ * in the kernel for processes that run without the preload.
+ *
+ * - Entry + return probes on the provider's data-path ops (ep->msg->send, ...):
+ *   an op the provider accepted (returned 0) is remembered by (process, context
+ *   pointer): when, how many bytes, which op. An op with a NULL context is
+ *   queued on its endpoint side's CQ instead (struct ft_up_fifo_key).
+ * - An entry + return probe on the provider's cq_open learns the application's
+ *   CQs and their entry format (a utility provider's inner CQs are opened by
+ *   another provider's cq_open, which is not probed, so they are never known);
+ *   an entry probe on the endpoint's bind learns which CQ each side uses.
+ * - An entry + return probe on the CQ read (cq->ops->read / readfrom): the
+ *   outermost read of a known CQ in a thread is an application poll (utility
+ *   providers call their readfrom, and their core's read, from inside it); at
+ *   its return the returned entries are walked, each entry's first field
+ *   (op_context) looked up and paired with its op.
+ * Everything is folded into per-CPU statistics per (process, op kind), with a
+ * log2 latency histogram; polls are counted, never recorded one by one. The
+ * collector reads the maps when it stops (nothing goes through the ring buffer).
+ *
+ * Attached per library file with no pid filter (every process mapping it, from
+ * its start), by file offset: the library is stripped (userspace/record/
+ * optable_probe.* finds the offsets). User memory is read only with
+ * bpf_probe_read_user; nothing is written to the process. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "uprobe_ops.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
+
+#if defined(__TARGET_ARCH_arm64)
+#define FT_ARG(regs, n) ((regs)->regs[(n)-1])
+#define FT_SP(regs) ((regs)->sp)
+#define FT_RET(regs) ((regs)->regs[0])
+#else
+#define FT_ARG1(regs) ((regs)->di)
+#define FT_ARG2(regs) ((regs)->si)
+#define FT_ARG3(regs) ((regs)->dx)
+#define FT_ARG4(regs) ((regs)->cx)
+#define FT_ARG6(regs) ((regs)->r9)
+#define FT_SP(regs) ((regs)->sp)
+#define FT_RET(regs) ((regs)->ax)
+#endif
+
+/* One map of this program (the libbpf BTF-defined form, on one line each). */
+#define FT_UP_MAP(name, map_type, max, key_type, value_type) \
+  struct {                                                   \
+    __uint(type, map_type);                                  \
+    __uint(max_entries, max);                                \
+    __type(key, key_type);                                   \
+    __type(value, value_type);                               \
+  } name SEC(".maps")
+
+/* Ops waiting for their completion, by context (and, NULL contexts, by order). */
+FT_UP_MAP(up_pending, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PENDING, struct ft_up_key,
+          struct ft_up_pending);
+FT_UP_MAP(up_seq_pending, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PENDING, struct ft_up_seq_key,
+          struct ft_up_pending);
+FT_UP_MAP(up_fifo, BPF_MAP_TYPE_HASH, FT_UP_MAX_CQS, struct ft_up_fifo_key, struct ft_up_fifo);
+/* The applications' CQs and endpoints. */
+FT_UP_MAP(up_cqs, BPF_MAP_TYPE_HASH, FT_UP_MAX_CQS, struct ft_up_key, struct ft_up_cq);
+FT_UP_MAP(up_eps, BPF_MAP_TYPE_HASH, FT_UP_MAX_CQS, struct ft_up_key, struct ft_up_ep);
+/* Calls in flight, by thread: cq_open, CQ reads, ops. */
+FT_UP_MAP(up_open, BPF_MAP_TYPE_HASH, 4096, __u32, struct ft_up_open);
+FT_UP_MAP(up_poll, BPF_MAP_TYPE_HASH, 16384, __u32, struct ft_up_poll);
+FT_UP_MAP(up_call, BPF_MAP_TYPE_HASH, 16384, __u32, struct ft_up_call);
+/* The statistics; hits per attach site (its index in the collector's list); an
+ * all-zero row to start a statistics row from (never written). */
+FT_UP_MAP(up_stats, BPF_MAP_TYPE_PERCPU_HASH, FT_UP_MAX_STATS, struct ft_up_stat_key,
+          struct ft_up_stats);
+FT_UP_MAP(up_hits, BPF_MAP_TYPE_PERCPU_ARRAY, FT_UP_MAX_SITES, __u32, __u64);
+FT_UP_MAP(up_zero, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct ft_up_stats);
+
+/* An entry probe's process, its site's hit counted; 0 for the collector itself. */
+static __always_inline __u32 hit(struct pt_regs* regs) {
+  const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  if (tgid == ft_self_tgid) return 0;
+  const __u32 site = FT_UP_SITE(bpf_get_attach_cookie(regs));
+  __u64* n = bpf_map_lookup_elem(&up_hits, &site);
+  if (n) *n += 1;
+  return tgid;
+}
+
+/* The value of `key` in `map`, created all-zero when absent (up_zero's row is
+ * larger than any value of these maps). NULL when the map is full. */
+static __always_inline void* lookup_or_zero(void* map, const void* key) {
+  void* v = bpf_map_lookup_elem(map, key);
+  if (v) return v;
+  const __u32 z = 0;
+  const void* zero = bpf_map_lookup_elem(&up_zero, &z);
+  if (!zero) return 0;
+  bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+  return bpf_map_lookup_elem(map, key);
+}
+
+static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op) {
+  struct ft_up_stat_key k = {.tgid = tgid, .op = op};
+  return lookup_or_zero(&up_stats, &k);
+}
+
+/* Takes (copies out of `map` and deletes) this thread's call in flight (struct
+ * ft_up_call, ft_up_poll, ft_up_open: the entry's stack pointer first) when
+ * this return is its own, not a nested call's: the return address was popped.
+ * False when it is not. */
+static __always_inline bool take_call(void* map, struct pt_regs* regs, void* out, __u32 size) {
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  const __u64* sp = bpf_map_lookup_elem(map, &tid);
+  if (!sp || FT_SP(regs) != *sp + 8) return false;
+  if (bpf_probe_read_kernel(out, size, sp) != 0) return false;
+  bpf_map_delete_elem(map, &tid);
+  return true;
+}
+
+static __always_inline __u64 read_u64(__u64 addr) {
+  __u64 v = 0;
+  bpf_probe_read_user(&v, sizeof(v), (const void*)addr);
+  return v;
+}
+
+#if !defined(__TARGET_ARCH_arm64)
+/* Argument n >= 7 of a function at its first instruction: on the stack above the
+ * return address. */
+static __always_inline __u64 stack_arg(struct pt_regs* regs, int n) {
+  return read_u64(FT_SP(regs) + 8 * (__u64)(n - 6));
+}
+#endif
+
+static __always_inline __u64 arg_n(struct pt_regs* regs, int n) {
+#if defined(__TARGET_ARCH_arm64)
+  return FT_ARG(regs, n);
+#else
+  switch (n) {
+    case 1:
+      return FT_ARG1(regs);
+    case 2:
+      return FT_ARG2(regs);
+    case 3:
+      return FT_ARG3(regs);
+    case 4:
+      return FT_ARG4(regs);
+    case 6:
+      return FT_ARG6(regs);
+    case 7:
+    case 8:
+      return stack_arg(regs, n);
+    default:
+      return 0; /* argument 5 is never needed */
+  }
+#endif
+}
+
+/* Sum of up to FT_UP_MAX_IOV iovec lengths. */
+static __always_inline __u64 iov_bytes(__u64 iov, __u64 count) {
+  __u64 total = 0;
+#pragma unroll
+  for (int i = 0; i < FT_UP_MAX_IOV; ++i) {
+    if ((__u64)i < count) total += read_u64(iov + 16 * (__u64)i + 8);
+  }
+  return total;
+}
+
+SEC("uprobe")
+int ft_up_op(struct pt_regs* regs) {
+  const __u64 cookie = bpf_get_attach_cookie(regs);
+  const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
+  if (!tgid) return 0;
+  const __u32 op = FT_UP_OP(cookie);
+  struct ft_up_stats* s = stats_of(tgid, op);
+  if (s) s->calls += 1;
+  if (FT_UP_CTXLOC(cookie) == FT_UP_CTX_NONE) return 0; /* inject: no completion will come */
+
+  struct ft_up_call c = {};
+  switch (FT_UP_LENLOC(cookie)) {
+    case FT_UP_LEN_ARG3:
+      c.bytes = arg_n(regs, 3);
+      break;
+    case FT_UP_LEN_IOV:
+      c.bytes = iov_bytes(arg_n(regs, 2), arg_n(regs, 4));
+      break;
+    case FT_UP_LEN_MSG: {
+      const __u64 msg = arg_n(regs, 2);
+      c.bytes = iov_bytes(read_u64(msg + FT_UP_MSG_IOV_OFF), read_u64(msg + FT_UP_MSG_COUNT_OFF));
+      break;
+    }
+    default:
+      break;
+  }
+  switch (FT_UP_CTXLOC(cookie)) {
+    case FT_UP_CTX_ARG6:
+      c.ctx = arg_n(regs, 6);
+      break;
+    case FT_UP_CTX_ARG7:
+      c.ctx = arg_n(regs, 7);
+      break;
+    case FT_UP_CTX_ARG8:
+      c.ctx = arg_n(regs, 8);
+      break;
+    case FT_UP_CTX_MSG:
+      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_MSG_CTX_OFF);
+      break;
+    case FT_UP_CTX_TMSG:
+      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_TMSG_CTX_OFF);
+      break;
+    default:
+      break;
+  }
+  c.ep = arg_n(regs, 1);
+  c.sp = FT_SP(regs);
+  c.op = op;
+  c.site = FT_UP_SITE(cookie);
+  c.cls = FT_UP_CLASS(cookie) ? FT_UP_RX : FT_UP_TX;
+  c.start = bpf_ktime_get_ns();
+  bpf_map_update_elem(&up_call, &tid, &c, BPF_ANY);
+  if (c.ctx) {
+    /* Known before the provider can complete it (another thread may poll the
+     * completion before this call returns); taken back if it is refused. An op
+     * issued again after -FI_EAGAIN with the same context replaces it. */
+    struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
+    struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = op, .site = c.site};
+    bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
+  }
+  return 0;
+}
+
+/* The op's return: accepted (0) ops wait for their completion. */
+SEC("uretprobe")
+int ft_up_op_ret(struct pt_regs* regs) {
+  struct ft_up_call c;
+  if (!take_call(&up_call, regs, &c, sizeof(c))) return 0;
+  const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  const long ret = (long)FT_RET(regs);
+  if (ret != 0) {
+    struct ft_up_stats* s = stats_of(tgid, c.op);
+    if (s) s->refused += 1;
+    if (c.ctx) {
+      struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
+      struct ft_up_pending* p = bpf_map_lookup_elem(&up_pending, &k);
+      if (p && p->start == c.start) bpf_map_delete_elem(&up_pending, &k);
+    }
+    return 0;
+  }
+  if (c.ctx) return 0;
+  /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
+  struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = c.op, .site = c.site};
+  struct ft_up_key ek = {.tgid = tgid, .ptr = c.ep};
+  struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
+  const __u64 cq = ep ? ep->cq[c.cls & 1] : 0;
+  if (!cq) {
+    struct ft_up_stats* s = stats_of(tgid, c.op);
+    if (s) s->unmatched += 1;
+    return 0;
+  }
+  struct ft_up_fifo_key fk = {.tgid = tgid, .cls = c.cls & 1, .cq = cq};
+  struct ft_up_fifo* f = lookup_or_zero(&up_fifo, &fk);
+  if (!f) return 0;
+  struct ft_up_seq_key sk = {
+      .tgid = tgid, .cls = fk.cls, .cq = cq, .seq = __sync_fetch_and_add(&f->tail, 1)};
+  bpf_map_update_elem(&up_seq_pending, &sk, &p, BPF_ANY);
+  return 0;
+}
+
+SEC("uprobe")
+int ft_up_cq_open(struct pt_regs* regs) {
+  if (!hit(regs)) return 0;
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  /* cq_open(domain, attr, cq_fid, context); attr->format after size and flags. */
+  struct ft_up_open o = {};
+  o.cq_out = arg_n(regs, 3);
+  o.sp = FT_SP(regs);
+  const __u64 attr = arg_n(regs, 2);
+  if (attr)
+    bpf_probe_read_user(&o.format, sizeof(o.format),
+                        (const void*)(attr + FT_UP_CQ_ATTR_FORMAT_OFF));
+  bpf_map_update_elem(&up_open, &tid, &o, BPF_ANY);
+  return 0;
+}
+
+/* enum fi_cq_format -> the size of its entry (rdma/fi_eq.h). UNSPEC is the
+ * provider's choice: fi_cq_entry for the utility CQ (tcp, shm, rxm, rxd, udp). */
+static __always_inline __u32 entry_size(__u32 format) {
+  switch (format) {
+    case 0: /* FI_CQ_FORMAT_UNSPEC */
+    case 1: /* FI_CQ_FORMAT_CONTEXT */
+      return 8;
+    case 2: /* FI_CQ_FORMAT_MSG */
+      return 24;
+    case 3: /* FI_CQ_FORMAT_DATA */
+      return 40;
+    case 4: /* FI_CQ_FORMAT_TAGGED */
+      return 48;
+    default:
+      return 0;
+  }
+}
+
+SEC("uretprobe")
+int ft_up_cq_open_ret(struct pt_regs* regs) {
+  struct ft_up_open o;
+  if (!take_call(&up_open, regs, &o, sizeof(o))) return 0;
+  /* cq_open returns int: the register's upper half is not defined. */
+  const int ret = (int)FT_RET(regs);
+  const __u64 out = o.cq_out;
+  const __u32 format = o.format;
+  if (ret != 0 || !out) return 0;
+  struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = read_u64(out)};
+  struct ft_up_cq c = {.entry_size = entry_size(format), .format = format};
+  if (k.ptr && c.entry_size) bpf_map_update_elem(&up_cqs, &k, &c, BPF_ANY);
+  return 0;
+}
+
+/* bind(fid, bfid, flags): an application endpoint bound to an application CQ. */
+SEC("uprobe")
+int ft_up_ep_bind(struct pt_regs* regs) {
+  const __u32 tgid = hit(regs);
+  if (!tgid) return 0;
+  struct ft_up_key ck = {.tgid = tgid, .ptr = arg_n(regs, 2)};
+  struct ft_up_cq* cq = bpf_map_lookup_elem(&up_cqs, &ck);
+  if (!cq) return 0; /* an AV, a counter, a CQ of another layer */
+  const __u64 flags = arg_n(regs, 3);
+  struct ft_up_key ek = {.tgid = tgid, .ptr = arg_n(regs, 1)};
+  struct ft_up_ep* ep = lookup_or_zero(&up_eps, &ek);
+  if (!ep) return 0;
+  if (flags & FT_UP_FI_TRANSMIT) {
+    ep->cq[FT_UP_TX] = ck.ptr;
+    cq->sides |= 1u << FT_UP_TX;
+  }
+  if (flags & FT_UP_FI_RECV) {
+    ep->cq[FT_UP_RX] = ck.ptr;
+    cq->sides |= 1u << FT_UP_RX;
+  }
+  return 0;
+}
+
+SEC("uprobe")
+int ft_up_cq_read(struct pt_regs* regs) {
+  const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
+  if (!tgid) return 0;
+  /* A read nested in the application's (readfrom called by read, a core CQ
+   * read by the utility provider's progress) is not a poll of its own: it runs
+   * deeper in the stack. One at the same depth or above means the recorded
+   * read's return was never seen (a uretprobe the kernel skipped): replaced. */
+  const struct ft_up_poll* outer = bpf_map_lookup_elem(&up_poll, &tid);
+  if (outer && FT_SP(regs) < outer->sp) return 0;
+  struct ft_up_key k = {.tgid = tgid, .ptr = arg_n(regs, 1)};
+  struct ft_up_cq* c = bpf_map_lookup_elem(&up_cqs, &k);
+  if (!c) return 0;
+  struct ft_up_poll p = {};
+  p.cq = k.ptr;
+  p.buf = arg_n(regs, 2);
+  p.sp = FT_SP(regs);
+  p.entry_size = c->entry_size;
+  p.sides = c->sides;
+  bpf_map_update_elem(&up_poll, &tid, &p, BPF_ANY);
+  return 0;
+}
+
+/* The NULL-context op a completion of CQ `cq` ends: the oldest queued on the
+ * side the entry belongs to (the CQ's only side, or the entry's FI_SEND/FI_RECV
+ * flag where the format has flags). NULL when there is none. */
+static __always_inline struct ft_up_pending* by_order(__u32 tgid, const struct ft_up_poll* pp,
+                                                      __u64 entry, struct ft_up_seq_key* sk) {
+  __u32 cls;
+  if (pp->sides == (1u << FT_UP_TX)) {
+    cls = FT_UP_TX;
+  } else if (pp->sides == (1u << FT_UP_RX)) {
+    cls = FT_UP_RX;
+  } else if (pp->entry_size >= 24) {
+    const __u64 flags = read_u64(entry + 8);
+    if (flags & FT_UP_FI_RECV)
+      cls = FT_UP_RX;
+    else if (flags & FT_UP_FI_SEND)
+      cls = FT_UP_TX;
+    else
+      return 0;
+  } else {
+    return 0;
+  }
+  struct ft_up_fifo_key fk = {.tgid = tgid, .cls = cls, .cq = pp->cq};
+  struct ft_up_fifo* f = bpf_map_lookup_elem(&up_fifo, &fk);
+  if (!f || f->head >= f->tail) return 0;
+  sk->tgid = tgid;
+  sk->cls = cls;
+  sk->cq = pp->cq;
+  sk->seq = __sync_fetch_and_add(&f->head, 1);
+  return bpf_map_lookup_elem(&up_seq_pending, sk);
+}
+
+SEC("uretprobe")
+int ft_up_cq_read_ret(struct pt_regs* regs) {
+  const long ret = (long)FT_RET(regs); /* entries, or -FI_EAGAIN, ... */
+  struct ft_up_poll pp;
+  if (!take_call(&up_poll, regs, &pp, sizeof(pp))) return 0;
+  const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS);
+  if (ps) ps->calls += 1;
+  if (ret <= 0) return 0;
+  if (ps) ps->completions += (__u64)ret;
+  const __u64 now = bpf_ktime_get_ns();
+  __u64 unmatched = 0;
+  for (int i = 0; i < FT_UP_WALK_MAX; ++i) {
+    if (i >= ret) break;
+    const __u64 entry = pp.buf + (__u64)pp.entry_size * (__u64)i;
+    struct ft_up_key k = {.tgid = tgid, .ptr = read_u64(entry)};
+    struct ft_up_seq_key sk = {};
+    struct ft_up_pending* p =
+        k.ptr ? bpf_map_lookup_elem(&up_pending, &k) : by_order(tgid, &pp, entry, &sk);
+    if (!p) {
+      ++unmatched;
+      continue;
+    }
+    const __u64 lat = now > p->start ? now - p->start : 0;
+    const __u32 op = p->op;
+    const __u64 bytes = p->bytes;
+    if (k.ptr)
+      bpf_map_delete_elem(&up_pending, &k);
+    else
+      bpf_map_delete_elem(&up_seq_pending, &sk);
+    struct ft_up_stats* s = stats_of(tgid, op);
+    if (!s) continue;
+    s->completions += 1;
+    if (!k.ptr) s->by_order += 1;
+    s->bytes += bytes;
+    s->lat_sum_ns += lat;
+    if (!s->lat_min_ns || lat < s->lat_min_ns) s->lat_min_ns = lat;
+    if (lat > s->lat_max_ns) s->lat_max_ns = lat;
+    const __u32 b = ft_up_hist_bucket(lat);
+    if (b < FT_UP_HIST) s->hist[b] += 1;
+  }
+  if (ps) {
+    ps->unmatched += unmatched;
+    if (ret > FT_UP_WALK_MAX) ps->unwalked += (__u64)ret - FT_UP_WALK_MAX;
+  }
+  return 0;
+}

@@ -1,0 +1,171 @@
+/* The uprobe-assisted mode (`fabtrace record --uprobes`): what uprobe_ops.bpf.c
+ * and the collector (userspace/record/) share, libbpf-tools style: the maps'
+ * keys and values and the attach cookie that tells one program which op it
+ * probes and where that op keeps its context and its length.
+ *
+ * The probes sit on the provider functions a process reaches through
+ * libfabric's op tables (fi_send -> ep->msg->send, fi_cq_read ->
+ * cq->ops->read, fi_cq_open -> domain->ops->cq_open). The collector finds them
+ * by opening the provider itself (userspace/record/optable_probe.*).
+ *
+ * C, not C++: clang -target bpf compiles it too. */
+#ifndef FABTRACE_UPROBE_OPS_H
+#define FABTRACE_UPROBE_OPS_H
+
+#include "fabtrace_events.h"
+
+#define FT_UP_MAX_SITES 256     /* attach points (functions) of one session */
+#define FT_UP_MAX_PENDING 65536 /* ops issued, their completion not seen yet (LRU) */
+#define FT_UP_MAX_CQS 4096      /* the applications' CQs */
+#define FT_UP_MAX_STATS 8192    /* (process, op) rows */
+#define FT_UP_WALK_MAX 32       /* entries of one CQ read paired in the kernel */
+#define FT_UP_MAX_IOV 4         /* iovec entries summed for an op's length */
+
+/* What a probed function is. */
+enum ft_up_role {
+  FT_UP_ROLE_OP = 1,      /* a data-path op (ep->msg->send, ep->tagged->recv, ...) */
+  FT_UP_ROLE_CQ_READ = 2, /* cq->ops->read / readfrom: entry and return */
+  FT_UP_ROLE_CQ_OPEN = 3, /* domain->ops->cq_open: entry and return */
+  FT_UP_ROLE_EP_BIND = 4  /* ep->fid.ops->bind: which CQ an endpoint's ops complete to */
+};
+
+/* Which side of an endpoint an op is on (the CQ it completes to). */
+enum ft_up_class { FT_UP_TX = 0, FT_UP_RX = 1 };
+
+/* Where an op's context pointer is. x86_64 passes arguments 7 and 8 on the stack. */
+enum ft_up_ctx {
+  FT_UP_CTX_NONE = 0, /* inject: no completion */
+  FT_UP_CTX_ARG6 = 1,
+  FT_UP_CTX_ARG7 = 2,
+  FT_UP_CTX_ARG8 = 3,
+  FT_UP_CTX_MSG = 4, /* struct fi_msg *, argument 2: ->context */
+  FT_UP_CTX_TMSG = 5 /* struct fi_msg_tagged *, argument 2: ->context */
+};
+
+/* Where an op's length is. */
+enum ft_up_len {
+  FT_UP_LEN_NONE = 0,
+  FT_UP_LEN_ARG3 = 1, /* (ep, buf, len, ...) */
+  FT_UP_LEN_IOV = 2,  /* (ep, iov, desc, count, ...) */
+  FT_UP_LEN_MSG = 3   /* (ep, msg, flags): msg->msg_iov, msg->iov_count */
+};
+
+/* struct fi_msg / fi_msg_tagged (rdma/fi_endpoint.h, fi_tagged.h) on LP64. */
+#define FT_UP_MSG_IOV_OFF 0
+#define FT_UP_MSG_COUNT_OFF 16
+#define FT_UP_MSG_CTX_OFF 32
+#define FT_UP_TMSG_CTX_OFF 48
+/* struct fi_cq_attr (rdma/fi_eq.h): size, flags, format. */
+#define FT_UP_CQ_ATTR_FORMAT_OFF 16
+
+/* The attach cookie: site index, role, OpKind (common/op_kinds.h), where the
+ * context and the length are. */
+#define FT_UP_COOKIE(site, role, op, ctx, len, cls)                                     \
+  ((__u64)(site) | ((__u64)(role) << 16) | ((__u64)(op) << 24) | ((__u64)(ctx) << 32) | \
+   ((__u64)(len) << 40) | ((__u64)(cls) << 48))
+#define FT_UP_SITE(c) ((__u32)((c)&0xffff))
+#define FT_UP_ROLE(c) ((__u32)(((c) >> 16) & 0xff))
+#define FT_UP_OP(c) ((__u32)(((c) >> 24) & 0xff))
+#define FT_UP_CTXLOC(c) ((__u32)(((c) >> 32) & 0xff))
+#define FT_UP_LENLOC(c) ((__u32)(((c) >> 40) & 0xff))
+#define FT_UP_CLASS(c) ((__u32)(((c) >> 48) & 0xff))
+
+/* The rows of a process's statistics besides its ops (OpKind < 64). */
+#define FT_UP_OP_POLLS 200 /* CQ reads of the application's CQs */
+
+/* libfabric values the programs test (rdma/fabric.h). */
+#define FT_UP_FI_RECV (1ULL << 10)
+#define FT_UP_FI_SEND (1ULL << 11)
+#define FT_UP_FI_TRANSMIT FT_UP_FI_SEND
+
+/* An op issued and not completed yet (key: process, context pointer); also the
+ * key of the application's CQs and endpoints (process, object pointer). */
+struct ft_up_key {
+  __u32 tgid;
+  __u32 pad;
+  __u64 ptr;
+};
+
+/* An op issued with a NULL context (allowed where the provider does not ask for
+ * FI_CONTEXT: fi_pingpong does so on tcp;ofi_rxm and shm) cannot be found by its
+ * context: it is queued on the CQ its endpoint side is bound to, and paired with
+ * the next NULL-context completion of that CQ and side, in order. */
+struct ft_up_fifo_key {
+  __u32 tgid;
+  __u32 cls; /* enum ft_up_class */
+  __u64 cq;
+};
+struct ft_up_fifo {
+  __u64 head; /* next sequence number to complete */
+  __u64 tail; /* next sequence number to issue */
+};
+struct ft_up_seq_key {
+  __u32 tgid;
+  __u32 cls;
+  __u64 cq;
+  __u64 seq;
+};
+
+/* An op call in flight (key: tid), from its entry to its return: only an op the
+ * provider accepted (returned 0) waits for a completion. */
+struct ft_up_call {
+  __u64 sp; /* first in each in-flight call: the stack pointer at its entry */
+  __u64 start, bytes, ctx, ep;
+  __u32 op, site, cls, pad;
+};
+
+/* An application endpoint's CQs (key: process, endpoint), from its binds. */
+struct ft_up_ep {
+  __u64 cq[2]; /* [FT_UP_TX], [FT_UP_RX] */
+};
+struct ft_up_pending {
+  __u64 start; /* CLOCK_MONOTONIC ns at the op's entry */
+  __u64 bytes;
+  __u32 op;
+  __u32 site;
+};
+
+/* An application CQ (key: process, CQ pointer), from its provider's cq_open. */
+struct ft_up_cq {
+  __u32 entry_size; /* bytes of one entry of its format */
+  __u32 format;     /* enum fi_cq_format */
+  __u32 sides;      /* endpoint sides bound to it: 1 << FT_UP_TX | 1 << FT_UP_RX */
+  __u32 pad;
+};
+
+/* A cq_open in flight (key: tid). */
+struct ft_up_open {
+  __u64 sp;     /* the stack pointer at entry: its own return, not a nested one's */
+  __u64 cq_out; /* struct fid_cq ** */
+  __u32 format;
+  __u32 pad;
+};
+
+/* An application CQ read in flight (key: tid). */
+struct ft_up_poll {
+  __u64 sp, cq, buf;
+  __u32 entry_size;
+  __u32 sides;
+};
+
+/* Statistics row key: (process, op kind or FT_UP_OP_POLLS). */
+struct ft_up_stat_key {
+  __u32 tgid;
+  __u32 op;
+};
+
+/* The histogram bucket of a latency: floor(log2(ns)) (0 for 0 and 1 ns), at
+ * most FT_UP_HIST - 1. One home for the BPF program and the readers. */
+static inline __u32 ft_up_hist_bucket(__u64 ns) {
+  __u32 b = 0;
+  for (int i = 5; i >= 1; --i) {
+    /* halve the width still to search: 32, 16, 8, 4, 2 bits */
+    const __u32 shift = (__u32)(ns > (1ULL << (1 << i)) - 1) << i;
+    ns >>= shift;
+    b |= shift;
+  }
+  b |= (__u32)(ns >> 1);
+  return b < FT_UP_HIST - 1 ? b : FT_UP_HIST - 1;
+}
+
+#endif /* FABTRACE_UPROBE_OPS_H */

@@ -1,0 +1,61 @@
+#include "common/uprobe_stats.h"
+
+#include "bpf/uprobe_ops.h"
+#include "common/op_kinds.h"
+
+namespace fabtrace {
+
+std::string uprobe_op_name(uint32_t op) {
+  if (op == FT_UP_OP_POLLS) return "cq_read";
+  if (op < static_cast<uint32_t>(kOpKindCount)) return op_name(static_cast<OpKind>(op));
+  return "op" + std::to_string(op);
+}
+
+uint32_t uprobe_hist_bucket(uint64_t ns) { return ft_up_hist_bucket(ns); }
+
+uint64_t uprobe_hist_quantile(const ft_up_stats& s, double q) {
+  uint64_t total = 0;
+  for (uint64_t n : s.hist) total += n;
+  if (!total) return 0;
+  const double want = q * static_cast<double>(total);
+  uint64_t seen = 0;
+  for (uint32_t i = 0; i < FT_UP_HIST; ++i) {
+    seen += s.hist[i];
+    if (static_cast<double>(seen) >= want && s.hist[i]) return 2ULL << i;
+  }
+  return 2ULL << (FT_UP_HIST - 1);
+}
+
+std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
+  std::string d;
+  auto kv = [&d](const char* k, uint64_t v) {
+    if (!d.empty()) d += ';';
+    d += k;
+    d += '=';
+    d += std::to_string(v);
+  };
+  const ft_up_stats& s = r.s;
+  kv("calls", s.calls);
+  if (r.op == FT_UP_OP_POLLS) {
+    kv("entries", s.completions);
+    kv("unmatched", s.unmatched);
+    kv("unwalked", s.unwalked);
+    return d;
+  }
+  kv("refused", s.refused);
+  kv("completions", s.completions);
+  kv("by_order", s.by_order);
+  kv("bytes", s.bytes);
+  kv("pending", r.pending);
+  kv("unmatched", s.unmatched);
+  if (s.completions) {
+    kv("avg_ns", s.lat_sum_ns / s.completions);
+    kv("min_ns", s.lat_min_ns);
+    kv("max_ns", s.lat_max_ns);
+    kv("p50_le_ns", uprobe_hist_quantile(s, 0.5));
+    kv("p99_le_ns", uprobe_hist_quantile(s, 0.99));
+  }
+  return d;
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,237 @@
+// The op-table discovery of `fabtrace record --uprobes`
+// (userspace/record/optable_probe.*): the address -> (file, offset)
+// arithmetic, checked against the bytes of the real files; the endbr64 skip;
+// the deduplication of sites; the helper that opens tcp;ofi_rxm and shm; and
+// the statistics' histogram (common/uprobe_stats.*) that the BPF side fills.
+#include "userspace/record/optable_probe.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "bpf/uprobe_ops.h"
+#include "common/op_kinds.h"
+#include "common/uprobe_stats.h"
+#include "tests/unit/scratch_dir.h"
+
+namespace fabtrace {
+namespace {
+
+TEST(OptableProbe, FileOffsetFromTheContainingLoadSegment) {
+  // A typical shared object: text at vaddr 0x1000 from file offset 0x1000, data
+  // at vaddr 0x5e10 from file offset 0x4e10 (vaddr and offset differ by a page).
+  const std::vector<ElfLoad> loads = {
+      {0x0, 0x800, 0x0}, {0x1000, 0x3000, 0x1000}, {0x5e10, 0x400, 0x4e10}};
+  const uint64_t bias = 0x7f0000000000ULL;
+  uint64_t off = 0;
+  ASSERT_TRUE(file_offset_in(bias + 0x1234, bias, loads, &off));
+  EXPECT_EQ(off, 0x1234u);
+  ASSERT_TRUE(file_offset_in(bias + 0x5e20, bias, loads, &off));
+  EXPECT_EQ(off, 0x4e20u);
+  ASSERT_TRUE(file_offset_in(bias + 0x3fff, bias, loads, &off));  // last byte of text
+  EXPECT_EQ(off, 0x3fffu);
+  EXPECT_FALSE(file_offset_in(bias + 0x4000, bias, loads, &off));  // the gap after it
+  EXPECT_FALSE(file_offset_in(bias + 0x900, bias, loads, &off));
+  EXPECT_FALSE(file_offset_in(bias - 1, bias, loads, &off));
+  EXPECT_FALSE(file_offset_in(bias + 0x6210, bias, loads, &off));  // one past the data
+}
+
+// The bytes at the computed file offset are the bytes the process runs.
+void expect_file_bytes_match(const void* fn) {
+  std::string path;
+  uint64_t off = 0;
+  ASSERT_TRUE(code_location(fn, &path, &off));
+  ASSERT_FALSE(path.empty());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  unsigned char file[32] = {};
+  ASSERT_EQ(::pread(fd, file, sizeof(file), static_cast<off_t>(off)),
+            static_cast<ssize_t>(sizeof(file)));
+  ::close(fd);
+  EXPECT_EQ(std::memcmp(file, fn, sizeof(file)), 0) << path << " +" << off;
+}
+
+int local_function(int x) { return x * 3 + 1; }
+
+TEST(OptableProbe, CodeLocationMatchesTheFileBytes) {
+  expect_file_bytes_match(reinterpret_cast<const void*>(&local_function));  // the executable
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(libc, nullptr);
+  expect_file_bytes_match(dlsym(libc, "getpid"));
+  void* fab = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(fab, nullptr) << dlerror();
+  expect_file_bytes_match(dlsym(fab, "fi_getinfo"));
+  std::string path;
+  uint64_t off = 0;
+  int on_stack = 0;
+  EXPECT_FALSE(code_location(&on_stack, &path, &off));  // not in any object
+}
+
+TEST(OptableProbe, ProbeOffsetSkipsEndbr64) {
+  test::ScratchDir d;
+  const std::string f = d.write("code.bin", std::string("\x90\x90\x90\x90"
+                                                        "\xf3\x0f\x1e\xfa"
+                                                        "\x55\x48\x89\xe5",
+                                                        12));
+  EXPECT_EQ(probe_offset(f, 4), 8u);    // endbr64: the next instruction
+  EXPECT_EQ(probe_offset(f, 8), 8u);    // push %rbp: as is
+  EXPECT_EQ(probe_offset(f, 0), 0u);    // nops
+  EXPECT_EQ(probe_offset(f, 10), 10u);  // too short to hold one
+  EXPECT_EQ(probe_offset(d.path("missing"), 4), 4u);
+}
+
+OpSite site(const char* prov, const char* table, const char* op, uint32_t role, OpKind kind,
+            uint64_t offset) {
+  OpSite s = op_site(prov, table, op, role, kind);
+  s.path = "/lib/libfabric.so.1";
+  s.offset = offset;
+  return s;
+}
+
+TEST(OptableProbe, DedupeMergesSharedFunctionsAndDropsStubs) {
+  const std::vector<OpSite> in = {
+      site("tcp;ofi_rxm", "cq", "read", FT_UP_ROLE_CQ_READ, OpKind::kCount, 0x100),
+      site("shm", "cq", "read", FT_UP_ROLE_CQ_READ, OpKind::kCount, 0x100),
+      site("tcp;ofi_rxm", "msg", "send", FT_UP_ROLE_OP, OpKind::kSend, 0x200),
+      site("tcp;ofi_rxm", "msg", "send", FT_UP_ROLE_OP, OpKind::kSend, 0x200),  // FI_THREAD_DOMAIN
+      site("shm", "msg", "senddata", FT_UP_ROLE_OP, OpKind::kSenddata, 0x300),  // a stub ...
+      site("shm", "msg", "injectdata", FT_UP_ROLE_OP, OpKind::kInjectdata, 0x300),  // ... twice
+  };
+  std::vector<std::string> notes;
+  const std::vector<OpSite> out = dedupe_sites(in, &notes);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].provider, "tcp;ofi_rxm,shm");
+  EXPECT_EQ(out[0].op, "read");
+  EXPECT_EQ(out[1].provider, "tcp;ofi_rxm");
+  EXPECT_EQ(out[1].offset, 0x200u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("+0x300"), std::string::npos) << notes[0];
+}
+
+TEST(OptableProbe, SiteLineRoundTrip) {
+  OpSite s = site("tcp;ofi_rxm", "tagged", "send", FT_UP_ROLE_OP, OpKind::kTsend, 0x1a2b3c);
+  s.ctx = FT_UP_CTX_ARG7;
+  s.len = FT_UP_LEN_ARG3;
+  OpSite r;
+  ASSERT_TRUE(parse_site_line(site_line(s), &r));
+  EXPECT_EQ(r.provider, s.provider);
+  EXPECT_EQ(r.table, "tagged");
+  EXPECT_EQ(r.op, "send");
+  EXPECT_EQ(r.role, s.role);
+  EXPECT_EQ(r.op_kind, s.op_kind);
+  EXPECT_EQ(r.ctx, s.ctx);
+  EXPECT_EQ(r.len, s.len);
+  EXPECT_EQ(r.offset, s.offset);
+  EXPECT_EQ(r.path, s.path);
+  EXPECT_FALSE(parse_site_line("", &r));
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5", &r));               // no path
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\tx5\t/lib/x.so", &r));   // bad offset
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t9\t2\t3\t4\t5\t/lib/x.so", &r));    // bad role
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\trelative.so", &r));  // not a path
+}
+
+const OpSite* find_site(const std::vector<OpSite>& sites, const std::string& prov,
+                        const char* table, const char* op) {
+  for (const OpSite& s : sites)
+    if (s.table == table && s.op == op &&
+        ("," + s.provider + ",").find("," + prov + ",") != std::string::npos)
+      return &s;
+  return nullptr;
+}
+
+// The real providers, opened in a forked helper as `fabtrace record` does.
+TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
+  const OptableResult r = probe_optables({"tcp;ofi_rxm", "shm"}, 20000);
+  for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+  for (const char* prov : {"tcp;ofi_rxm", "shm"}) {
+    for (const auto& [table, op] :
+         std::vector<std::pair<const char*, const char*>>{{"domain", "cq_open"},
+                                                          {"ep", "bind"},
+                                                          {"cq", "readfrom"},
+                                                          {"msg", "send"},
+                                                          {"msg", "recv"},
+                                                          {"tagged", "send"},
+                                                          {"tagged", "recv"}}) {
+      const OpSite* s = find_site(r.sites, prov, table, op);
+      ASSERT_NE(s, nullptr) << prov << " " << table << "." << op;
+      EXPECT_NE(s->path.find("libfabric.so"), std::string::npos) << s->path;
+      EXPECT_GT(s->offset, 0u);
+    }
+  }
+  // libfabric's utility CQ: rxm's and shm's reads are the one ofi_cq_readfrom,
+  // and their read (ofi_cq_read) calls it through the op table: not probed.
+  const OpSite* readfrom = find_site(r.sites, "tcp;ofi_rxm", "cq", "readfrom");
+  ASSERT_NE(readfrom, nullptr);
+  EXPECT_EQ(readfrom->provider, "tcp;ofi_rxm,shm");
+  EXPECT_EQ(find_site(r.sites, "tcp;ofi_rxm", "cq", "read"), nullptr);
+  EXPECT_EQ(find_site(r.sites, "shm", "cq", "read"), nullptr);
+  size_t forwarding = 0;
+  for (const std::string& n : r.notes)
+    forwarding += n.find("cq.read calls cq.readfrom through the op table") != std::string::npos;
+  EXPECT_EQ(forwarding, 2u);  // once per provider (both threading variants say the same)
+  // The providers' own ops and cq_open are theirs.
+  EXPECT_NE(find_site(r.sites, "tcp;ofi_rxm", "msg", "send")->offset,
+            find_site(r.sites, "shm", "msg", "send")->offset);
+  EXPECT_NE(find_site(r.sites, "tcp;ofi_rxm", "domain", "cq_open")->offset,
+            find_site(r.sites, "shm", "domain", "cq_open")->offset);
+  // Every site is at most once.
+  for (size_t i = 0; i < r.sites.size(); ++i)
+    for (size_t j = i + 1; j < r.sites.size(); ++j)
+      EXPECT_FALSE(r.sites[i].path == r.sites[j].path && r.sites[i].offset == r.sites[j].offset);
+}
+
+TEST(OptableProbe, UnknownProviderIsANoteNotASite) {
+  const OptableResult r = probe_optables({"no_such_provider"}, 20000);
+  EXPECT_TRUE(r.sites.empty());
+  ASSERT_EQ(r.notes.size(), 2u);  // both threading variants
+  EXPECT_NE(r.notes[0].find("no_such_provider"), std::string::npos);
+}
+
+TEST(UprobeStats, Log2Buckets) {
+  EXPECT_EQ(uprobe_hist_bucket(0), 0u);
+  EXPECT_EQ(uprobe_hist_bucket(1), 0u);
+  EXPECT_EQ(uprobe_hist_bucket(2), 1u);
+  EXPECT_EQ(uprobe_hist_bucket(3), 1u);
+  EXPECT_EQ(uprobe_hist_bucket(1023), 9u);
+  EXPECT_EQ(uprobe_hist_bucket(1024), 10u);
+  EXPECT_EQ(uprobe_hist_bucket(~0ULL), static_cast<uint32_t>(FT_UP_HIST - 1));
+}
+
+TEST(UprobeStats, QuantilesAndDetail) {
+  ft_uprobe_ops r{};
+  r.op = static_cast<uint32_t>(OpKind::kTsend);
+  r.pending = 1;
+  r.s.calls = 12;
+  r.s.completions = 10;
+  r.s.bytes = 40960;
+  r.s.lat_sum_ns = 100000;
+  r.s.lat_min_ns = 3000;
+  r.s.lat_max_ns = 40000;
+  r.s.hist[11] = 9;  // [2048, 4096)
+  r.s.hist[15] = 1;  // [32768, 65536)
+  EXPECT_EQ(uprobe_hist_quantile(r.s, 0.5), 4096u);
+  EXPECT_EQ(uprobe_hist_quantile(r.s, 0.9), 4096u);
+  EXPECT_EQ(uprobe_hist_quantile(r.s, 0.99), 65536u);
+  r.s.refused = 1;
+  r.s.by_order = 10;
+  EXPECT_EQ(uprobe_stats_detail(r),
+            "calls=12;refused=1;completions=10;by_order=10;bytes=40960;pending=1;unmatched=0;"
+            "avg_ns=10000;min_ns=3000;max_ns=40000;p50_le_ns=4096;p99_le_ns=65536");
+  EXPECT_EQ(uprobe_op_name(r.op), "fi_tsend");
+  ft_uprobe_ops p{};
+  p.op = FT_UP_OP_POLLS;
+  p.s.calls = 500;
+  p.s.completions = 20;
+  p.s.unmatched = 2;
+  EXPECT_EQ(uprobe_op_name(p.op), "cq_read");
+  EXPECT_EQ(uprobe_stats_detail(p), "calls=500;entries=20;unmatched=2;unwalked=0");
+  ft_up_stats empty{};
+  EXPECT_EQ(uprobe_hist_quantile(empty, 0.5), 0u);
+}
+
+}  // namespace
+}  // namespace fabtrace

@@ -1,0 +1,506 @@
+#include "userspace/record/optable_probe.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_tagged.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "bpf/uprobe_ops.h"
+#include "common/clock.h"
+#include "common/op_kinds.h"
+
+namespace fabtrace {
+
+// The BPF side reads these fields at fixed offsets.
+static_assert(offsetof(fi_msg, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg layout");
+static_assert(offsetof(fi_msg, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg layout");
+static_assert(offsetof(fi_msg, context) == FT_UP_MSG_CTX_OFF, "fi_msg layout");
+static_assert(offsetof(fi_msg_tagged, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_tagged layout");
+static_assert(offsetof(fi_msg_tagged, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_tagged layout");
+static_assert(offsetof(fi_msg_tagged, context) == FT_UP_TMSG_CTX_OFF, "fi_msg_tagged layout");
+static_assert(offsetof(fi_cq_attr, format) == FT_UP_CQ_ATTR_FORMAT_OFF, "fi_cq_attr layout");
+static_assert(sizeof(fi_cq_entry) == 8 && sizeof(fi_cq_msg_entry) == 24 &&
+                  sizeof(fi_cq_data_entry) == 40 && sizeof(fi_cq_tagged_entry) == 48,
+              "CQ entry sizes (uprobe_ops.bpf.c entry_size)");
+
+bool file_offset_in(uint64_t addr, uint64_t bias, const std::vector<ElfLoad>& loads,
+                    uint64_t* offset) {
+  if (addr < bias) return false;
+  const uint64_t rel = addr - bias;
+  for (const ElfLoad& l : loads) {
+    if (rel >= l.vaddr && rel - l.vaddr < l.memsz) {
+      *offset = rel - l.vaddr + l.offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+struct Lookup {
+  uint64_t addr = 0;
+  bool found = false;
+  std::string path;
+  uint64_t offset = 0;
+};
+
+int find_object(struct dl_phdr_info* info, size_t, void* data) {
+  auto* q = static_cast<Lookup*>(data);
+  std::vector<ElfLoad> loads;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    if (p.p_type == PT_LOAD) loads.push_back({p.p_vaddr, p.p_memsz, p.p_offset});
+  }
+  uint64_t off = 0;
+  if (!file_offset_in(q->addr, info->dlpi_addr, loads, &off)) return 0;
+  q->found = true;
+  q->offset = off;
+  q->path = info->dlpi_name ? info->dlpi_name : "";
+  return 1;
+}
+
+std::string real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  if (p.empty()) {
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) return "";
+    return std::string(buf, static_cast<size_t>(n));
+  }
+  if (realpath(p.c_str(), buf)) return buf;
+  return p;
+}
+
+// The dlsym'd exported entry points (libfabric is opened at run time: the
+// collector does not link it).
+struct Fabric {
+  void* handle = nullptr;
+  int (*getinfo)(uint32_t, const char*, const char*, uint64_t, const fi_info*, fi_info**) = nullptr;
+  void (*freeinfo)(fi_info*) = nullptr;
+  fi_info* (*dupinfo)(const fi_info*) = nullptr;
+  int (*fabric)(fi_fabric_attr*, fid_fabric**, void*) = nullptr;
+  bool open(std::string* why) {
+    if (handle) return true;
+    handle = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      *why = std::string("cannot open libfabric.so.1: ") + dlerror();
+      return false;
+    }
+    getinfo = reinterpret_cast<decltype(getinfo)>(dlsym(handle, "fi_getinfo"));
+    freeinfo = reinterpret_cast<decltype(freeinfo)>(dlsym(handle, "fi_freeinfo"));
+    dupinfo = reinterpret_cast<decltype(dupinfo)>(dlsym(handle, "fi_dupinfo"));
+    fabric = reinterpret_cast<decltype(fabric)>(dlsym(handle, "fi_fabric"));
+    if (!getinfo || !freeinfo || !dupinfo || !fabric) {
+      *why = "libfabric.so.1 lacks fi_getinfo/fi_freeinfo/fi_dupinfo/fi_fabric";
+      return false;
+    }
+    return true;
+  }
+};
+
+Fabric& fabric_lib() {
+  static Fabric f;
+  return f;
+}
+
+void add_site(std::vector<OpSite>* out, const std::string& prov, const char* table, const char* op,
+              const void* fn, uint32_t role, OpKind kind, uint32_t ctx, uint32_t len) {
+  if (!fn) return;
+  OpSite s = op_site(prov, table, op, role, kind, ctx, len);
+  std::string path;
+  if (!code_location(fn, &path, &s.offset)) return;
+  s.path = real_path(path);
+  out->push_back(s);
+}
+
+// The nine ops of fi_ops_msg and fi_ops_tagged, in the tables' order (both
+// tables are `size` and then these): where each keeps its context and length.
+struct OpSlot {
+  const char* name;
+  OpKind msg, tagged;
+  uint32_t msg_ctx, tagged_ctx, len;
+};
+constexpr OpSlot kOpSlots[9] = {
+    {"recv", OpKind::kRecv, OpKind::kTrecv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3},
+    {"recvv", OpKind::kRecvv, OpKind::kTrecvv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG8, FT_UP_LEN_IOV},
+    {"recvmsg", OpKind::kRecvmsg, OpKind::kTrecvmsg, FT_UP_CTX_MSG, FT_UP_CTX_TMSG, FT_UP_LEN_MSG},
+    {"send", OpKind::kSend, OpKind::kTsend, FT_UP_CTX_ARG6, FT_UP_CTX_ARG7, FT_UP_LEN_ARG3},
+    {"sendv", OpKind::kSendv, OpKind::kTsendv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG7, FT_UP_LEN_IOV},
+    {"sendmsg", OpKind::kSendmsg, OpKind::kTsendmsg, FT_UP_CTX_MSG, FT_UP_CTX_TMSG, FT_UP_LEN_MSG},
+    {"inject", OpKind::kInject, OpKind::kTinject, FT_UP_CTX_NONE, FT_UP_CTX_NONE, FT_UP_LEN_ARG3},
+    {"senddata", OpKind::kSenddata, OpKind::kTsenddata, FT_UP_CTX_ARG7, FT_UP_CTX_ARG8,
+     FT_UP_LEN_ARG3},
+    {"injectdata", OpKind::kInjectdata, OpKind::kTinjectdata, FT_UP_CTX_NONE, FT_UP_CTX_NONE,
+     FT_UP_LEN_ARG3},
+};
+static_assert(offsetof(fi_ops_msg, recv) == sizeof(size_t) &&
+                  offsetof(fi_ops_msg, injectdata) == sizeof(size_t) + 8 * sizeof(void*) &&
+                  offsetof(fi_ops_tagged, recv) == sizeof(size_t) &&
+                  offsetof(fi_ops_tagged, injectdata) == sizeof(size_t) + 8 * sizeof(void*),
+              "fi_ops_msg / fi_ops_tagged: size, then the nine ops of kOpSlots");
+
+template <typename Table>
+void add_ops(std::vector<OpSite>* out, const std::string& prov, const Table* t, bool tagged) {
+  if (!t) return;
+  void* fns[9];
+  std::memcpy(fns, reinterpret_cast<const char*>(t) + sizeof(size_t), sizeof(fns));
+  for (size_t i = 0; i < 9; ++i) {
+    const OpSlot& o = kOpSlots[i];
+    add_site(out, prov, tagged ? "tagged" : "msg", o.name, fns[i], FT_UP_ROLE_OP,
+             tagged ? o.tagged : o.msg, tagged ? o.tagged_ctx : o.msg_ctx, o.len);
+  }
+}
+
+template <typename F>
+const void* fn_ptr(F f) {
+  return reinterpret_cast<const void*>(f);
+}
+
+}  // namespace
+
+OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
+               uint32_t role, OpKind kind, uint32_t ctx, uint32_t len) {
+  OpSite s;
+  s.provider = provider;
+  s.table = table;
+  s.op = op;
+  s.role = role;
+  s.op_kind = static_cast<uint32_t>(kind);
+  s.ctx = ctx;
+  s.len = len;
+  return s;
+}
+
+bool code_location(const void* addr, std::string* path, uint64_t* offset) {
+  Lookup q;
+  q.addr = reinterpret_cast<uint64_t>(addr);
+  dl_iterate_phdr(find_object, &q);
+  if (!q.found) return false;
+  *path = q.path.empty() ? real_path("") : q.path;
+  *offset = q.offset;
+  return true;
+}
+
+uint64_t probe_offset(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return offset;
+  unsigned char b[4] = {};
+  const ssize_t n = ::pread(fd, b, sizeof(b), static_cast<off_t>(offset));
+  ::close(fd);
+  static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+  if (n == 4 && std::memcmp(b, endbr64, 4) == 0) return offset + 4;
+  return offset;
+}
+
+namespace {
+
+// Whether cq->ops->read reaches cq->ops->readfrom through the table: the read is
+// called with a copy of the table whose readfrom only records that it was
+// called (the helper's own CQ, empty; the table is put back at once).
+fid_cq* g_spied_cq = nullptr;
+ssize_t spy_readfrom(fid_cq* cq, void*, size_t, fi_addr_t*) {
+  g_spied_cq = cq;
+  return -FI_EAGAIN;
+}
+bool read_calls_readfrom(fid_cq* cq) {
+  fi_ops_cq* const real = cq->ops;
+  fi_ops_cq spy = *real;
+  spy.readfrom = spy_readfrom;
+  g_spied_cq = nullptr;
+  cq->ops = &spy;
+  fi_cq_entry e;
+  real->read(cq, &e, 1);
+  cq->ops = real;
+  return g_spied_cq == cq;
+}
+
+}  // namespace
+
+bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
+                         std::string* why, std::vector<std::string>* notes) {
+  Fabric& f = fabric_lib();
+  if (!f.open(why)) return false;
+  fi_info* hints = f.dupinfo(nullptr);
+  if (!hints) {
+    *why = "fi_dupinfo failed";
+    return false;
+  }
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = FI_MSG | FI_TAGGED;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = static_cast<fi_threading>(threading);
+  hints->fabric_attr->prov_name = strdup(prov.c_str());
+  fi_info* info = nullptr;
+  int ret = f.getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
+  f.freeinfo(hints);
+  if (ret || !info) {
+    *why = prov + ": fi_getinfo: " + std::to_string(ret);
+    return false;
+  }
+  fid_fabric* fab = nullptr;
+  fid_domain* dom = nullptr;
+  fid_cq* cq = nullptr;
+  fid_av* av = nullptr;
+  fid_ep* ep = nullptr;
+  const char* step = "fi_fabric";
+  ret = f.fabric(info->fabric_attr, &fab, nullptr);
+  if (!ret) {
+    step = "fi_domain";
+    ret = fi_domain(fab, info, &dom, nullptr);
+  }
+  if (!ret) {
+    step = "fi_cq_open";
+    fi_cq_attr ca{};
+    ca.format = FI_CQ_FORMAT_CONTEXT;
+    ca.wait_obj = FI_WAIT_NONE;
+    ret = fi_cq_open(dom, &ca, &cq, nullptr);
+  }
+  if (!ret) {
+    step = "fi_av_open";
+    fi_av_attr aa{};
+    aa.type = FI_AV_MAP;
+    ret = fi_av_open(dom, &aa, &av, nullptr);
+  }
+  if (!ret) {
+    step = "fi_endpoint";
+    ret = fi_endpoint(dom, info, &ep, nullptr);
+  }
+  if (!ret) {
+    step = "fi_ep_bind(cq)";
+    ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV);
+  }
+  if (!ret) {
+    step = "fi_ep_bind(av)";
+    ret = fi_ep_bind(ep, &av->fid, 0);
+  }
+  if (!ret) {
+    step = "fi_enable";
+    ret = fi_enable(ep);
+  }
+  if (!ret) {
+    // The tables as they are after fi_enable: what the application calls.
+    add_site(out, prov, "domain", "cq_open", fn_ptr(dom->ops->cq_open), FT_UP_ROLE_CQ_OPEN,
+             OpKind::kCount, 0, 0);
+    add_site(out, prov, "ep", "bind", fn_ptr(ep->fid.ops->bind), FT_UP_ROLE_EP_BIND, OpKind::kCount,
+             0, 0);
+    // libfabric's utility CQ read is a tail call of readfrom through the op table
+    // (its first instruction must be single-stepped, 8-10 us a hit here): where
+    // it is, the readfrom probe sees every read and the read is not probed.
+    if (read_calls_readfrom(cq)) {
+      if (notes)
+        notes->push_back(prov +
+                         ": cq.read calls cq.readfrom through the op table: readfrom's probe "
+                         "covers both");
+    } else {
+      add_site(out, prov, "cq", "read", fn_ptr(cq->ops->read), FT_UP_ROLE_CQ_READ, OpKind::kCount,
+               0, 0);
+    }
+    add_site(out, prov, "cq", "readfrom", fn_ptr(cq->ops->readfrom), FT_UP_ROLE_CQ_READ,
+             OpKind::kCount, 0, 0);
+    add_site(out, prov, "cq", "sread", fn_ptr(cq->ops->sread), FT_UP_ROLE_CQ_READ, OpKind::kCount,
+             0, 0);
+    add_site(out, prov, "cq", "sreadfrom", fn_ptr(cq->ops->sreadfrom), FT_UP_ROLE_CQ_READ,
+             OpKind::kCount, 0, 0);
+    add_ops(out, prov, ep->msg, false);
+    add_ops(out, prov, ep->tagged, true);
+  } else {
+    *why = prov + ": " + step + ": " + std::to_string(ret);
+  }
+  if (ep) fi_close(&ep->fid);
+  if (av) fi_close(&av->fid);
+  if (cq) fi_close(&cq->fid);
+  if (dom) fi_close(&dom->fid);
+  if (fab) fi_close(&fab->fid);
+  f.freeinfo(info);
+  return ret == 0;
+}
+
+std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std::string>* notes) {
+  std::vector<OpSite> out;
+  std::map<std::pair<std::string, uint64_t>, size_t> at;  // (path, offset) -> index in out
+  std::vector<bool> conflict;
+  for (const OpSite& s : in) {
+    const auto key = std::make_pair(s.path, s.offset);
+    const auto it = at.find(key);
+    if (it == at.end()) {
+      at[key] = out.size();
+      out.push_back(s);
+      conflict.push_back(false);
+      continue;
+    }
+    OpSite& o = out[it->second];
+    if (o.role != s.role || o.op_kind != s.op_kind || o.ctx != s.ctx || o.len != s.len) {
+      conflict[it->second] = true;
+      o.op += "," + s.table + "." + s.op;
+    }
+    if (("," + o.provider + ",").find("," + s.provider + ",") == std::string::npos)
+      o.provider += "," + s.provider;
+  }
+  std::vector<OpSite> kept;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!conflict[i]) {
+      kept.push_back(out[i]);
+      continue;
+    }
+    char off[32];
+    std::snprintf(off, sizeof(off), "0x%llx", static_cast<unsigned long long>(out[i].offset));
+    if (notes)
+      notes->push_back(out[i].path + "+" + off + " (" + out[i].provider + " " + out[i].table + "." +
+                       out[i].op + ") serves ops of different kinds (a stub): not probed");
+  }
+  return kept;
+}
+
+std::string site_line(const OpSite& s) {
+  std::ostringstream o;
+  o << s.provider << '\t' << s.table << '\t' << s.op << '\t' << s.role << '\t' << s.op_kind << '\t'
+    << s.ctx << '\t' << s.len << '\t' << s.offset << '\t' << s.path;
+  return o.str();
+}
+
+bool parse_site_line(const std::string& line, OpSite* s) {
+  std::vector<std::string> f;
+  size_t a = 0;
+  for (int i = 0; i < 8; ++i) {
+    const size_t b = line.find('\t', a);
+    if (b == std::string::npos) return false;
+    f.push_back(line.substr(a, b - a));
+    a = b + 1;
+  }
+  f.push_back(line.substr(a));
+  OpSite r;
+  r.provider = f[0];
+  r.table = f[1];
+  r.op = f[2];
+  char* end = nullptr;
+  const unsigned long long nums[5] = {
+      std::strtoull(f[3].c_str(), &end, 10), std::strtoull(f[4].c_str(), &end, 10),
+      std::strtoull(f[5].c_str(), &end, 10), std::strtoull(f[6].c_str(), &end, 10),
+      std::strtoull(f[7].c_str(), &end, 10)};
+  for (int i = 3; i <= 7; ++i)
+    if (f[static_cast<size_t>(i)].empty() ||
+        f[static_cast<size_t>(i)].find_first_not_of("0123456789") != std::string::npos)
+      return false;
+  r.role = static_cast<uint32_t>(nums[0]);
+  r.op_kind = static_cast<uint32_t>(nums[1]);
+  r.ctx = static_cast<uint32_t>(nums[2]);
+  r.len = static_cast<uint32_t>(nums[3]);
+  r.offset = nums[4];
+  r.path = f[8];
+  if (r.path.empty() || r.path[0] != '/' || r.role < FT_UP_ROLE_OP || r.role > FT_UP_ROLE_EP_BIND)
+    return false;
+  *s = r;
+  return true;
+}
+
+OptableResult probe_optables(const std::vector<std::string>& providers, int timeout_ms) {
+  OptableResult res;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    res.notes.push_back(std::string("pipe: ") + std::strerror(errno));
+    return res;
+  }
+  const pid_t child = fork();
+  if (child < 0) {
+    res.notes.push_back(std::string("fork: ") + std::strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return res;
+  }
+  if (child == 0) {
+    close(fds[0]);
+    std::string text;
+    for (const std::string& p : providers) {
+      for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
+        std::vector<OpSite> sites;
+        std::vector<std::string> notes;
+        std::string why;
+        const bool ok = probe_provider_here(p, threading, &sites, &why, &notes);
+        for (const std::string& n : notes) text += "#" + n + "\n";
+        if (!ok) {
+          text += "#" + why +
+                  (threading == FI_THREAD_SAFE ? " (FI_THREAD_SAFE)\n" : " (FI_THREAD_DOMAIN)\n");
+          continue;
+        }
+        for (const OpSite& s : sites) text += site_line(s) + "\n";
+      }
+    }
+    size_t off = 0;
+    while (off < text.size()) {
+      const ssize_t n = write(fds[1], text.data() + off, text.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ULL;
+  bool timed_out = false;
+  for (;;) {
+    const uint64_t now = mono_ns();
+    if (now >= deadline) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>((deadline - now) / 1000000ULL) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      timed_out = r == 0;
+      break;
+    }
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > (1u << 20)) break;
+  }
+  close(fds[0]);
+  if (timed_out) {
+    kill(child, SIGKILL);
+    res.notes.push_back("the op-table probe did not finish in " + std::to_string(timeout_ms) +
+                        " ms: killed");
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::vector<OpSite> all;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      const std::string n = line.substr(1);
+      if (std::find(res.notes.begin(), res.notes.end(), n) == res.notes.end())
+        res.notes.push_back(n);
+      continue;
+    }
+    OpSite s;
+    if (parse_site_line(line, &s)) all.push_back(s);
+  }
+  res.sites = dedupe_sites(all, &res.notes);
+  return res;
+}
+
+}  // namespace fabtrace

@@ -1,0 +1,90 @@
+// Where libfabric's data path is, for `fabtrace record --uprobes`: the provider
+// functions an application reaches through the op tables (fi_send ->
+// ep->msg->send, fi_cq_read -> cq->ops->read, fi_cq_open ->
+// domain->ops->cq_open, fi_ep_bind -> ep->fid.ops->bind) are not exported, and distribution builds
+// are stripped, so they are found the way an application finds them: open the provider from the
+// same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM endpoint with
+// msg and tagged caps, fi_enable: providers may install their real tables only then), read the
+// table pointers, and turn each into (library file, file offset) through the ELF program headers of
+// the object that holds it. The offsets do not depend on where a process loads the library, so one
+// probe per file covers every process that maps it.
+//
+// Providers choose tables by attributes; each provider is opened once per
+// threading level an application commonly asks for, and the union is kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/op_kinds.h"
+
+namespace fabtrace {
+
+// One probed function.
+struct OpSite {
+  std::string provider;  // "tcp;ofi_rxm" (several: "tcp;ofi_rxm,shm")
+  std::string table;     // "msg", "tagged", "cq", "domain", "ep"
+  std::string op;        // the table's field: "send", "recv", "read", "cq_open", ...
+  uint32_t role = 0;     // enum ft_up_role (bpf/uprobe_ops.h)
+  uint32_t op_kind = 0;  // OpKind (common/op_kinds.h), ops only
+  uint32_t ctx = 0;      // enum ft_up_ctx
+  uint32_t len = 0;      // enum ft_up_len
+  std::string path;      // the library file that holds it
+  uint64_t offset = 0;   // file offset of its first instruction
+};
+
+// A site without its place (path, offset).
+OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
+               uint32_t role, OpKind kind, uint32_t ctx = 0, uint32_t len = 0);
+
+// A PT_LOAD program header: what the mapping arithmetic needs.
+struct ElfLoad {
+  uint64_t vaddr = 0, memsz = 0, offset = 0;
+};
+
+// The file offset of `addr` in an object loaded with bias `bias` (dlpi_addr)
+// whose PT_LOADs are `loads`: addr - bias - p_vaddr + p_offset of the segment
+// that holds it. False when no segment holds it.
+bool file_offset_in(uint64_t addr, uint64_t bias, const std::vector<ElfLoad>& loads,
+                    uint64_t* offset);
+
+// The same for an address of this process (dl_iterate_phdr): the object's file
+// (the executable's real path for the main program) and the offset.
+bool code_location(const void* addr, std::string* path, uint64_t* offset);
+
+// Where to put the uprobe for a function that starts at `offset` of `path`:
+// past a leading endbr64 (f3 0f 1e fa), which the kernel would single-step
+// (8-10 us a hit here, against about 1 us for the instruction after it). The
+// arguments and the stack are the same there.
+uint64_t probe_offset(const std::string& path, uint64_t offset);
+
+// Opens provider `prov` in this process as an application would and appends
+// the op-table functions it uses. `threading` is an enum fi_threading value.
+// False with *why when the provider cannot be opened here. A CQ read that
+// calls the CQ's readfrom through the op table is left out (readfrom's probe
+// sees it), with a note.
+bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
+                         std::string* why, std::vector<std::string>* notes = nullptr);
+
+// Sites that share a function: one per (path, offset). Slots that name the same
+// function for different op kinds (a provider's fi_no_* stub in several
+// slots) cannot be told apart: dropped, with a note.
+std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std::string>* notes);
+
+struct OptableResult {
+  std::vector<OpSite> sites;       // deduplicated
+  std::vector<std::string> notes;  // providers not available, shared stubs, ...
+};
+
+// Runs probe_provider_here for every provider and threading variant in a
+// forked child (the providers' threads, sockets and shared memory stay there
+// and go with it), and reads the sites back over a pipe. Call it while the
+// caller is single-threaded. The child is killed after timeout_ms.
+OptableResult probe_optables(const std::vector<std::string>& providers, int timeout_ms);
+
+// The pipe's line format (exposed for the tests).
+std::string site_line(const OpSite& s);
+bool parse_site_line(const std::string& line, OpSite* s);
+
+}  // namespace fabtrace
