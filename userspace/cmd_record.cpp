@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/comma_list.h"
 #include "common/env.h"
 #include "userspace/commands.h"
 #include "userspace/launch.h"
@@ -135,14 +136,12 @@ int cmd_record(int argc, char** argv) {
       opt.bpf.uprobes = true;
     } else if (a == "--uprobe-providers") {
       const char* v = value("--uprobe-providers");
-      if (!v || !*v) return 2;
-      opt.uprobe_providers.clear();
-      const std::string names = v;
-      for (size_t p = 0; p <= names.size();) {
-        size_t e = names.find(',', p);
-        if (e == std::string::npos) e = names.size();
-        if (e > p) opt.uprobe_providers.push_back(names.substr(p, e - p));
-        p = e + 1;
+      if (!v) return 2;
+      opt.uprobe_providers = split_commas(v);
+      if (opt.uprobe_providers.empty()) {
+        std::fprintf(
+            stderr, "fabtrace record: bad --uprobe-providers (a list such as 'tcp;ofi_rxm,shm')\n");
+        return 2;
       }
     } else if (a == "--no-preload") {
       preload = false;
@@ -267,18 +266,13 @@ int cmd_record(int argc, char** argv) {
     const auto& sites = col.uprobe_sites();
     const auto& hits = col.uprobe_hits();
     for (size_t i = 0; i < sites.size(); ++i)
-      std::fprintf(stderr, "fabtrace record: uprobe %s+0x%llx %s %s.%s: %llu hits\n",
+      std::fprintf(stderr, "fabtrace record: uprobe %s+0x%llx %s: %llu hits\n",
                    sites[i].path.c_str(), static_cast<unsigned long long>(sites[i].offset),
-                   sites[i].provider.c_str(), sites[i].table.c_str(), sites[i].op.c_str(),
+                   sites[i].what().c_str(),
                    static_cast<unsigned long long>(i < hits.size() ? hits[i] : 0));
-    for (const UprobeRow& r : col.uprobe_rows()) {
-      ft_uprobe_ops rec{};
-      rec.op = r.op;
-      rec.pending = r.pending;
-      rec.s = r.s;
+    for (const UprobeRow& r : col.uprobe_rows())
       std::fprintf(stderr, "fabtrace record: uprobe pid %u %-12s %s\n", r.pid,
-                   uprobe_op_name(r.op).c_str(), uprobe_stats_detail(rec).c_str());
-    }
+                   uprobe_op_name(r.op).c_str(), uprobe_stats_detail(r.record(0)).c_str());
   }
   return child < 0 ? 0 : exit_code_of(status);
 #endif

@@ -215,7 +215,7 @@ struct BpfSession::Impl {
       char hex[32];
       std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(off));
       const std::string point = "uprobe:" + site.path + hex;
-      const std::string what = site.provider + " " + site.table + "." + site.op;
+      const std::string what = site.what();
       struct Prog {
         bpf_program* prog;
         bool ret;

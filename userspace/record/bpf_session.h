@@ -43,6 +43,19 @@ struct UprobeRow {
   uint32_t op = 0;  // OpKind, or FT_UP_OP_POLLS
   uint64_t pending = 0;
   ft_up_stats s{};
+
+  // The row as the kernel log's FT_EV_UPROBE_OPS record, stamped `ts`.
+  ft_uprobe_ops record(uint64_t ts) const {
+    ft_uprobe_ops rec{};
+    rec.h.ts = ts;
+    rec.h.kind = FT_EV_UPROBE_OPS;
+    rec.h.size = sizeof(rec);
+    rec.h.pid = pid;
+    rec.op = op;
+    rec.pending = pending;
+    rec.s = s;
+    return rec;
+  }
 };
 
 class BpfSession {

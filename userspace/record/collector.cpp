@@ -168,14 +168,7 @@ void Collector::write_uprobes() {
   uprobe_hits_ = session_.uprobe_site_hits();
   const uint64_t now = mono_ns();
   for (const UprobeRow& r : uprobe_rows_) {
-    ft_uprobe_ops rec{};
-    rec.h.ts = now;
-    rec.h.kind = FT_EV_UPROBE_OPS;
-    rec.h.size = sizeof(rec);
-    rec.h.pid = r.pid;
-    rec.op = r.op;
-    rec.pending = r.pending;
-    rec.s = r.s;
+    const ft_uprobe_ops rec = r.record(now);
     on_record(&rec, sizeof(rec));
   }
   std::vector<KernelSymbol> syms;
@@ -183,7 +176,7 @@ void Collector::write_uprobes() {
   for (size_t i = 0; i < sites.size(); ++i) {
     const OpSite& s = sites[i];
     syms.push_back({s.offset,
-                    s.provider + " " + s.table + "." + s.op + " " + s.path +
+                    s.what() + " " + s.path +
                         " hits=" + std::to_string(i < uprobe_hits_.size() ? uprobe_hits_[i] : 0),
                     kernel_log::kUprobeSiteClass});
   }

@@ -32,6 +32,9 @@ struct OpSite {
   uint32_t len = 0;      // enum ft_up_len
   std::string path;      // the library file that holds it
   uint64_t offset = 0;   // file offset of its first instruction
+
+  // "tcp;ofi_rxm msg.send": how record and the kernel log name the site.
+  std::string what() const { return provider + " " + table + "." + op; }
 };
 
 // A site without its place (path, offset).
