@@ -29,6 +29,17 @@ struct {
   __type(value, __u32);
 } traced_ports SEC(".maps");
 
+/* Connections a traced task started, by socket, until they are established:
+ * at SYN_SENT (the caller's context) the source port is not chosen yet
+ * (tcp_v4_connect sets the state before inet_hash_connect), and when the
+ * SYN-ACK makes it ESTABLISHED the context is a softirq's. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FT_MAX_SOCKS);
+  __type(key, __u64);
+  __type(value, __u32);
+} connecting SEC(".maps");
+
 static __always_inline bool tuple_of(const struct sock* sk, struct ft_tuple* t) {
   __builtin_memset(t, 0, sizeof(*t));
   t->family = BPF_CORE_READ(sk, __sk_common.skc_family);
@@ -53,6 +64,11 @@ static __always_inline void emit(const struct sock* sk, __u16 kind, __u32 reason
   struct ft_tuple t;
   if (!sk || !tuple_of(sk, &t)) return;
   __u32* owner = bpf_map_lookup_elem(&traced_socks, &t);
+  if (!owner) {
+    /* a traced task's connect still in its handshake: its SYN sent again */
+    const __u64 key = (__u64)sk;
+    owner = bpf_map_lookup_elem(&connecting, &key);
+  }
   if (!owner && !ft_net_all) {
     ft_count(kind == FT_EV_DROP ? FT_CNT_UNTRACED_DROP : FT_CNT_UNTRACED_RETRANS);
     return;
@@ -71,6 +87,11 @@ static __always_inline void emit(const struct sock* sk, __u16 kind, __u32 reason
 
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(ft_tcp_retransmit, const struct sock* sk, const struct sk_buff* skb, int err) {
+  /* The tracepoint also fires when nothing was sent: a negative err is an
+   * early exit (the skb still in the host's queue, no memory, outside the
+   * window, no route), before the kernel counts the segments. A positive one
+   * (a qdisc that dropped it) was sent again as far as TCP knows. */
+  if (err < 0) return 0;
   /* tcp_skb_pcount(): the segments this skb carries (TSO/GSO), what the
    * kernel adds to RetransSegs for it. */
   const struct tcp_skb_cb* cb = (const struct tcp_skb_cb*)__builtin_preserve_access_index(&skb->cb);
@@ -87,17 +108,6 @@ int BPF_PROG(ft_kfree_skb, struct sk_buff* skb, void* location, enum skb_drop_re
   emit(sk, FT_EV_DROP, (__u32)reason, 0);
   return 0;
 }
-
-/* Connections a traced task started, by socket, until they are established:
- * at SYN_SENT (the caller's context) the source port is not chosen yet
- * (tcp_v4_connect sets the state before inet_hash_connect), and when the
- * SYN-ACK makes it ESTABLISHED the context is a softirq's. */
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, FT_MAX_SOCKS);
-  __type(key, __u64);
-  __type(value, __u32);
-} connecting SEC(".maps");
 
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(ft_sock_state, const struct sock* sk, const int oldstate, const int newstate) {

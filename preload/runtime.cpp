@@ -132,7 +132,12 @@ void runtime_activate() {
     // process the job forks inherits the preload, and only those that use the
     // fabric should sample (and write a counter file). Silent and free on a
     // node without cxi devices.
-    if (!session) start_counters(rt);
+    if (!session)
+      start_counters(rt);
+    else
+      log_line(
+          "a fabtrace record session is attached: it samples the node's NIC counters, "
+          "so this process does not");
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(at_exit);
   });

@@ -132,12 +132,14 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
     std::fprintf(out,
                  "# %llu events; %llu lost in the kernel (ring buffer full), %llu program runs "
                  "missed; %llu returns to a CPU without a departure seen, %llu without an "
-                 "arrival seen%s\n",
+                 "arrival seen; %llu retransmits and %llu drops on sockets not traced%s\n",
                  static_cast<unsigned long long>(r.records_read()),
                  static_cast<unsigned long long>(s.lost_total()),
                  static_cast<unsigned long long>(s.recursion_misses),
                  static_cast<unsigned long long>(s.in_without_out),
                  static_cast<unsigned long long>(s.in_unseen),
+                 static_cast<unsigned long long>(s.untraced_retrans),
+                 static_cast<unsigned long long>(s.untraced_drops),
                  r.has_end() ? "" : "; no end block: the collector did not stop cleanly");
   if (r.truncated())
     std::fprintf(stderr, "fabtrace: %s: cut short (%s); the events before it are shown\n",

@@ -242,4 +242,11 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
+bool record_session_on_node() {
+  // The collector's program on the preload's thread_start probe (bpf/probes.bpf.c);
+  // bpftool needs root, and without root no session is visible here either.
+  const RunResult r = run({"bpftool", "prog", "show"}, {}, false, 30);
+  return r.exit_code == 0 && r.output.find(" name ft_thread_start ") != std::string::npos;
+}
+
 }  // namespace fabtrace::test

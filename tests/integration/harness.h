@@ -57,6 +57,18 @@ std::map<std::string, OpTotals> op_totals(const nlohmann::json& report);
 
 int free_port();
 
+// A `fabtrace record` session is attached somewhere on this node (its USDT
+// program is loaded). Every preload on the node then leaves the NIC counters to
+// the session: a test of the preload's own sampler cannot run beside one.
+bool record_session_on_node();
+#define SKIP_IF_RECORD_SESSION()                                                    \
+  do {                                                                              \
+    if (::fabtrace::test::record_session_on_node())                                 \
+      GTEST_SKIP() << "a fabtrace record session runs on this node: its preloads "  \
+                      "leave the NIC counters to it, so the preload's own sampler " \
+                      "cannot be tested now";                                       \
+  } while (0)
+
 // A parameterized test's name from free text: every character that is not a
 // letter or digit becomes '_' ("tcp;ofi_rxm" -> "tcp_ofi_rxm").
 std::string test_name(std::string text);

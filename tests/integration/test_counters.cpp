@@ -19,6 +19,7 @@ std::string counters_of_rank(const std::string& dir, const std::string& rank) {
 }
 
 TEST(Counters, TracedRankSamplesItsNicOnTheReportClock) {
+  SKIP_IF_RECORD_SESSION();
   FakeCxiTree tree;
   tree.populate_standard();
   const std::string dir = make_temp_dir("nic");

@@ -67,6 +67,7 @@ Printed otf2_print(const std::string& archive) {
 TEST(Otf2Run, EveryTimelineRecordIsAnEnterAndALeave) {
   if (!report::otf2_built()) GTEST_SKIP() << "built without OTF2";
   if (::access("/usr/bin/otf2-print", X_OK) != 0) GTEST_SKIP() << "otf2-print not installed";
+  SKIP_IF_RECORD_SESSION();
   const std::string dir = make_temp_dir("otf2-run");
   FakeCxiTree tree;
   tree.populate_standard();

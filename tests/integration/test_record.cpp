@@ -428,25 +428,62 @@ TEST(Record, PageFaultsInsideASlowOp) {
 // What the namespace's tc filter (tc_drop.bpf.c) counted: {data skbs seen,
 // dropped}, read from its map with bpftool (the filter's own ground truth of
 // the losses it planted; how many skbs a run sends depends on the scheduling).
-std::pair<uint64_t, uint64_t> tc_filter_counts(const std::string& ns) {
+// What the namespace's tc filter (tc_drop.bpf.c) counted: the data segments it
+// saw and dropped, and per connection direction ("a.b.c.d:port>a.b.c.d:port",
+// the sender's view) the segments TCP sent again.
+struct TcFilterCounts {
+  uint64_t seen = 0, dropped = 0;
+  std::map<std::string, uint64_t> retrans_segs;
+};
+
+TcFilterCounts tc_filter_counts(const std::string& ns) {
   auto json_of = [](const std::vector<std::string>& argv) {
     const RunResult r = run(argv, {}, false);
     return nlohmann::json::parse(r.output, nullptr, false);
   };
+  TcFilterCounts out;
   const auto net =
       json_of({"ip", "netns", "exec", ns, "bpftool", "-j", "net", "show", "dev", "lo"});
-  if (!net.is_array() || net.empty() || !net[0].contains("tc") || net[0]["tc"].empty()) return {};
+  if (!net.is_array() || net.empty() || !net[0].contains("tc") || net[0]["tc"].empty()) return out;
   const auto prog = json_of(
       {"bpftool", "-j", "prog", "show", "id", std::to_string(net[0]["tc"][0].value("id", 0))});
-  if (!prog.is_object() || !prog.contains("map_ids") || prog["map_ids"].empty()) return {};
-  const std::string map = std::to_string(prog["map_ids"][0].get<int>());
-  auto value = [&](const char* key) -> uint64_t {
-    const auto v =
-        json_of({"bpftool", "-j", "map", "lookup", "id", map, "key", key, "0", "0", "0"});
-    return v.is_object() && v.contains("formatted") ? v["formatted"].value("value", uint64_t{0})
-                                                    : 0;
+  if (!prog.is_object() || !prog.contains("map_ids")) return out;
+  // The raw bytes of a bpftool dump ("0x7f" each), little-endian integers.
+  auto bytes_of = [](const nlohmann::json& a) {
+    std::vector<uint8_t> b;
+    if (a.is_array())
+      for (const auto& x : a)
+        if (x.is_string())
+          b.push_back(static_cast<uint8_t>(std::stoul(x.get<std::string>(), nullptr, 16)));
+    return b;
   };
-  return {value("0"), value("1")};
+  auto le = [](const std::vector<uint8_t>& b, size_t at, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && at + i < b.size(); ++i) v |= uint64_t{b[at + i]} << (8 * i);
+    return v;
+  };
+  for (const auto& id : prog["map_ids"]) {
+    const std::string map = std::to_string(id.get<int>());
+    const auto info = json_of({"bpftool", "-j", "map", "show", "id", map});
+    const std::string name = info.is_object() ? info.value("name", "") : "";
+    const auto dump = json_of({"bpftool", "-j", "map", "dump", "id", map});
+    if (!dump.is_array()) continue;
+    for (const auto& e : dump) {
+      const auto k = bytes_of(e.value("key", nlohmann::json())),
+                 v = bytes_of(e.value("value", nlohmann::json()));
+      if (name == "counts" && k.size() == 4 && v.size() == 8) {
+        (le(k, 0, 4) == 0 ? out.seen : out.dropped) = le(v, 0, 8);
+      } else if (name == "flows" && k.size() == 12 && v.size() == 16) {
+        auto ep = [&](size_t addr, size_t port) {
+          return std::to_string(k[addr]) + "." + std::to_string(k[addr + 1]) + "." +
+                 std::to_string(k[addr + 2]) + "." + std::to_string(k[addr + 3]) + ":" +
+                 std::to_string(le(k, port, 2));
+        };
+        out.retrans_segs[ep(0, 8) + ">" + ep(4, 10)] = le(v, 8, 8);
+      }
+    }
+  }
+  return out;
 }
 
 // Planted packet loss: inside a network namespace of its own, a tc filter drops
@@ -522,16 +559,38 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
     return pids.count(static_cast<uint32_t>(e.num("owner"))) &&
            (ports.count(port(e.detail.at("src"))) || ports.count(port(e.detail.at("dst"))));
   };
-  size_t retrans = 0, drops = 0;
+  // Per connection direction, what the log says TCP sent again, against what
+  // the tc filter saw TCP send again (the namespace's RetransSegs also counts
+  // SYN-ACKs sent again, and other sockets: only a bound for the sum).
+  std::map<std::string, uint64_t> logged;
+  size_t drops = 0;
   for (const Event& e : ev) {
     // One record per skb sent again; the kernel counts its segments.
-    if (e.kind == "retransmit" && on_traced_link(e)) retrans += e.num("segs");
+    if (e.kind == "retransmit" && on_traced_link(e))
+      logged[e.detail.at("src") + ">" + e.detail.at("dst")] += e.num("segs");
     if (e.kind == "drop" && e.cause == "TC_EGRESS" && on_traced_link(e)) ++drops;
   }
-  const auto [seen, dropped] = tc_filter_counts(ns);
-  ASSERT_EQ(dropped, 5u) << "the filter saw " << seen << " data skbs";
-  EXPECT_EQ(drops, dropped) << "the filter dropped " << dropped << " data skbs of " << seen;
-  EXPECT_EQ(retrans, retrans_segs) << "segments; the namespace's TCP counted " << retrans_segs;
+  const TcFilterCounts tcf = tc_filter_counts(ns);
+  ASSERT_EQ(tcf.dropped, 5u) << "the filter saw " << tcf.seen << " data skbs";
+  EXPECT_EQ(drops, tcf.dropped) << "the filter dropped " << tcf.dropped << " data skbs of "
+                                << tcf.seen;
+  std::map<std::string, uint64_t> on_wire;  // the traced links' directions only
+  uint64_t wire_total = 0;
+  for (const auto& [flow, segs] : tcf.retrans_segs) {
+    wire_total += segs;
+    const std::string src = flow.substr(0, flow.find('>')), dst = flow.substr(flow.find('>') + 1);
+    auto port = [](const std::string& ep) { return ep.substr(ep.rfind(':') + 1); };
+    if (segs && (ports.count(port(src)) || ports.count(port(dst)))) on_wire[flow] = segs;
+  }
+  const std::string net_log =
+      run({FABTRACE_CLI, "export", "kernel", s.log, "--kind", "retransmit", "--kind", "drop"}, {},
+          false)
+          .output;
+  EXPECT_FALSE(on_wire.empty()) << "no segment was sent again on the traced link\n" << net_log;
+  EXPECT_EQ(logged, on_wire) << "segments sent again per direction: the log's vs the tc "
+                                "filter's; the log's network events:\n"
+                             << net_log << snmp.output;
+  EXPECT_LE(wire_total, retrans_segs) << snmp.output;
 }
 
 // The node's Cassini counters are sampled once, by the session, for every device;

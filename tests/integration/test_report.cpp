@@ -194,6 +194,7 @@ void check_report(const std::vector<nlohmann::json>& reps, const Cli& cli, const
 }
 
 TEST(Report, RealFtAppRun) {
+  SKIP_IF_RECORD_SESSION();
   const std::string dir = ftapp_run();
   const std::string out = dir + "/out";
   const Cli cli = report_cli(dir, out);
@@ -220,6 +221,7 @@ TEST(Report, RealFiPingpongRun) {
 // Corrupt and foreign files dropped among the real ones: each is named once
 // on stderr and skipped; the rest is reported as before.
 TEST(Report, BadFilesAreNamedAndSkipped) {
+  SKIP_IF_RECORD_SESSION();
   const std::string dir = ftapp_run();
   const std::vector<nlohmann::json> real = all_reports(dir);
   const Cli before = report_cli(dir, dir + "/out1");

@@ -74,6 +74,8 @@ void write_log(const std::string& path, bool with_end, uint64_t* second_block_at
   s.recursion_misses = 2;
   s.in_without_out = 3;
   s.in_unseen = 4;
+  s.untraced_retrans = 6;
+  s.untraced_drops = 8;
   ASSERT_TRUE(w.write_stats(s));
   if (second_block_at) *second_block_at = w.bytes_written();
   auto off = rec<ft_offcpu>(FT_EV_OFFCPU, kMono + 4 * kS);
@@ -164,7 +166,8 @@ TEST(ExportKernel, Text) {
       "# task pid 4200 tid 4200 fi_server rank -",
       "# time (s since the session started)  event  pid/tid  cpu  duration  what",
       "    1.500000 poll           100/101     cpu3         700 ns  poll  cq=4;ret=-11",
-      "    2.000000 thread         100/101     cpu3              -  first fabric activity [a,b\"c]  "
+      "    2.000000 thread         100/101     cpu3              -  first fabric activity [a,b\"c] "
+      " "
       "rank=0",
       "    2.500000 drop           100/101     cpu3              -  NO_SOCKET  "
       "src=10.0.0.1:5000;dst=10.0.0.2:6000;owner=100;tcp_state=1",
@@ -172,7 +175,8 @@ TEST(ExportKernel, Text) {
       "    4.000000 offcpu         100/101     cpu3       5.000 ms  preempted [hog:555]  "
       "taken_by=hog[555];cpu_out=2;cpu_in=3;state=0x0",
       "# 5 events; 7 lost in the kernel (ring buffer full), 2 program runs missed; 3 returns to "
-      "a CPU without a departure seen, 4 without an arrival seen",
+      "a CPU without a departure seen, 4 without an arrival seen; 6 retransmits and 8 drops on "
+      "sockets not traced",
   };
   EXPECT_EQ(lines(e.out), want) << e.out;
 }
