@@ -1,6 +1,6 @@
 // The names of the files fabtrace writes, the one definition every writer and
 // reader uses:
-//   fabtrace.<host>.r<rank>.p<pid>.json       a rank's report (preload/report.cpp)
+//   fabtrace.<host>.r<rank>.p<pid>.json       a rank's report (preload/exit_report.cpp)
 //   fabtrace.<host>.r<rank>.p<pid>.txt        its text twin
 //   fabtrace_ops.<host>.r<rank>.p<pid>.oplog  its per-op timeline (common/oplog_format.h)
 //   fabtrace_nic.<host>.r<rank>.p<pid>.csv    its NIC counter series (common/counter_csv.h)

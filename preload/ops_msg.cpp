@@ -1,6 +1,6 @@
 // fi_send* / fi_recv* / fi_inject*: the untagged message shims.
 #include "preload/issue.h"
-#include "preload/tables.h"
+#include "preload/op_tables.h"
 
 namespace fabtrace {
 

@@ -2,7 +2,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "preload/issue.h"
-#include "preload/tables.h"
+#include "preload/op_tables.h"
 
 namespace fabtrace {
 
