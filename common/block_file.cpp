@@ -66,17 +66,15 @@ bool BlockFileWriter::create(const std::string& path, const char magic[8], uint3
   return write_all(&v, 1);
 }
 
-bool BlockFileWriter::write_all(struct iovec* v, int n) {
-  // One writev for the whole block; a short write (disk full, a signal) is
-  // finished with further calls or reported.
+int blockfile::writev_all(int fd, struct iovec* v, int n, uint64_t* bytes) {
   while (n > 0) {
-    const ssize_t w = ::writev(fd_, v, n);
+    const ssize_t w = ::writev(fd, v, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return fail("write", errno);
+      return errno;
     }
-    if (w == 0) return fail("write", ENOSPC);
-    bytes_ += static_cast<uint64_t>(w);
+    if (w == 0) return ENOSPC;
+    *bytes += static_cast<uint64_t>(w);
     size_t left = static_cast<size_t>(w);
     while (n > 0 && left >= v->iov_len) {
       left -= v->iov_len;
@@ -88,7 +86,12 @@ bool BlockFileWriter::write_all(struct iovec* v, int n) {
       v->iov_len -= left;
     }
   }
-  return true;
+  return 0;
+}
+
+bool BlockFileWriter::write_all(struct iovec* v, int n) {
+  const int err = blockfile::writev_all(fd_, v, n, &bytes_);
+  return err ? fail("write", err) : true;
 }
 
 bool BlockFileWriter::write_block(uint16_t type, uint32_t count, const void* payload, size_t len) {

@@ -52,6 +52,12 @@ uint32_t crc32_of(const void* data, size_t len, uint32_t crc = 0);
 // that a flipped type, count or reserved bit is caught like a flipped payload bit.
 uint32_t block_crc(const BlockHeader& h, const void* payload, size_t len);
 
+// Writes the n buffers of v to fd, a whole block in one writev(2): a short
+// write (disk full, a signal) is finished with further calls (v is advanced
+// over what went out), EINTR is retried, a write of nothing is ENOSPC. Adds
+// the bytes written to *bytes. 0 when everything went out, else the errno.
+int writev_all(int fd, ::iovec* v, int n, uint64_t* bytes);
+
 }  // namespace blockfile
 
 // Writes a new block file. Not thread-safe: one writer thread. Errors return

@@ -1,4 +1,4 @@
-// A counters CSV read back (format in cxi_counters.h), within the bounds of
+// A counters CSV read back (format in counter_csv.h), within the bounds of
 // common/input_limits.h.
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/comma_list.h"
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "common/env.h"
 #include "common/input_limits.h"
 
@@ -96,10 +96,15 @@ bool parse_counter_csv(const std::string& text, const std::string& path, Counter
     const std::string where = path + ":" + std::to_string(line_no) + ": ";
 
     if (!saw_format) {
-      if (line.compare(0, 20, "# fabtrace-counters ") != 0)
-        return fail(where + "not a fabtrace-counters file");
-      if (line.compare(20, 3, "v1 ") != 0 && line.compare(20, std::string::npos, "v1") != 0)
-        return fail(where + "unsupported version (" + line.substr(20, line.find(' ', 20) - 20) +
+      // "# <format name> v<version>", then the key=value words.
+      const std::string name = std::string("# ") + kCounterCsvFormatName + " ";
+      const std::string version = "v" + std::to_string(kCounterCsvVersion);
+      const size_t at = name.size();
+      if (line.compare(0, at, name) != 0)
+        return fail(where + "not a " + kCounterCsvFormatName + " file");
+      if (line.compare(at, version.size() + 1, version + " ") != 0 &&
+          line.compare(at, std::string::npos, version) != 0)
+        return fail(where + "unsupported version (" + line.substr(at, line.find(' ', at) - at) +
                     ")");
       saw_format = true;
       for (const auto& kv : key_values(line)) {
@@ -156,8 +161,10 @@ bool parse_counter_csv(const std::string& text, const std::string& path, Counter
       out->columns = split_commas(line);
       for (const std::string& c : out->columns)
         if (!bounded(c, where, "a column name")) return false;
-      if (out->columns.size() < 2 || out->columns[0] != "t_mono_ns" || out->columns[1] != "wall_ns")
-        return fail(where + "header row does not start with t_mono_ns,wall_ns");
+      if (out->columns.size() < 2 || out->columns[0] != kCounterMonoColumn ||
+          out->columns[1] != kCounterWallColumn)
+        return fail(where + "header row does not start with " + kCounterMonoColumn + "," +
+                    kCounterWallColumn);
       saw_header = true;
       continue;
     }

@@ -1,5 +1,4 @@
-// CounterSampler::write_csv: the series stored so far, as the counters CSV
-// (format in cxi_counters.h).
+// The counters CSV written (format in counter_csv.h).
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
@@ -9,27 +8,15 @@
 #include <vector>
 
 #include "common/comma_list.h"
-#include "common/cxi_counters.h"
-#include "common/cxi_sampler_state.h"
+#include "common/counter_csv.h"
 #include "common/env.h"
 #include "common/rank.h"
 #include "common/safe_output.h"
 
 namespace fabtrace {
 
-// ---- CSV output -----------------------------------------------------------------
-
-bool CounterSampler::write_csv(const std::string& path, const std::string& host,
-                               const std::string& rank, long pid) const {
-  const State* s = ready();
-  if (!s) return false;
-  const uint64_t n = s->count.load(std::memory_order_acquire);
-  const uint64_t dropped_now = s->dropped.load(std::memory_order_relaxed);
-  const uint64_t errors_now = s->read_errors.load(std::memory_order_relaxed);
-  const double mean_ms = n >= 2 ? static_cast<double>(s->base[(n - 1) * s->stride] - s->base[0]) /
-                                      1e6 / static_cast<double>(n - 1)
-                                : 0.0;
-
+bool write_counter_csv(const std::string& path, const CounterCsvHeader& head,
+                       const uint64_t* values, uint64_t nrows) {
   std::string why;
   std::FILE* f = create_new_stream(path, &why);
   if (!f) {
@@ -44,32 +31,32 @@ bool CounterSampler::write_csv(const std::string& path, const std::string& host,
     // keep stdio's own buffer
   }
 
-  std::fprintf(f, "# fabtrace-counters v1 host=%s rank=%s pid=%ld\n", output_token(host).c_str(),
-               output_token(rank).c_str(), pid);
+  std::fprintf(f, "# %s v%d host=%s rank=%s pid=%ld\n", kCounterCsvFormatName, kCounterCsvVersion,
+               output_token(head.host).c_str(), output_token(head.rank).c_str(), head.pid);
   std::fprintf(f,
-               "# interval_ms=%" PRIu64
-               " achieved_mean_ms=%.3f devices=%s counters=%zu samples=%" PRIu64 " dropped=%" PRIu64
-               " read_errors=%" PRIu64 "\n",
-               s->interval_ms, mean_ms, join_commas(s->devices).c_str(), s->labels.size(), n,
-               dropped_now, errors_now);
+               "# interval_ms=%" PRIu64 " achieved_mean_ms=%.3f devices=%s counters=%" PRIu64
+               " samples=%" PRIu64 " dropped=%" PRIu64 " read_errors=%" PRIu64 "\n",
+               head.interval_ms, head.achieved_mean_ms, join_commas(head.devices).c_str(),
+               head.counters, head.samples, head.dropped, head.read_errors);
   std::fputs(
       "# clock t_mono_ns=CLOCK_MONOTONIC ns (same clock as every fabtrace output); "
       "wall_ns=CLOCK_REALTIME; *:telemetry_wall_ns=newest telemetry stamp of that device in the "
       "sample\n",
       f);
-  for (size_t d = 0; d < s->devices.size(); ++d)
-    std::fprintf(f, "# dev %s nic_addr=%s nid=%s\n", s->devices[d].c_str(),
-                 s->device_info[d].nic_addr.c_str(), s->device_info[d].nid.c_str());
-  std::fputs(join_commas(s->columns).c_str(), f);
+  for (const CounterCsvHeader::Device& d : head.device_info)
+    std::fprintf(f, "# dev %s nic_addr=%s nid=%s\n", d.name.c_str(), d.nic_addr.c_str(),
+                 d.nid.c_str());
+  std::fputs(join_commas(head.columns).c_str(), f);
   std::fputc('\n', f);
 
   // Rows: at most 21 characters per value.
-  std::vector<char> line(s->stride * 21 + 2);
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t* row = s->base + i * s->stride;
+  const size_t stride = head.columns.size();
+  std::vector<char> line(stride * 21 + 2);
+  for (uint64_t i = 0; i < nrows; ++i) {
+    const uint64_t* row = values + i * stride;
     char* p = line.data();
     char* const end = line.data() + line.size();
-    for (size_t c = 0; c < s->stride; ++c) {
+    for (size_t c = 0; c < stride; ++c) {
       if (c) *p++ = ',';
       p = std::to_chars(p, end, row[c]).ptr;
     }

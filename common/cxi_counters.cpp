@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/comma_list.h"
+#include "common/counter_csv.h"
 #include "common/cxi_sampler_state.h"
 #include "common/env.h"
 #include "common/rank.h"
@@ -299,6 +300,31 @@ double CounterSampler::achieved_mean_ms() const {
   if (n < 2) return 0.0;
   const uint64_t first = s->base[0], last = s->base[(n - 1) * s->stride];
   return static_cast<double>(last - first) / 1e6 / static_cast<double>(n - 1);
+}
+
+bool CounterSampler::write_csv(const std::string& path, const std::string& host,
+                               const std::string& rank, long pid) const {
+  const State* s = ready();
+  if (!s) return false;
+  // One count for the header and the rows: the thread may store more meanwhile.
+  const uint64_t n = s->count.load(std::memory_order_acquire);
+  CounterCsvHeader head;
+  head.host = host;
+  head.rank = rank;
+  head.pid = pid;
+  head.interval_ms = s->interval_ms;
+  head.achieved_mean_ms = n >= 2 ? static_cast<double>(s->base[(n - 1) * s->stride] - s->base[0]) /
+                                       1e6 / static_cast<double>(n - 1)
+                                 : 0.0;
+  head.devices = s->devices;
+  head.counters = s->labels.size();
+  head.samples = n;
+  head.dropped = s->dropped.load(std::memory_order_relaxed);
+  head.read_errors = s->read_errors.load(std::memory_order_relaxed);
+  for (size_t d = 0; d < s->devices.size(); ++d)
+    head.device_info.push_back({s->devices[d], s->device_info[d].nic_addr, s->device_info[d].nid});
+  head.columns = s->columns;
+  return write_counter_csv(path, head, s->base, n);
 }
 
 }  // namespace fabtrace

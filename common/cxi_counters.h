@@ -2,7 +2,7 @@
 //
 // A background thread reads a set of per-NIC counters on a fixed cadence into a
 // memory buffer reserved once, up front; at exit the series is written as a CSV
-// (format below) that can be lined up with the rest of fabtrace's output, since
+// (common/counter_csv.h) that can be lined up with the rest of fabtrace's output, since
 // every row carries CLOCK_MONOTONIC nanoseconds, the clock fabtrace uses everywhere.
 //
 // Counter sources, both read with one pread(2) at offset 0 of a descriptor kept
@@ -40,22 +40,7 @@
 // and started nothing. Messages about unreadable roots or missing devices are only
 // printed when FABTRACE_NIC_DEV was set.
 //
-// CSV file ("fabtrace-counters v1"):
-//   # fabtrace-counters v1 host=<h> rank=<r> pid=<p>
-//   # interval_ms=<req> achieved_mean_ms=<x.xxx> devices=<cxi0,...> counters=<n> samples=<n>
-//     dropped=<n> read_errors=<n>                                    (one line)
-//   # clock t_mono_ns=CLOCK_MONOTONIC ns (...); wall_ns=CLOCK_REALTIME; ...  (one line)
-//   # dev <cxiN> nic_addr=<a> nid=<n>                        (one per device, "?" if unknown)
-//   t_mono_ns,wall_ns,cxi0:telemetry_wall_ns,cxi0:<counter>,...,cxi0:rh:<stat>,...,cxi1:...
-//   <one row of unsigned decimal integers per sample>
-// Columns: t_mono_ns is the absolute CLOCK_MONOTONIC time the sample started;
-// wall_ns the CLOCK_REALTIME time right after; per device, "cxiN:telemetry_wall_ns" is
-// the newest "@sec.nsec" stamp (ns since the epoch) among that device's telemetry
-// counters in the sample (0 when it has none), followed by that device's counters.
-// A counter that could not be read in a sample is 0 in that row (counted in
-// read_errors). achieved_mean_ms is the mean spacing of the stored samples: above
-// interval_ms means sampling could not keep up. Comment lines other than these may
-// be added in later versions; readers skip the ones they do not know.
+// The CSV's layout, writer and reader are in common/counter_csv.h.
 #pragma once
 
 #include <pthread.h>
@@ -68,6 +53,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "common/counter_csv.h"
 
 namespace fabtrace {
 
@@ -130,10 +117,10 @@ class CounterSampler {
   // False when not open or when the sample was dropped (memory cap).
   bool sample_once();
 
-  // Writes the CSV described above into the new file `path` (common/safe_output.h:
-  // never over an existing file or through a symlink). Safe while sampling runs
-  // (writes the samples stored so far). False (with one message) when the file
-  // cannot be created or written.
+  // Writes the samples as a counters CSV (common/counter_csv.h) into the new file
+  // `path` (common/safe_output.h: never over an existing file or through a symlink). Safe while
+  // sampling runs (writes the samples stored so far). False (with one message) when the file cannot
+  // be created or written.
   bool write_csv(const std::string& path, const std::string& host, const std::string& rank,
                  long pid) const;
 
@@ -170,40 +157,5 @@ class CounterSampler {
   std::shared_ptr<State> state_;
   pthread_t thread_{};
 };
-
-// The rank field of the node-wide series that `fabtrace record` samples once per
-// node (fabtrace_nic.<host>.node.p<pid>.csv); the report shows it with that
-// host's ranks.
-constexpr const char* kNodeCountersRank = "node";
-
-// A counters CSV read back.
-struct CounterSeries {
-  struct Device {
-    std::string name, nic_addr, nid;
-  };
-  std::string host, rank;
-  long pid = -1;
-  uint64_t interval_ms = 0;
-  double achieved_mean_ms = 0.0;
-  std::vector<std::string> devices;  // from the devices= field
-  uint64_t counters = 0, samples = 0, dropped = 0, read_errors = 0;
-  std::vector<Device> device_info;  // from the "# dev" lines
-  std::vector<std::string> columns;
-  std::vector<std::vector<uint64_t>> rows;
-  bool truncated = false;  // an unfinished last line was dropped
-
-  int column(const std::string& name) const;  // index into columns, -1 when absent
-};
-
-// Reads a file written by CounterSampler::write_csv. A last line without its
-// newline (the writer was cut short) is dropped and sets truncated. False with a
-// message in *error for a missing file, a wrong format line or version, a missing
-// header row, or a malformed complete row.
-// The file must be a regular file within common/input_limits.h's bounds, as
-// must its strings, times and number of values.
-bool read_counter_csv(const std::string& path, CounterSeries* out, std::string* error);
-// The same on the text of such a file; `path` only names it in messages.
-bool parse_counter_csv(const std::string& text, const std::string& path, CounterSeries* out,
-                       std::string* error);
 
 }  // namespace fabtrace

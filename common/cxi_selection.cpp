@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "common/comma_list.h"
+#include "common/counter_csv.h"
 #include "common/cxi_counters.h"
 #include "common/cxi_sampler_state.h"
 #include "common/env.h"
@@ -316,7 +317,7 @@ bool CounterSampler::open() {
 
   auto st = std::make_shared<State>();
   st->interval_ms = config_.interval_ms;
-  st->columns = {"t_mono_ns", "wall_ns"};
+  st->columns = {kCounterMonoColumn, kCounterWallColumn};
 
   for (size_t di = 0; di < devices.size(); ++di) {
     const std::string& dev = devices[di];
@@ -326,7 +327,7 @@ bool CounterSampler::open() {
     info.nic_addr = read_property(config_.sysfs_root + "/" + dev + kPropertiesSub + "/nic_addr");
     info.nid = read_property(config_.sysfs_root + "/" + dev + kPropertiesSub + "/nid");
     info.stamp_column = static_cast<uint32_t>(st->columns.size());
-    st->columns.push_back(dev + ":telemetry_wall_ns");
+    st->columns.push_back(dev + ":" + kTelemetryWallColumn);
     st->device_info.push_back(info);
 
     bool tel_listed = false, rh_listed = false;

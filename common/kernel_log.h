@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -57,6 +58,14 @@ constexpr const char* kUprobeSiteClass = "uprobe_site";
 
 // The size of a whole record of `kind`, 0 for a kind this build does not know.
 size_t record_size(uint16_t kind);
+// The record of type T that starts at p (in a kEvents payload, where records
+// are packed: p need not be aligned for T).
+template <typename T>
+T record_as(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
 // "offcpu", "irq", ... ("kind<N>" for unknown kinds).
 std::string kind_name(uint16_t kind);
 // "preempted", "sleep", "disk", "stopped", "other".

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/block_file.h"
 #include "common/env.h"
 #include "common/input_limits.h"
 #include "common/json_writer.h"
@@ -27,17 +27,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace {
 
-uint32_t crc32_of(const void* data, size_t len) {
-  uLong c = crc32(0L, Z_NULL, 0);
-  const Bytef* p = static_cast<const Bytef*>(data);
-  while (len > 0) {
-    const uInt n = len > (1u << 30) ? (1u << 30) : static_cast<uInt>(len);
-    c = crc32(c, p, n);
-    p += n;
-    len -= n;
-  }
-  return static_cast<uint32_t>(c);
-}
+// The CRC of a block's payload (the block framing's, block_file.h; the
+// oplog's covers the payload only).
+using blockfile::crc32_of;
 
 // Runs `fill` on a compact JsonWriter and returns the text.
 template <typename F>
@@ -140,29 +132,9 @@ bool OplogFileWriter::write_block(uint16_t type, uint32_t count, const void* pay
   iov[n++] = {&h, sizeof(h)};
   if (len > 0) iov[n++] = {const_cast<void*>(payload), len};
 
-  // One writev for the whole block; a short write (disk full, a signal) is
-  // finished with further calls or reported.
-  struct iovec* v = iov;
-  while (n > 0) {
-    const ssize_t w = ::writev(fd_, v, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return fail("write", errno);
-    }
-    if (w == 0) return fail("write", ENOSPC);
-    bytes_ += static_cast<uint64_t>(w);
-    size_t left = static_cast<size_t>(w);
-    while (n > 0 && left >= v->iov_len) {
-      left -= v->iov_len;
-      ++v;
-      --n;
-    }
-    if (n > 0) {
-      v->iov_base = static_cast<char*>(v->iov_base) + left;
-      v->iov_len -= left;
-    }
-  }
-  return true;
+  // One writev for the whole block (the block framing's, block_file.h).
+  const int err = blockfile::writev_all(fd_, iov, n, &bytes_);
+  return err ? fail("write", err) : true;
 }
 
 bool OplogFileWriter::write_calib(const OplogCalib& c) {

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "common/counter_csv.h"
 #include "common/rank.h"
 
 namespace fabtrace {
@@ -63,6 +64,12 @@ std::string output_file_name(OutputKind kind, const std::string& host, const std
 std::string kernel_log_file_name(const std::string& host, long pid) {
   const Format& f = format_of(OutputKind::kKernelLog);
   return f.prefix + output_token(host) + ".p" + std::to_string(pid) + f.ext;
+}
+
+std::string node_counters_file_name(const std::string& host, long pid) {
+  const Format& f = format_of(OutputKind::kNicCounters);
+  return f.prefix + output_token(host) + "." + kNodeCountersRank + ".p" + std::to_string(pid) +
+         f.ext;
 }
 
 bool output_kind_of(const std::string& file_name, OutputKind* kind) {

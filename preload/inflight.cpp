@@ -18,6 +18,10 @@ namespace {
 // Rings alive now, so that a thread's exit hook never touches a ring that is
 // gone (tests make and destroy their own; the preload's is never destroyed).
 // Never destroyed itself: threads may exit during static destruction.
+// The mutex is off the hot path: it is taken when a ring is made or destroyed
+// (once per process in the preload) and when a thread that held a lease exits
+// (once per thread); claim(), claim_slow(), lease_next() and release() never
+// take it (segments are leased with one CAS each).
 std::mutex& rings_mu() {
   static auto* m = new std::mutex();
   return *m;

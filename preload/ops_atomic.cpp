@@ -3,7 +3,7 @@
 #include <rdma/fi_atomic.h>
 
 #include "preload/issue.h"
-#include "preload/tables.h"
+#include "preload/op_tables.h"
 
 namespace fabtrace {
 

@@ -1,6 +1,6 @@
 // fi_send* / fi_recv* / fi_inject*: the untagged message shims.
 #include "preload/issue.h"
-#include "preload/tables.h"
+#include "preload/op_tables.h"
 
 namespace fabtrace {
 
@@ -71,17 +71,9 @@ ssize_t ep_recvmsg(struct fid_ep* ep, const struct fi_msg* msg, uint64_t flags) 
 }  // namespace
 
 void install_msg_shims(EpWrap* w) {
-  const fi_ops_msg* r = w->real_msg;
-  fi_ops_msg& o = w->msg_ops;
-  FABTRACE_SHIM(o, r, fi_ops_msg, send, ep_send);
-  FABTRACE_SHIM(o, r, fi_ops_msg, sendv, ep_sendv);
-  FABTRACE_SHIM(o, r, fi_ops_msg, sendmsg, ep_sendmsg);
-  FABTRACE_SHIM(o, r, fi_ops_msg, senddata, ep_senddata);
-  FABTRACE_SHIM(o, r, fi_ops_msg, inject, ep_inject);
-  FABTRACE_SHIM(o, r, fi_ops_msg, injectdata, ep_injectdata);
-  FABTRACE_SHIM(o, r, fi_ops_msg, recv, ep_recv);
-  FABTRACE_SHIM(o, r, fi_ops_msg, recvv, ep_recvv);
-  FABTRACE_SHIM(o, r, fi_ops_msg, recvmsg, ep_recvmsg);
+#define FABTRACE_MSG_SHIM(slot) FABTRACE_SHIM(w->msg_ops, w->real_msg, fi_ops_msg, slot, ep_##slot);
+  FABTRACE_SEND_RECV_SLOTS(FABTRACE_MSG_SHIM)
+#undef FABTRACE_MSG_SHIM
 }
 
 }  // namespace fabtrace

@@ -2,7 +2,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "preload/issue.h"
-#include "preload/tables.h"
+#include "preload/op_tables.h"
 
 namespace fabtrace {
 
@@ -80,17 +80,10 @@ ssize_t ep_trecvmsg(struct fid_ep* ep, const struct fi_msg_tagged* msg, uint64_t
 }  // namespace
 
 void install_tagged_shims(EpWrap* w) {
-  const fi_ops_tagged* r = w->real_tagged;
-  fi_ops_tagged& o = w->tagged_ops;
-  FABTRACE_SHIM(o, r, fi_ops_tagged, send, ep_tsend);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, sendv, ep_tsendv);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, sendmsg, ep_tsendmsg);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, senddata, ep_tsenddata);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, inject, ep_tinject);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, injectdata, ep_tinjectdata);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, recv, ep_trecv);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, recvv, ep_trecvv);
-  FABTRACE_SHIM(o, r, fi_ops_tagged, recvmsg, ep_trecvmsg);
+#define FABTRACE_TAGGED_SHIM(slot) \
+  FABTRACE_SHIM(w->tagged_ops, w->real_tagged, fi_ops_tagged, slot, ep_t##slot);
+  FABTRACE_SEND_RECV_SLOTS(FABTRACE_TAGGED_SHIM)
+#undef FABTRACE_TAGGED_SHIM
 }
 
 }  // namespace fabtrace

@@ -14,7 +14,7 @@
 
 namespace fabtrace {
 
-// What the report is built from, gathered at exit (preload/report.cpp).
+// What the report is built from, gathered at exit (preload/exit_report.cpp).
 struct ReportInputs {
   Calibration cal;
   uint64_t start_ticks = 0;  // the first fabric activity

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "preload/objects.h"
+#include "preload/op_tables.h"
 #include "preload/provider_call.h"
 #include "preload/runtime.h"
-#include "preload/tables.h"
 
 namespace fabtrace {
 

@@ -18,10 +18,10 @@
 #include "common/clock.h"
 #include "preload/completion.h"
 #include "preload/cq_format.h"
+#include "preload/op_tables.h"
 #include "preload/probes.h"
 #include "preload/provider_call.h"
 #include "preload/runtime.h"
-#include "preload/tables.h"
 
 namespace fabtrace {
 

@@ -8,9 +8,9 @@
 #include "common/clock.h"
 #include "preload/addr_format.h"
 #include "preload/inflight.h"
+#include "preload/op_tables.h"
 #include "preload/provider_call.h"
 #include "preload/runtime.h"
-#include "preload/tables.h"
 
 namespace fabtrace {
 

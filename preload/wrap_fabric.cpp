@@ -5,9 +5,9 @@
 
 #include "common/clock.h"
 #include "preload/objects.h"
+#include "preload/op_tables.h"
 #include "preload/provider_call.h"
 #include "preload/runtime.h"
-#include "preload/tables.h"
 
 namespace fabtrace {
 

@@ -1,5 +1,5 @@
 // A NIC counter CSV through its reader and the reduction for the plots.
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "userspace/report/report_reader.h"
 

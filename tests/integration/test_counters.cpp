@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"
 #include "tests/unit/fake_cxi_tree.h"

@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "common/oplog_file.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"

@@ -124,6 +124,15 @@ std::string read_file(const std::string& path) {
 }
 
 // Threads of this process whose name is the sampler's.
+// Polls `done` every millisecond until it holds or `limit` has passed: the
+// sampler's thread gets there on its own time.
+template <class Done>
+void wait_for(Done done, std::chrono::seconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!done() && std::chrono::steady_clock::now() - t0 < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 int sampler_threads() {
   int n = 0;
   DIR* d = opendir("/proc/self/task");
@@ -754,8 +763,7 @@ TEST_F(CxiCounterStdTest, StopWakesALongSleep) {
   CounterSampler s(c);
   ASSERT_TRUE(s.start());
   const auto t0 = std::chrono::steady_clock::now();
-  while (s.samples() == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_for([&] { return s.samples() > 0; }, std::chrono::seconds(5));
   s.stop();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(s.samples(), 1u);  // the first sample is taken at once
@@ -787,9 +795,7 @@ TEST_F(CxiCounterStdTest, ForkedChildCopyIsInert) {
   c.interval_ms = 1;
   CounterSampler s(c);
   ASSERT_TRUE(s.start());
-  const auto t0 = std::chrono::steady_clock::now();
-  while (s.samples() < 2 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_for([&] { return s.samples() >= 2; }, std::chrono::seconds(5));
   const std::string csv = tree_.root() + "/child.csv";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -849,9 +855,7 @@ TEST_F(CxiCounterStdTest, MemoryCapWithTheThread) {
   ASSERT_TRUE(s.start());
   const uint64_t cap = s.capacity_samples();
   ASSERT_GE(cap, 1u);
-  const auto t0 = std::chrono::steady_clock::now();
-  while (s.dropped() < 5 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  wait_for([&] { return s.dropped() >= 5; }, std::chrono::seconds(10));
   s.stop();
   EXPECT_EQ(s.samples(), cap);
   EXPECT_GE(s.dropped(), 5u);

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "common/oplog_file.h"
 #include "common/report_writer.h"
 #include "tests/report_fixtures/synthetic_job.h"

@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fabtrace {
 namespace {
@@ -64,62 +66,76 @@ TEST(KernelExplain, RunnableWithoutATaskAndUnprintableNames) {
                                    "[78] for 15.0 of 20.0 ms; on CPU 5.0 ms");
 }
 
-TEST(KernelExplain, BlockedCauses) {
-  ft_window w = window(200400000);
-  w.stopped_ns = 200 * kMs;
-  w.on_cpu_ns = 400000;
-  EXPECT_EQ(window_verdict(w), "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms");
+// One window with nothing but the times it holds (no named task, no flags),
+// and the verdict they make: the largest part leads, a second part large
+// enough follows.
+using Ns = decltype(ft_window::on_cpu_ns);
+struct VerdictCase {
+  const char* name;
+  uint64_t len_ns;
+  std::vector<std::pair<Ns ft_window::*, uint64_t>> times;
+  const char* verdict;
+};
 
-  w = window(10 * kMs);
-  w.futex_ns = 9800000;
-  w.on_cpu_ns = 200000;
-  EXPECT_EQ(window_verdict(w), "blocked in futex for 9.8 of 10.0 ms");
+class WindowVerdict : public ::testing::TestWithParam<VerdictCase> {};
 
-  w = window(30 * kMs);
-  w.disk_ns = 20 * kMs;
-  w.on_cpu_ns = 10 * kMs;
-  EXPECT_EQ(window_verdict(w),
-            "in uninterruptible sleep (I/O or page-in) for 20.0 of 30.0 ms; on CPU 10.0 ms");
-
-  w = window(10 * kMs);
-  w.nanosleep_ns = 9 * kMs;
-  w.on_cpu_ns = 1 * kMs;
-  EXPECT_EQ(window_verdict(w), "sleeping (nanosleep) for 9.0 of 10.0 ms");
-
-  w = window(10 * kMs);
-  w.sleep_ns = 6 * kMs;
-  w.futex_ns = 3 * kMs;
-  w.on_cpu_ns = 1 * kMs;
-  EXPECT_EQ(window_verdict(w),
-            "blocked in a sleeping syscall for 6.0 of 10.0 ms; blocked in futex 3.0 ms");
-
-  w = window(10 * kMs);
-  w.other_ns = 10 * kMs;
-  EXPECT_EQ(window_verdict(w), "off CPU (cause not seen) for 10.0 of 10.0 ms");
+TEST_P(WindowVerdict, NamesWhatTheWindowWasSpentOn) {
+  const VerdictCase& c = GetParam();
+  ft_window w = window(c.len_ns);
+  for (const auto& t : c.times) w.*t.first = t.second;
+  EXPECT_EQ(window_verdict(w), c.verdict);
 }
 
-TEST(KernelExplain, OnCpuAndInterrupts) {
-  ft_window w = window(50 * kMs);
-  w.on_cpu_ns = 49900000;
-  EXPECT_EQ(window_verdict(w), "on CPU for 49.9 of 50.0 ms (running, not polling)");
-
-  // IRQ and softirq time is inside on-CPU time; here it dominates.
-  w = window(10 * kMs);
-  w.on_cpu_ns = 10 * kMs;
-  w.irq_ns = 6 * kMs;
-  w.softirq_ns = 2 * kMs;
-  EXPECT_EQ(window_verdict(w),
-            "in interrupt handlers on its CPU for 8.0 of 10.0 ms; on CPU 2.0 ms");
-
-  // IRQs beyond the on-CPU time (separate histories): on CPU counts as 0.
-  w = window(10 * kMs);
-  w.on_cpu_ns = 1 * kMs;
-  w.irq_ns = 3 * kMs;
-  w.runnable_ns = 9 * kMs;
-  EXPECT_EQ(window_verdict(w),
-            "runnable, waiting for a CPU for 9.0 of 10.0 ms; in interrupt handlers on its CPU "
-            "3.0 ms");
-}
+INSTANTIATE_TEST_SUITE_P(
+    KernelExplain, WindowVerdict,
+    ::testing::Values(
+        VerdictCase{"Stopped",
+                    200400000,
+                    {{&ft_window::stopped_ns, 200 * kMs}, {&ft_window::on_cpu_ns, 400000}},
+                    "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms"},
+        VerdictCase{"Futex",
+                    10 * kMs,
+                    {{&ft_window::futex_ns, 9800000}, {&ft_window::on_cpu_ns, 200000}},
+                    "blocked in futex for 9.8 of 10.0 ms"},
+        VerdictCase{"Disk",
+                    30 * kMs,
+                    {{&ft_window::disk_ns, 20 * kMs}, {&ft_window::on_cpu_ns, 10 * kMs}},
+                    "in uninterruptible sleep (I/O or page-in) for 20.0 of 30.0 ms; on CPU "
+                    "10.0 ms"},
+        VerdictCase{"Nanosleep",
+                    10 * kMs,
+                    {{&ft_window::nanosleep_ns, 9 * kMs}, {&ft_window::on_cpu_ns, 1 * kMs}},
+                    "sleeping (nanosleep) for 9.0 of 10.0 ms"},
+        VerdictCase{"SleepThenFutex",
+                    10 * kMs,
+                    {{&ft_window::sleep_ns, 6 * kMs},
+                     {&ft_window::futex_ns, 3 * kMs},
+                     {&ft_window::on_cpu_ns, 1 * kMs}},
+                    "blocked in a sleeping syscall for 6.0 of 10.0 ms; blocked in futex 3.0 ms"},
+        VerdictCase{"CauseNotSeen",
+                    10 * kMs,
+                    {{&ft_window::other_ns, 10 * kMs}},
+                    "off CPU (cause not seen) for 10.0 of 10.0 ms"},
+        VerdictCase{"OnCpu",
+                    50 * kMs,
+                    {{&ft_window::on_cpu_ns, 49900000}},
+                    "on CPU for 49.9 of 50.0 ms (running, not polling)"},
+        // IRQ and softirq time is inside on-CPU time; here it dominates.
+        VerdictCase{"InterruptsInsideOnCpu",
+                    10 * kMs,
+                    {{&ft_window::on_cpu_ns, 10 * kMs},
+                     {&ft_window::irq_ns, 6 * kMs},
+                     {&ft_window::softirq_ns, 2 * kMs}},
+                    "in interrupt handlers on its CPU for 8.0 of 10.0 ms; on CPU 2.0 ms"},
+        // IRQs beyond the on-CPU time (separate histories): on CPU counts as 0.
+        VerdictCase{"InterruptsBeyondOnCpu",
+                    10 * kMs,
+                    {{&ft_window::on_cpu_ns, 1 * kMs},
+                     {&ft_window::irq_ns, 3 * kMs},
+                     {&ft_window::runnable_ns, 9 * kMs}},
+                    "runnable, waiting for a CPU for 9.0 of 10.0 ms; in interrupt handlers on "
+                    "its CPU 3.0 ms"}),
+    [](const ::testing::TestParamInfo<VerdictCase>& i) { return std::string(i.param.name); });
 
 TEST(KernelExplain, HistoryNotes) {
   ft_window w = window(50 * kMs);

@@ -18,6 +18,13 @@ TEST(OutputNames, EveryKindHasItsName) {
   EXPECT_EQ(output_file_name(OutputKind::kKernelLog, "n1", "ignored", 77),
             "fabtrace_kernel.n1.p77.klog");
   EXPECT_EQ(kernel_log_file_name("n1", 77), "fabtrace_kernel.n1.p77.klog");
+  // The node-wide session's counter series: rank "node", without the "r", and
+  // still a counters file by its name.
+  const std::string node = node_counters_file_name("n1", 77);
+  EXPECT_EQ(node, "fabtrace_nic.n1.node.p77.csv");
+  OutputKind kind = OutputKind::kReportJson;
+  ASSERT_TRUE(output_kind_of(node, &kind));
+  EXPECT_EQ(kind, OutputKind::kNicCounters);
 }
 
 TEST(OutputNames, BuildAndParseRoundTrip) {
@@ -54,6 +61,7 @@ TEST(OutputNames, HostileHostsAndRanksStayInTheirDirectory) {
 
   const std::string klog = kernel_log_file_name("a/b", 1);
   EXPECT_EQ(klog, "fabtrace_kernel.a_b.p1.klog");
+  EXPECT_EQ(node_counters_file_name("a/b", 1), "fabtrace_nic.a_b.node.p1.csv");
 
   // An empty host or rank is a token too ("?"), and a long one is cut at 64 bytes.
   EXPECT_EQ(output_file_name(OutputKind::kOplog, "", "", 1), "fabtrace_ops.?.r?.p1.oplog");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/report_fixtures/synthetic_job.h"
+#include "tests/report_fixtures/synthetic_tables.h"
 #include "userspace/report/job.h"
 #include "userspace/report/report_reader.h"
 #include "userspace/report/summary.h"
@@ -20,12 +21,7 @@
 namespace fabtrace::report {
 namespace {
 
-Job job_of(const test::SyntheticJob& sj) {
-  Job job;
-  for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
-  build_job_tables(&job);
-  return job;
-}
+using test::job_of;
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;

@@ -10,17 +10,13 @@
 #include <vector>
 
 #include "tests/report_fixtures/synthetic_job.h"
+#include "tests/report_fixtures/synthetic_tables.h"
 #include "userspace/report/job.h"
 
 namespace fabtrace::report {
 namespace {
 
-Job job_of(const test::SyntheticJob& sj) {
-  Job job;
-  for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
-  build_job_tables(&job);
-  return job;
-}
+using test::job_of;
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;

@@ -209,8 +209,7 @@ void Collector::finish() {
     counters_->sampler.stop();
     if (counters_->sampler.samples()) {
       const std::string host = host_name();
-      counters_path_ = opt_.dir + "/fabtrace_nic." + host + "." + kNodeCountersRank + ".p" +
-                       std::to_string(static_cast<long>(getpid())) + ".csv";
+      counters_path_ = opt_.dir + "/" + node_counters_file_name(host, getpid());
       if (!counters_->sampler.write_csv(counters_path_, host, kNodeCountersRank, getpid()))
         counters_path_.clear();
     }

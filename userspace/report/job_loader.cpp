@@ -19,7 +19,7 @@
 #include <tuple>
 #include <utility>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "common/input_limits.h"
 #include "common/oplog_file.h"
 #include "common/output_names.h"

@@ -9,6 +9,7 @@
 
 #include "common/kernel_classify.h"
 #include "common/kernel_explain.h"
+#include "common/kernel_log.h"
 #include "userspace/report/job.h"
 #include "userspace/report/kernel_rows.h"
 
@@ -16,12 +17,7 @@ namespace fabtrace::report {
 
 namespace {
 
-template <typename T>
-T as(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+using kernel_log::record_as;
 
 bool longer(const KernelWindow& a, const KernelWindow& b) { return a.dur_ns() > b.dur_ns(); }
 
@@ -77,7 +73,7 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
   std::map<std::pair<uint32_t, uint64_t>, std::vector<KernelWindow>> stalls;
   std::map<ConnKey, KernelConn> conns;
   auto net = [&](const ft_hdr& h, const uint8_t* rec) {
-    const auto e = as<ft_net>(rec);
+    const auto e = record_as<ft_net>(rec);
     const uint64_t k = h.kind == FT_EV_RETRANS ? retrans_segments(e) : 1;
     (h.kind == FT_EV_RETRANS ? n.retrans : n.drops) += k;
     const ConnKey key{std::string(reinterpret_cast<const char*>(&e.t), sizeof(e.t)), e.owner_pid};
@@ -102,7 +98,7 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
         n.last_ns = std::max<uint64_t>(n.last_ns, h.ts);
         switch (h.kind) {
           case FT_EV_STALL: {
-            const auto e = as<ft_stall>(rec);
+            const auto e = record_as<ft_stall>(rec);
             KernelWindow k = window_of(h, e.w);
             k.cq = e.cq;
             keep_longest(&stalls[{h.pid, e.cq}], std::move(k), kKernelStallsPerCq);
@@ -110,7 +106,7 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
           }
           case FT_EV_SLOW_OP:
           case FT_EV_OP_ERROR: {
-            const auto e = as<ft_op>(rec);
+            const auto e = record_as<ft_op>(rec);
             KernelWindow k = window_of(h, e.w);
             k.op = e.op;
             k.bytes = e.bytes;
@@ -128,30 +124,30 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
             net(h, rec);
             break;
           case FT_EV_IRQ: {
-            const auto e = as<ft_irq>(rec);
+            const auto e = record_as<ft_irq>(rec);
             const uint64_t d = h.ts > e.start ? h.ts - e.start : 0;
             add(&n.irq_per_cpu[h.cpu], d);
             add(&n.irq_by_name[record_str(e.name, FT_NAME_LEN)], d);
             break;
           }
           case FT_EV_SOFTIRQ: {
-            const auto e = as<ft_irq>(rec);
+            const auto e = record_as<ft_irq>(rec);
             add(&n.softirq_per_cpu[h.cpu], h.ts > e.start ? h.ts - e.start : 0);
             break;
           }
           case FT_EV_OFFCPU: {
-            const auto e = as<ft_offcpu>(rec);
+            const auto e = record_as<ft_offcpu>(rec);
             add(&n.offcpu_by_cause[offcpu_cause(e)], h.ts > e.start ? h.ts - e.start : 0);
             break;
           }
           case FT_EV_FAULTS:
-            n.faults += as<ft_faults>(rec).count;
+            n.faults += record_as<ft_faults>(rec).count;
             break;
           case FT_EV_CXI_ERR:
             ++n.cxi_errors;
             break;
           case FT_EV_WORK: {
-            const auto e = as<ft_work>(rec);
+            const auto e = record_as<ft_work>(rec);
             const auto f = names.functions.find(e.func);
             const std::string cls = f != names.functions.end() ? cxi_work_class(f->second) : "";
             add(&n.cxi_work[cls.empty() ? "other" : cls], h.ts > e.start ? h.ts - e.start : 0);

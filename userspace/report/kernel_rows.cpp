@@ -7,6 +7,7 @@
 
 #include "common/kernel_classify.h"
 #include "common/kernel_explain.h"
+#include "common/kernel_log.h"
 #include "common/op_kinds.h"
 #include "common/uprobe_stats.h"
 
@@ -14,12 +15,7 @@ namespace fabtrace {
 
 namespace {
 
-template <typename T>
-T as(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+using kernel_log::record_as;
 
 void kv(std::string* d, const char* key, const std::string& v) {
   if (!d->empty()) *d += ';';
@@ -116,7 +112,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
   };
   switch (h.kind) {
     case FT_EV_OFFCPU: {
-      const auto e = as<ft_offcpu>(rec);
+      const auto e = record_as<ft_offcpu>(rec);
       span(e.start);
       r.cause = offcpu_cause(e);
       // Who held the CPU while it waited: the longest runner, else the task
@@ -141,7 +137,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
     }
     case FT_EV_IRQ:
     case FT_EV_SOFTIRQ: {
-      const auto e = as<ft_irq>(rec);
+      const auto e = record_as<ft_irq>(rec);
       span(e.start);
       if (h.kind == FT_EV_IRQ) {
         r.cause = record_str(e.name, FT_NAME_LEN);
@@ -154,7 +150,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       break;
     }
     case FT_EV_FAULTS: {
-      const auto e = as<ft_faults>(rec);
+      const auto e = record_as<ft_faults>(rec);
       span(e.first);
       r.cause = "page faults";
       kv(&r.detail, "count", e.count);
@@ -164,7 +160,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
     }
     case FT_EV_RETRANS:
     case FT_EV_DROP: {
-      const auto e = as<ft_net>(rec);
+      const auto e = record_as<ft_net>(rec);
       if (h.kind == FT_EV_RETRANS) {
         r.cause = "retransmit";
       } else {
@@ -181,7 +177,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       break;
     }
     case FT_EV_WORK: {
-      const auto e = as<ft_work>(rec);
+      const auto e = record_as<ft_work>(rec);
       span(e.start);
       const auto it = names.functions.find(e.func);
       r.cause = it != names.functions.end() ? it->second : hex(e.func);
@@ -189,7 +185,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       break;
     }
     case FT_EV_CXI_ERR: {
-      const auto e = as<ft_cxi_err>(rec);
+      const auto e = record_as<ft_cxi_err>(rec);
       r.cause = "cass_err";
       kv(&r.detail, "csr_flag", e.csr_flag);
       kv(&r.detail, "bit", e.bit);
@@ -200,14 +196,14 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       break;
     }
     case FT_EV_THREAD: {
-      const auto e = as<ft_thread>(rec);
+      const auto e = record_as<ft_thread>(rec);
       r.cause = "first fabric activity";
       r.other_comm = record_str(e.comm, FT_COMM_LEN);
       kv(&r.detail, "rank", record_str(e.rank, FT_RANK_LEN));
       break;
     }
     case FT_EV_STALL: {
-      const auto e = as<ft_stall>(rec);
+      const auto e = record_as<ft_stall>(rec);
       window_row(e.w, &r);
       kv(&r.detail, "cq", e.cq);
       window_detail(e.w, &r.detail);
@@ -215,7 +211,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
     }
     case FT_EV_SLOW_OP:
     case FT_EV_OP_ERROR: {
-      const auto e = as<ft_op>(rec);
+      const auto e = record_as<ft_op>(rec);
       window_row(e.w, &r);
       kv(&r.detail, "op", e.op < kOpKindCount ? op_name(static_cast<OpKind>(e.op)) : "?");
       kv(&r.detail, "bytes", e.bytes);
@@ -226,7 +222,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       break;
     }
     case FT_EV_POLL: {
-      const auto e = as<ft_poll>(rec);
+      const auto e = record_as<ft_poll>(rec);
       span(e.enter);
       r.cause = "poll";
       kv(&r.detail, "cq", e.cq);
@@ -236,20 +232,20 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
     case FT_EV_MARK: {
       // The name goes in `cause` (a quoted CSV field): an application's string
       // may hold the detail column's separators.
-      const auto e = as<ft_mark>(rec);
+      const auto e = record_as<ft_mark>(rec);
       r.cause = record_str(e.name, FT_MARK_NAME_LEN);
       kv(&r.detail, "type", mark_type_name(e.type));
       break;
     }
     case FT_EV_EXIT: {
-      const auto e = as<ft_exit>(rec);
+      const auto e = record_as<ft_exit>(rec);
       r.cause = "exit";
       r.other_comm = record_str(e.comm, FT_COMM_LEN);
       kv(&r.detail, "faults_total", e.faults_total);
       break;
     }
     case FT_EV_UPROBE_OPS: {
-      const auto e = as<ft_uprobe_ops>(rec);
+      const auto e = record_as<ft_uprobe_ops>(rec);
       r.cause = uprobe_op_name(e.op);
       r.detail = uprobe_stats_detail(e);
       break;

@@ -12,7 +12,7 @@
 #include <queue>
 #include <unordered_map>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 
@@ -300,9 +300,10 @@ bool Exporter::write_counters(const Rank& r, uint32_t group, int64_t shift) {
   }
   std::vector<size_t> cols;
   std::vector<uint32_t> ids;
+  const std::string tw = kTelemetryWallColumn;
   for (size_t c = 2; c < cs.columns.size(); ++c) {
     const std::string& name = cs.columns[c];
-    if (name.size() >= 17 && name.compare(name.size() - 17, 17, "telemetry_wall_ns") == 0)
+    if (name.size() >= tw.size() && name.compare(name.size() - tw.size(), tw.size(), tw) == 0)
       continue;  // the stamp of the sample, not a counter
     const bool gauge = name.find("in_use") != std::string::npos ||
                        name.find("max_") != std::string::npos ||

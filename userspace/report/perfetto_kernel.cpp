@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/kernel_explain.h"
+#include "common/kernel_log.h"
 #include "common/op_kinds.h"
 #include "userspace/report/kernel_rows.h"
 
@@ -15,12 +16,7 @@ namespace {
 constexpr size_t kEventBytes = 512;
 constexpr size_t kDescriptorBytes = 256;
 
-template <typename T>
-T as(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+using kernel_log::record_as;
 
 struct Track {
   uint64_t uuid = 0;
@@ -51,10 +47,10 @@ class KernelTracks {
   bool record(const ft_hdr& h, const uint8_t* rec, const KernelNames& names) {
     switch (h.kind) {
       case FT_EV_OFFCPU:
-        return offcpu(h, as<ft_offcpu>(rec));
+        return offcpu(h, record_as<ft_offcpu>(rec));
       case FT_EV_IRQ:
       case FT_EV_SOFTIRQ: {
-        const auto e = as<ft_irq>(rec);
+        const auto e = record_as<ft_irq>(rec);
         const bool hard = h.kind == FT_EV_IRQ;
         Track& t = track((hard ? "irq" : "soft") + std::to_string(h.cpu),
                          "cpu" + std::to_string(h.cpu) + (hard ? " IRQs" : " softirqs"),
@@ -64,7 +60,7 @@ class KernelTracks {
       }
       case FT_EV_RETRANS:
       case FT_EV_DROP: {
-        const auto e = as<ft_net>(rec);
+        const auto e = record_as<ft_net>(rec);
         // One skb sent again can carry several segments (TSO); say how many.
         const uint32_t segs = retrans_segments(e);
         std::string what =
@@ -78,24 +74,24 @@ class KernelTracks {
                            (e.owner_pid ? " (pid " + std::to_string(e.owner_pid) + ")" : ""));
       }
       case FT_EV_CXI_ERR: {
-        const auto e = as<ft_cxi_err>(rec);
+        const auto e = record_as<ft_cxi_err>(rec);
         return instant(
             track("cxi", "cxi driver", 2000001), h.ts,
             "cass_err csr " + std::to_string(e.csr_flag) + " bit " + std::to_string(e.bit));
       }
       case FT_EV_WORK: {
-        const auto e = as<ft_work>(rec);
+        const auto e = record_as<ft_work>(rec);
         const auto f = names.functions.find(e.func);
         return slice(track("cxi", "cxi driver", 2000001), e.start, h.ts,
                      f != names.functions.end() ? f->second : "cxi work", nullptr, 0, {});
       }
       case FT_EV_FAULTS: {
-        const auto e = as<ft_faults>(rec);
+        const auto e = record_as<ft_faults>(rec);
         return instant(thread_track(h.pid, h.tid), h.ts, std::to_string(e.count) + " page faults");
       }
       case FT_EV_SLOW_OP:
       case FT_EV_OP_ERROR: {
-        const auto e = as<ft_op>(rec);
+        const auto e = record_as<ft_op>(rec);
         const std::string op =
             e.op < static_cast<uint32_t>(kOpKindCount) ? op_name(static_cast<OpKind>(e.op)) : "op";
         return instant(thread_track(h.pid, h.tid), h.ts,
@@ -105,7 +101,7 @@ class KernelTracks {
       case FT_EV_MARK: {
         // Instants, phases included: the thread's track also holds its off-CPU
         // slices, which a phase would overlap without nesting.
-        const auto e = as<ft_mark>(rec);
+        const auto e = record_as<ft_mark>(rec);
         const std::string name = record_str(e.name, FT_MARK_NAME_LEN);
         const std::string what = e.type == FT_MARK_BEGIN ? "begin " + name
                                  : e.type == FT_MARK_END ? std::string("end")

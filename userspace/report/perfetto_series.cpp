@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "userspace/report/perfetto_builder.h"
 
 namespace fabtrace::report::perfetto_build {
@@ -61,7 +61,7 @@ bool Builder::write_counters(RankTrack& r) {
     const std::string& name = cs.columns[c];
     const size_t colon = name.rfind(':');
     if (colon != std::string::npos &&
-        name.compare(colon + 1, std::string::npos, "telemetry_wall_ns") == 0)
+        name.compare(colon + 1, std::string::npos, kTelemetryWallColumn) == 0)
       continue;  // the stamp of the sample, not a counter
     CounterColumn col;
     col.index = c;

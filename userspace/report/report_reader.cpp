@@ -438,7 +438,7 @@ uint64_t delta(uint64_t prev, uint64_t cur) { return cur >= prev ? cur - prev : 
 void reduce_counter_series(const CounterSeries& cs, int64_t wall_offset_ns, size_t per_device,
                            size_t max_points, std::vector<CounterTrack>* out) {
   out->clear();
-  const int tcol = cs.column("t_mono_ns");
+  const int tcol = cs.column(kCounterMonoColumn);
   if (tcol < 0 || cs.rows.size() < 2 || max_points == 0) return;
   const size_t tc = static_cast<size_t>(tcol);
   std::map<std::string, std::vector<ColumnStats>> by_device;
@@ -451,7 +451,7 @@ void reduce_counter_series(const CounterSeries& cs, int64_t wall_offset_ns, size
     s.col = c;
     s.device = label.substr(0, colon);
     s.name = label.substr(colon + 1);
-    if (s.name == "telemetry_wall_ns") continue;
+    if (s.name == kTelemetryWallColumn) continue;
     s.cumulative = !gauge_by_name(s.name);
     if (s.cumulative) {
       const std::vector<size_t> idx = valid_rows(cs, c, true);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cxi_counters.h"
+#include "common/counter_csv.h"
 #include "common/report_model.h"
 #include "userspace/report/job.h"
 

@@ -17,13 +17,21 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json link_json(const LinkRow& l) {
-  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
-  const OpRow& o = l.row;
+// A number JSON can hold: NaN and the infinities become 0.
+double num(double v) { return std::isfinite(v) ? v : 0.0; }
+
+// A row's first fields: the process it is of.
+ordered_json process_row(const std::string& host, const std::string& rank, long pid) {
   ordered_json j;
-  j["host"] = l.host;
-  j["rank"] = l.rank;
-  j["pid"] = static_cast<int64_t>(l.pid);
+  j["host"] = host;
+  j["rank"] = rank;
+  j["pid"] = static_cast<int64_t>(pid);
+  return j;
+}
+
+ordered_json link_json(const LinkRow& l) {
+  const OpRow& o = l.row;
+  ordered_json j = process_row(l.host, l.rank, l.pid);
   j["local"] = l.local;
   j["remote"] = l.remote;
   j["op"] = o.op;
@@ -59,11 +67,7 @@ ordered_json link_json(const LinkRow& l) {
 }
 
 ordered_json stall_json(const Stall& st) {
-  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
-  ordered_json j;
-  j["host"] = st.host;
-  j["rank"] = st.rank;
-  j["pid"] = static_cast<int64_t>(st.pid);
+  ordered_json j = process_row(st.host, st.rank, st.pid);
   j["cq"] = st.cq.id;
   j["polls"] = st.cq.polls;
   j["gap_ns"] = num(st.cq.max_gap_ns);
@@ -91,11 +95,7 @@ ordered_json stall_json(const Stall& st) {
 }
 
 ordered_json nic_json(const NicRow& n) {
-  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
-  ordered_json j;
-  j["host"] = n.host;
-  j["rank"] = n.rank;
-  j["pid"] = static_cast<int64_t>(n.pid);
+  ordered_json j = process_row(n.host, n.rank, n.pid);
   j["domain"] = n.nic.domain;
   std::string locals;  // space separated: an address holds no space
   for (const std::string& a : n.nic.locals) locals += (locals.empty() ? "" : " ") + a;

@@ -27,4 +27,10 @@ void copy_table(T* dst, const T* src) {
     if (FABTRACE_HAS_OP(real, T, member)) (ours).member = (fn); \
   } while (0)
 
+// The nine slots fi_ops_msg and fi_ops_tagged share, in table order: X(slot)
+// for each. The shims of one table are named after its slots (ops_msg.cpp:
+// ep_send, ...; ops_tagged.cpp: ep_tsend, ...), so one list installs both.
+#define FABTRACE_SEND_RECV_SLOTS(X) \
+  X(send) X(sendv) X(sendmsg) X(senddata) X(inject) X(injectdata) X(recv) X(recvv) X(recvmsg)
+
 }  // namespace fabtrace
