@@ -897,7 +897,7 @@ void section_ranks(const Job& job, const HtmlOptions& opt, Html* h) {
     t.td(r.providers);
     t.td(fmt_wall(r.start_wall_ns, true));
     t.n(fixed(r.duration_s, 3) + " s");
-    t.n(std::to_string(r.report.links.size()));
+    t.n(std::to_string(r.link_count));
     t.n(std::to_string(r.report.cqs.size()));
     t.n(r.oplog_path.empty() ? "-" : fmt_count(r.oplog_ops));
     t.n(r.counters_path.empty() ? "-" : fmt_count(r.counter_samples));
