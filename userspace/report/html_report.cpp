@@ -945,13 +945,11 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   }
   h.raw("</nav>\n</header>\n");
 
-  std::set<std::pair<std::string, std::string>> links;
-  for (const LinkRow& l : job.links) links.insert({l.local, l.remote});
   h.raw("<div class=\"cards\" id=\"shape\">");
   card(&h, std::to_string(job.hosts().size()), "nodes");
   card(&h, std::to_string(job.ranks.size()), "ranks");
   card(&h, std::to_string(job.nic_count()), "NICs (a domain of a rank)");
-  card(&h, std::to_string(links.size()), "links");
+  card(&h, std::to_string(job.distinct_links()), "links");
   card(&h, fmt_count(job.ops), "ops (" + fmt_count(job.completed) + " completed)");
   card(&h, fmt_bytes(job.bytes), "moved (sends, writes, reads, atomics)");
   card(&h, job.first_wall_ns ? fixed((job.last_wall_ns - job.first_wall_ns) / 1e9, 3) + " s" : "?",

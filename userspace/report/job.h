@@ -139,6 +139,9 @@ struct Job {
   // row for a domain that only received, each local address of that rank's
   // links that none of its rows lists.
   size_t nic_count() const;
+  // Distinct (local, remote) pairs of the link rows (sorted views of the
+  // rows' strings: no copy of a million addresses).
+  size_t distinct_links() const;
 };
 
 // Reads every fabtrace output under dir (recursively). Unusable files are

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -348,6 +349,14 @@ size_t Job::nic_count() const {
   size_t n = 0;
   for (const Rank& r : ranks) n += r.report.nics.size() + r.unlisted_locals;
   return n;
+}
+
+size_t Job::distinct_links() const {
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  pairs.reserve(links.size());
+  for (const LinkRow& l : links) pairs.emplace_back(l.local, l.remote);
+  std::sort(pairs.begin(), pairs.end());
+  return static_cast<size_t>(std::unique(pairs.begin(), pairs.end()) - pairs.begin());
 }
 
 Rank make_rank(ProcessReport report, std::string report_path) {
