@@ -1,6 +1,7 @@
 // fabtrace report DIR [-o OUTDIR]: the job-wide view of every rank's outputs
 // under DIR: a summary on stdout, and in OUTDIR the HTML report, the link and
 // NIC tables and the Perfetto trace.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,7 +33,7 @@ namespace fs = std::filesystem;
 void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-               "                       [--kernel-events] [--otf2]\n"
+               "                       [--kernel-events] [--otf2] [--threads N]\n"
                "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
                "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
                "           trace go (default DIR/fabtrace-report)\n"
@@ -40,7 +41,9 @@ void usage(std::FILE* out) {
                "           (default 10)\n"
                "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
                "           logs (fabtrace record) under DIR\n"
-               "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n");
+               "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n"
+               "  --threads N  threads that read the ranks' reports (default: one per core);\n"
+               "           the outputs are the same for any N\n");
 }
 
 bool parse_size(const char* s, size_t* out) {
@@ -57,7 +60,7 @@ bool parse_size(const char* s, size_t* out) {
 int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
   bool have_dir = false, html = true, trace = true, kernel_events = false, otf2 = false;
-  size_t top = 5;
+  size_t top = 5, threads = 0;
   bool top_given = false;
   for (int i = 0; i < argc; ++i) {
     const char* a = argv[i];
@@ -65,12 +68,20 @@ int cmd_report(int argc, char** argv) {
       usage(stdout);
       return 0;
     }
-    if (!std::strcmp(a, "-o") || !std::strcmp(a, "--output") || !std::strcmp(a, "--top")) {
+    if (!std::strcmp(a, "-o") || !std::strcmp(a, "--output") || !std::strcmp(a, "--top") ||
+        !std::strcmp(a, "--threads")) {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "fabtrace report: %s needs a value\n", a);
         return 2;
       }
-      if (!std::strcmp(a, "--top")) {
+      if (!std::strcmp(a, "--threads")) {
+        if (!parse_size(argv[++i], &threads) || threads > 1024) {
+          std::fprintf(stderr,
+                       "fabtrace report: --threads takes a number from 1 to 1024, not '%s'\n",
+                       argv[i]);
+          return 2;
+        }
+      } else if (!std::strcmp(a, "--top")) {
         top_given = true;
         if (!parse_size(argv[++i], &top)) {
           std::fprintf(stderr, "fabtrace report: --top takes a number from 1 to 100000, not '%s'\n",
@@ -121,8 +132,14 @@ int cmd_report(int argc, char** argv) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (out_dir.empty()) out_dir = dir + "/fabtrace-report";
 
+  // A fixed mmap threshold (glibc raises it to the largest block freed, by
+  // default): the per-rank row blocks the loader frees once they are in the
+  // job's table go back to the system instead of staying in the heap beside
+  // the table, which would hold a large job's rows twice at the peak.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   report::LoadOptions lopt;
   lopt.exclude_dirs.push_back(out_dir);
+  lopt.threads = static_cast<unsigned>(threads);
   report::Job job;
   std::string err;
   if (!report::load_job(dir, lopt, &job, &err)) {

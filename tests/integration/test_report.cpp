@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"
 #include "tests/report_fixtures/kernel_fixture.h"
+#include "tests/report_fixtures/synthetic_job.h"
 #include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
@@ -251,6 +254,43 @@ TEST(Report, BadFilesAreNamedAndSkipped) {
   EXPECT_EQ(slurp(out + "/links.csv"), slurp(dir + "/out1/links.csv"));
   // The previous outputs under DIR (out1) were not taken for inputs.
   EXPECT_EQ(cli.err.find("/out1/"), std::string::npos) << cli.err;
+}
+
+// The ranks' reports parsed on one thread or on several: the same summary,
+// the same stderr and the same files, byte for byte (tables, HTML, Perfetto
+// trace), on a synthetic job with timelines and counters and a corrupt file.
+TEST(Report, OneThreadAndTwoWriteTheSameOutputs) {
+  const std::string dir = make_temp_dir("report-threads");
+  SyntheticOptions o;
+  o.nodes = 3;
+  o.ranks_per_node = 4;
+  const SyntheticJob sj = make_synthetic_job(o);
+  write_synthetic_job(sj, dir + "/job", /*per_node_dirs=*/true);
+  std::ofstream(dir + "/job/fabtrace.cut.r99.p99.json")
+      << report_json_text(sj.reports[0]).substr(0, 100);
+  const std::string out = dir + "/out";
+  std::string first;
+  for (const char* threads : {"1", "2"}) {
+    const std::string err_file = dir + "/stderr";
+    const RunResult r =
+        run({"sh", "-c", "exec \"$0\" report \"$1\" -o \"$2\" --threads \"$3\" 2>\"$4\"",
+             FABTRACE_CLI, dir + "/job", out, threads, err_file},
+            {}, false, 120);
+    ASSERT_EQ(r.exit_code, 0) << slurp(err_file);
+    std::string all = "stdout\n" + r.output + "stderr\n" + slurp(err_file);
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(out))
+      if (e.is_regular_file()) files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    EXPECT_GE(files.size(), 7u);  // report.html, links/nics/stalls .csv/.json, a trace
+    for (const std::string& f : files) all += "== " + f + "\n" + slurp(f);
+    std::filesystem::remove_all(out);
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_TRUE(all == first) << "--threads " << threads << " wrote other outputs";
+  }
+  EXPECT_NE(first.find("fabtrace.cut.r99.p99.json: truncated"), std::string::npos);
 }
 
 TEST(Report, NothingUsableIsAnError) {

@@ -2,7 +2,6 @@
 // ranks table.
 #include "userspace/report/html_sections.h"
 
-#include <set>
 #include <string>
 #include <utility>
 
@@ -23,13 +22,11 @@ void card(Html* h, const std::string& v, const std::string& k) {
 
 // The job's shape: one card per figure.
 void section_shape(const Job& job, Html* h) {
-  std::set<std::pair<std::string, std::string>> links;
-  for (const LinkRow& l : job.links) links.insert({l.local, l.remote});
   h->raw("<div class=\"cards\" id=\"shape\">");
   card(h, std::to_string(job.hosts().size()), "nodes");
   card(h, std::to_string(job.ranks.size()), "ranks");
   card(h, std::to_string(job.nic_count()), "NICs (a domain of a rank)");
-  card(h, std::to_string(links.size()), "links");
+  card(h, std::to_string(job.distinct_links()), "links");
   card(h, fmt_count(job.ops), "ops (" + fmt_count(job.completed) + " completed)");
   card(h, fmt_bytes(job.bytes), "moved (sends, writes, reads, atomics)");
   card(h, job.first_wall_ns ? fixed((job.last_wall_ns - job.first_wall_ns) / 1e9, 3) + " s" : "?",
@@ -69,7 +66,7 @@ void section_ranks(const Job& job, const HtmlOptions& opt, Html* h) {
     t.td(r.providers);
     t.td(fmt_wall(r.start_wall_ns, true));
     t.n(fixed(r.duration_s, 3) + " s");
-    t.n(std::to_string(r.report.links.size()));
+    t.n(std::to_string(r.link_count));
     t.n(std::to_string(r.report.cqs.size()));
     t.n(r.oplog_path.empty() ? "-" : fmt_count(r.oplog_ops));
     t.n(r.counters_path.empty() ? "-" : fmt_count(r.counter_samples));

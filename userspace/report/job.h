@@ -52,6 +52,11 @@ struct Rank {
   std::string oplog_path;     // fabtrace_ops.<...>.oplog, empty when none
   std::string counters_path;  // fabtrace_nic.<...>.csv, empty when none
   ProcessReport report;       // the rank's own report, as read back
+  // Of report.links, set by build_job_tables (load_job then moves the rows
+  // into Job::links and empties report.links): how many links the report has,
+  // and how many of its links' local addresses no NIC row lists.
+  size_t link_count = 0;
+  size_t unlisted_locals = 0;
   // From the oplog's end record and a scan of its blocks (0/false without one).
   uint64_t oplog_ops = 0;      // ops in the file's whole blocks
   uint64_t oplog_dropped = 0;  // ops the tracer dropped (its writer fell behind)
@@ -134,6 +139,9 @@ struct Job {
   // row for a domain that only received, each local address of that rank's
   // links that none of its rows lists.
   size_t nic_count() const;
+  // Distinct (local, remote) pairs of the link rows (sorted views of the
+  // rows' strings: no copy of a million addresses).
+  size_t distinct_links() const;
 };
 
 // Reads every fabtrace output under dir (recursively). Unusable files are
@@ -145,6 +153,9 @@ struct LoadOptions {
   // Directories under dir not to walk (the report's own output directory).
   std::vector<std::string> exclude_dirs;
   bool read_counters = true;  // reduce the counter CSVs into Rank::counter_tracks
+  // Threads that parse the ranks' reports (0: one per core). The job is the
+  // same whatever the number.
+  unsigned threads = 0;
 };
 bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error);
 
@@ -154,8 +165,10 @@ Rank make_rank(ProcessReport report, std::string report_path = "");
 
 // Fills links, nics, stalls, the totals and the span from job->ranks
 // (sorting the ranks first). load_job calls it; tests that build ranks in
-// memory call it too.
-void build_job_tables(Job* job);
+// memory call it too. take_rows: the ranks' link rows are moved into
+// job->links and each rank's report.links is emptied (a job of 1M rows then
+// holds them once, not twice); without it they are copied.
+void build_job_tables(Job* job, bool take_rows = false);
 
 // Sets outlier_ratio on every row (see kOutlierRatio): the median is taken over
 // the rows of the same (op, bytes) with count > 0, the lower middle one for an

@@ -9,13 +9,18 @@
 // Files with other names are not looked at. A timeline or counter file goes
 // with the report of the same (host, rank, pid), taken from its own header.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <string_view>
 #include <system_error>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -260,6 +265,107 @@ void attach_counters(const std::string& path, const LoadOptions& opt, std::map<K
                           &rank.counter_tracks);
 }
 
+// A rank's link rows for Job::links, in its report's order. take: moved out of
+// the report, whose links are then freed.
+std::vector<LinkRow> link_rows_of(const std::string& host, const std::string& rank, long pid,
+                                  std::vector<LinkReport>* links, bool take) {
+  size_t n = 0;
+  for (const LinkReport& l : *links) n += l.rows.size();
+  std::vector<LinkRow> out;
+  out.reserve(n);
+  for (LinkReport& l : *links) {
+    for (OpRow& o : l.rows) {
+      LinkRow row;
+      row.host = host;
+      row.rank = rank;
+      row.pid = pid;
+      row.local = l.local;
+      row.remote = l.remote;
+      row.row = take ? std::move(o) : o;
+      if (row.row.recv) row.posted.unknown = "the per-op timelines were not read";
+      out.push_back(std::move(row));
+    }
+  }
+  if (take) std::vector<LinkReport>().swap(*links);
+  return out;
+}
+
+// The local addresses of a report's links that none of its NIC rows lists.
+size_t count_unlisted_locals(const ProcessReport& rep) {
+  std::set<std::string> listed;
+  for (const NicReport& nic : rep.nics) listed.insert(nic.locals.begin(), nic.locals.end());
+  std::set<std::string> unlisted;
+  for (const LinkReport& l : rep.links)
+    if (!l.local.empty() && !listed.count(l.local)) unlisted.insert(l.local);
+  return unlisted.size();
+}
+
+// A report as its parsing thread leaves it: its link rows already in the
+// form of Job::links (rows), so that the job never holds every rank's rows
+// twice (as report links and as job rows).
+struct ParsedReport {
+  bool ok = false;
+  ProcessReport report;  // without its links
+  std::string why;
+  std::vector<LinkRow> rows;
+  size_t link_count = 0, unlisted_locals = 0;
+};
+
+// A parsed report's links become the job's rows.
+void stage_rows(ParsedReport* p) {
+  if (!p->ok) return;
+  p->link_count = p->report.links.size();
+  p->unlisted_locals = count_unlisted_locals(p->report);
+  p->rows = link_rows_of(p->report.host, p->report.rank, p->report.pid, &p->report.links,
+                         /*take=*/true);
+}
+
+// Parses the reports on up to `threads` threads (the JSON parse is most of the
+// load). Each file's result goes in its own slot, so the merge that follows,
+// in file order, is the same whatever the number of threads. With several
+// threads, this thread turns each parsed report into rows as the parsers hand
+// them over: the rows' strings then come from one malloc arena, not from the
+// parsers', where they would pin the space of every JSON document freed
+// around them (about 165 MB at 1M rows).
+std::vector<ParsedReport> parse_reports(const std::vector<std::string>& paths, unsigned threads) {
+  std::vector<ParsedReport> out(paths.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, paths.size()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      out[i].ok = read_process_report(paths[i], &out[i].report, &out[i].why);
+      stage_rows(&out[i]);
+    }
+    return out;
+  }
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable parsed;
+  std::vector<char> done(paths.size(), 0);  // guarded by mu
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      ParsedReport& p = out[i];
+      p.ok = read_process_report(paths[i], &p.report, &p.why);
+      {
+        const std::lock_guard<std::mutex> lock(mu);
+        done[i] = 1;
+      }
+      parsed.notify_one();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      parsed.wait(lock, [&] { return done[i] != 0; });
+    }
+    stage_rows(&out[i]);
+  }
+  for (std::thread& t : pool) t.join();
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> Job::hosts() const {
@@ -272,16 +378,16 @@ std::vector<std::string> Job::hosts() const {
 
 size_t Job::nic_count() const {
   size_t n = 0;
-  for (const Rank& r : ranks) {
-    std::set<std::string> listed;
-    for (const NicReport& nic : r.report.nics) listed.insert(nic.locals.begin(), nic.locals.end());
-    n += r.report.nics.size();
-    std::set<std::string> unlisted;
-    for (const LinkReport& l : r.report.links)
-      if (!l.local.empty() && !listed.count(l.local)) unlisted.insert(l.local);
-    n += unlisted.size();
-  }
+  for (const Rank& r : ranks) n += r.report.nics.size() + r.unlisted_locals;
   return n;
+}
+
+size_t Job::distinct_links() const {
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  pairs.reserve(links.size());
+  for (const LinkRow& l : links) pairs.emplace_back(l.local, l.remote);
+  std::sort(pairs.begin(), pairs.end());
+  return static_cast<size_t>(std::unique(pairs.begin(), pairs.end()) - pairs.begin());
 }
 
 Rank make_rank(ProcessReport report, std::string report_path) {
@@ -320,12 +426,43 @@ void mark_outliers(std::vector<LinkRow>* links) {
   }
 }
 
-void build_job_tables(Job* job) {
-  std::stable_sort(job->ranks.begin(), job->ranks.end(), [](const Rank& a, const Rank& b) {
-    if (a.host != b.host) return a.host < b.host;
-    if (a.rank != b.rank) return rank_less(a.rank, b.rank);
-    return a.pid < b.pid;
-  });
+namespace {
+
+void add_row_totals(Job* job, const OpRow& o) {
+  job->ops = sat_add(job->ops, o.issued());
+  job->completed = sat_add(job->completed, o.count);
+  if (!o.recv) job->bytes = sat_add(job->bytes, sat_mul(o.bytes, o.count));
+  job->errors = sat_add(job->errors, o.errors);
+  job->eagain = sat_add(job->eagain, o.eagain);
+  job->untimed = sat_add(job->untimed, o.untimed);
+  job->unfinished = sat_add(job->unfinished, o.unfinished);
+  job->refused = sat_add(job->refused, o.refused);
+}
+
+// build_job_tables; staged, when given, holds each rank's link rows already
+// made (staged[i] those of job->ranks[i]; load_job's parsing threads made them).
+void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* staged) {
+  {
+    std::vector<size_t> order(job->ranks.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const std::vector<Rank>& rk = job->ranks;
+    std::stable_sort(order.begin(), order.end(), [&rk](size_t ia, size_t ib) {
+      const Rank& a = rk[ia];
+      const Rank& b = rk[ib];
+      if (a.host != b.host) return a.host < b.host;
+      if (a.rank != b.rank) return rank_less(a.rank, b.rank);
+      return a.pid < b.pid;
+    });
+    std::vector<Rank> ranks;
+    std::vector<std::vector<LinkRow>> rows;
+    ranks.reserve(order.size());
+    for (const size_t i : order) {
+      ranks.push_back(std::move(job->ranks[i]));
+      if (staged) rows.push_back(std::move((*staged)[i]));
+    }
+    job->ranks = std::move(ranks);
+    if (staged) *staged = std::move(rows);
+  }
   job->links.clear();
   job->nics.clear();
   job->stalls.clear();
@@ -333,7 +470,22 @@ void build_job_tables(Job* job) {
   job->refused = job->completed = job->ring_full = job->ops_dropped = job->cells_full = 0;
   job->first_wall_ns = job->last_wall_ns = 0;
 
-  for (const Rank& r : job->ranks) {
+  size_t rows = 0;
+  for (size_t i = 0; i < job->ranks.size(); ++i) {
+    Rank& r = job->ranks[i];
+    if (staged) {
+      rows += (*staged)[i].size();
+      continue;
+    }
+    if (!take_rows || !r.report.links.empty()) {  // counted before, when the rows were taken
+      r.link_count = r.report.links.size();
+      r.unlisted_locals = count_unlisted_locals(r.report);
+    }
+    for (const LinkReport& l : r.report.links) rows += l.rows.size();
+  }
+  job->links.reserve(rows);  // no doubling of a vector of 1M rows while it grows
+  for (size_t i = 0; i < job->ranks.size(); ++i) {
+    Rank& r = job->ranks[i];
     if (r.start_wall_ns) {
       const uint64_t end =
           r.start_wall_ns + static_cast<uint64_t>(std::llround(std::max(0.0, r.duration_s) * 1e9));
@@ -346,25 +498,14 @@ void build_job_tables(Job* job) {
     job->ring_full = sat_add(job->ring_full, r.report.ring_full);
     job->cells_full = sat_add(job->cells_full, r.report.cells_full);
     job->ops_dropped = sat_add(job->ops_dropped, r.oplog_dropped);
-    for (const LinkReport& l : r.report.links) {
-      for (const OpRow& o : l.rows) {
-        LinkRow row;
-        row.host = r.host;
-        row.rank = r.rank;
-        row.pid = r.pid;
-        row.local = l.local;
-        row.remote = l.remote;
-        row.row = o;
-        if (o.recv) row.posted.unknown = "the per-op timelines were not read";
+    {
+      // The rank's rows are freed as soon as they are in the job's table.
+      std::vector<LinkRow> mine =
+          staged ? std::move((*staged)[i])
+                 : link_rows_of(r.host, r.rank, r.pid, &r.report.links, take_rows);
+      for (LinkRow& row : mine) {
+        add_row_totals(job, row.row);
         job->links.push_back(std::move(row));
-        job->ops = sat_add(job->ops, o.issued());
-        job->completed = sat_add(job->completed, o.count);
-        if (!o.recv) job->bytes = sat_add(job->bytes, sat_mul(o.bytes, o.count));
-        job->errors = sat_add(job->errors, o.errors);
-        job->eagain = sat_add(job->eagain, o.eagain);
-        job->untimed = sat_add(job->untimed, o.untimed);
-        job->unfinished = sat_add(job->unfinished, o.unfinished);
-        job->refused = sat_add(job->refused, o.refused);
       }
     }
     for (const NicReport& n : r.report.nics) job->nics.push_back(NicRow{r.host, r.rank, r.pid, n});
@@ -397,6 +538,10 @@ void build_job_tables(Job* job) {
   join_kernel(job);
 }
 
+}  // namespace
+
+void build_job_tables(Job* job, bool take_rows) { build_tables(job, take_rows, nullptr); }
+
 bool load_job(const std::string& dir, Job* job, std::string* error) {
   return load_job(dir, LoadOptions(), job, error);
 }
@@ -422,24 +567,29 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   Found found;
   walk(dir, opt, &found, &job->skipped);
 
+  std::vector<ParsedReport> parsed = parse_reports(found.reports, opt.threads);
+  std::vector<std::vector<LinkRow>> staged;  // staged[i]: the rows of job->ranks[i]
   std::map<Key, size_t> by_key;
   std::set<std::string> json_stems;
-  for (const std::string& path : found.reports) {
+  for (size_t i = 0; i < found.reports.size(); ++i) {
+    const std::string& path = found.reports[i];
     json_stems.insert(path.substr(0, path.size() - 5));
-    ProcessReport rep;
-    std::string why;
-    if (!read_process_report(path, &rep, &why)) {
-      job->skipped.push_back({path, why});
+    ParsedReport p = std::move(parsed[i]);  // freed at the end of this turn when not used
+    if (!p.ok) {
+      job->skipped.push_back({path, p.why});
       continue;
     }
-    const Key key = key_of(rep.host, rep.rank, rep.pid);
+    const Key key = key_of(p.report.host, p.report.rank, p.report.pid);
     if (const auto it = by_key.find(key); it != by_key.end()) {
       job->skipped.push_back({path, "a second report of the same process (" +
                                         job->ranks[it->second].report_path + " is used)"});
       continue;
     }
     by_key[key] = job->ranks.size();
-    job->ranks.push_back(make_rank(std::move(rep), path));
+    job->ranks.push_back(make_rank(std::move(p.report), path));
+    job->ranks.back().link_count = p.link_count;
+    job->ranks.back().unlisted_locals = p.unlisted_locals;
+    staged.push_back(std::move(p.rows));
   }
   for (const std::string& path : found.texts)
     if (!json_stems.count(path.substr(0, path.size() - 4)))
@@ -449,7 +599,7 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   for (const std::string& path : found.oplogs) attach_oplog(path, by_key, job);
   for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
   load_kernel_logs(found.kernel_logs, job);
-  build_job_tables(job);
+  build_tables(job, /*take_rows=*/true, &staged);
   match_receives_to_sends(job);
   return true;
 }

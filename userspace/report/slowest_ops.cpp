@@ -195,11 +195,16 @@ SlowestOps find_slowest_ops(const Job& job, size_t n) {
   SlowestOps s;
   s.n = n;
   s.first_wall_ns = job.first_wall_ns;
+  // The rows' medians are only needed beside a per-op timeline: a job without
+  // any does not build a key per link row.
+  const bool any_timeline = std::any_of(job.ranks.begin(), job.ranks.end(),
+                                        [](const Rank& r) { return !r.oplog_path.empty(); });
   std::unordered_map<std::string, double> p50;
-  for (const LinkRow& l : job.links)
-    if (l.row.count > 0)
-      p50[row_key(l.host, l.rank, l.pid, l.local, l.remote, l.row.op, l.row.bytes,
-                  l.row.size_unknown)] = l.row.p50_ns;
+  if (any_timeline)
+    for (const LinkRow& l : job.links)
+      if (l.row.count > 0)
+        p50[row_key(l.host, l.rank, l.pid, l.local, l.remote, l.row.op, l.row.bytes,
+                    l.row.size_unknown)] = l.row.p50_ns;
   for (const Rank& r : job.ranks) {
     if (r.oplog_path.empty()) continue;
     RankPass{job, r, p50, &s}.run();

@@ -222,8 +222,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
 
   // Job shape.
   const std::vector<std::string> hosts = job.hosts();
-  std::set<std::pair<std::string, std::string>> links, devices;
-  for (const LinkRow& l : job.links) links.insert({l.local, l.remote});
+  std::set<std::pair<std::string, std::string>> devices;
   for (const NicRow& n : job.nics) devices.insert({n.host, n.nic.domain});
   {
     Wrapper w(&s, "job       ", kWidth, " ");
@@ -237,7 +236,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     w.add(plural(job.ranks.size(), "rank", "ranks") + ",");
     w.add(plural(job.nic_count(), "NIC", "NICs") + " (" +
           plural(devices.size(), "device", "devices") + "),");
-    w.add(plural(links.size(), "link", "links"));
+    w.add(plural(job.distinct_links(), "link", "links"));
     w.done();
   }
   s += "          " + fmt_count(job.ops) + " ops (" + fmt_count(job.completed) + " completed), " +

@@ -4,131 +4,109 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "common/csv.h"
 #include "common/kernel_explain.h"
 #include "common/safe_output.h"
 #include "userspace/report/kernel_rows.h"
+#include "userspace/report/table_row.h"
 
 namespace fabtrace::report {
 
 namespace {
 
-using nlohmann::ordered_json;
-
-// A number JSON can hold: NaN and the infinities become 0.
-double num(double v) { return std::isfinite(v) ? v : 0.0; }
-
-// A row's first fields: the process it is of.
-ordered_json process_row(const std::string& host, const std::string& rank, long pid) {
-  ordered_json j;
-  j["host"] = host;
-  j["rank"] = rank;
-  j["pid"] = static_cast<int64_t>(pid);
-  return j;
-}
-
-ordered_json link_json(const LinkRow& l) {
+// A table's fields: f(key, value) per column, in column order (the columns
+// lists below name the same keys). One definition for the CSV and the JSON.
+template <typename F>
+void link_fields(const LinkRow& l, F& f) {
+  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
   const OpRow& o = l.row;
-  ordered_json j = process_row(l.host, l.rank, l.pid);
-  j["local"] = l.local;
-  j["remote"] = l.remote;
-  j["op"] = o.op;
-  j["bytes"] = o.bytes;
-  j["count"] = o.count;
-  j["errors"] = o.errors;
-  j["untimed"] = o.untimed;
-  j["unfinished"] = o.unfinished;
-  j["eagain"] = o.eagain;
-  j["refused"] = o.refused;
-  j["completed_within_50us"] = o.within_50us;
-  j["avg_ns"] = num(o.avg_ns);
-  j["min_ns"] = num(o.min_ns);
-  j["max_ns"] = num(o.max_ns);
-  j["p50_ns"] = num(o.p50_ns);
-  j["p99_ns"] = num(o.p99_ns);
-  j["gbps"] = num(o.gbps);
-  j["outlier_ratio"] = num(l.outlier_ratio);
-  j["size_unknown"] = o.size_unknown;  // a receive row: bytes is the posted size
-  j["ring_full"] = o.ring_full;
+  f("host", l.host);
+  f("rank", l.rank);
+  f("pid", static_cast<int64_t>(l.pid));
+  f("local", l.local);
+  f("remote", l.remote);
+  f("op", o.op);
+  f("bytes", o.bytes);
+  f("count", o.count);
+  f("errors", o.errors);
+  f("untimed", o.untimed);
+  f("unfinished", o.unfinished);
+  f("eagain", o.eagain);
+  f("refused", o.refused);
+  f("completed_within_50us", o.within_50us);
+  f("avg_ns", num(o.avg_ns));
+  f("min_ns", num(o.min_ns));
+  f("max_ns", num(o.max_ns));
+  f("p50_ns", num(o.p50_ns));
+  f("p99_ns", num(o.p99_ns));
+  f("gbps", num(o.gbps));
+  f("outlier_ratio", num(l.outlier_ratio));
+  f("size_unknown", o.size_unknown);  // a receive row: bytes is the posted size
+  f("ring_full", o.ring_full);
   // Receive rows: matched to their send by the per-op timelines, and of those
   // posted after it (post_evidence.h); why not, for the rest.
-  j["posted_matched"] = l.posted.matched;
-  j["posted_late"] = l.posted.late;
-  j["posted_late_median_ns"] = num(l.posted.late_median_ns);
-  j["posted_unknown"] = l.posted.unknown;
+  f("posted_matched", l.posted.matched);
+  f("posted_late", l.posted.late);
+  f("posted_late_median_ns", num(l.posted.late_median_ns));
+  f("posted_unknown", l.posted.unknown);
   // The link's TCP retransmits and drops from its node's kernel log (the same
   // on every row of the link; 0 and kernel_logged=false without a session).
-  j["kernel_logged"] = l.kernel_logged;
-  j["retransmits"] = l.retrans;
-  j["drops"] = l.drops;
-  return j;
+  f("kernel_logged", l.kernel_logged);
+  f("retransmits", l.retrans);
+  f("drops", l.drops);
 }
 
-ordered_json stall_json(const Stall& st) {
-  ordered_json j = process_row(st.host, st.rank, st.pid);
-  j["cq"] = st.cq.id;
-  j["polls"] = st.cq.polls;
-  j["gap_ns"] = num(st.cq.max_gap_ns);
-  j["end_wall_ns"] = st.end_wall_ns;
-  j["end_job_s"] = num(st.end_job_s);
-  j["kernel_logged"] = st.kernel_logged;
-  j["explained"] = st.has_cause;
+template <typename F>
+void stall_fields(const Stall& st, F& f) {
+  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  f("host", st.host);
+  f("rank", st.rank);
+  f("pid", static_cast<int64_t>(st.pid));
+  f("cq", st.cq.id);
+  f("polls", st.cq.polls);
+  f("gap_ns", num(st.cq.max_gap_ns));
+  f("end_wall_ns", st.end_wall_ns);
+  f("end_job_s", num(st.end_job_s));
+  f("kernel_logged", st.kernel_logged);
+  f("explained", st.has_cause);
   const ft_window& w = st.cause.w;  // zeros when not explained
-  j["tid"] = st.has_cause ? st.cause.tid : 0;
-  j["why"] = st.has_cause ? st.cause.verdict : std::string();
-  for (const WindowPart& p : window_parts(w)) j[std::string(p.name) + "_ns"] = p.ns;
-  j["faults"] = w.faults;
-  j["migrations"] = w.migrations;
-  j["offcpu_intervals"] = w.offcpu_count;
+  f("tid", st.has_cause ? st.cause.tid : 0);
+  f("why", st.has_cause ? st.cause.verdict : std::string());
+  for (const WindowPart& p : window_parts(w)) f((std::string(p.name) + "_ns").c_str(), p.ns);
+  f("faults", w.faults);
+  f("migrations", w.migrations);
+  f("offcpu_intervals", w.offcpu_count);
   for (int i = 0; i < 2; ++i) {
     const std::string k = "ran_instead_" + std::to_string(i + 1);
-    j[k] = w.top[i].pid
-               ? record_str(w.top[i].comm, FT_COMM_LEN) + "[" + std::to_string(w.top[i].pid) + "]"
-               : std::string();
-    j[k + "_ns"] = w.top[i].ns;
+    f(k.c_str(), w.top[i].pid ? record_str(w.top[i].comm, FT_COMM_LEN) + "[" +
+                                    std::to_string(w.top[i].pid) + "]"
+                              : std::string());
+    f((k + "_ns").c_str(), w.top[i].ns);
   }
-  j["history_partial"] = (w.flags & (FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ |
-                                     FT_WIN_PARTIAL_FAULT | FT_WIN_UNKNOWN_THREAD)) != 0;
-  return j;
+  f("history_partial", (w.flags & (FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ | FT_WIN_PARTIAL_FAULT |
+                                   FT_WIN_UNKNOWN_THREAD)) != 0);
 }
 
-ordered_json nic_json(const NicRow& n) {
-  ordered_json j = process_row(n.host, n.rank, n.pid);
-  j["domain"] = n.nic.domain;
+template <typename F>
+void nic_fields(const NicRow& n, F& f) {
+  const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  f("host", n.host);
+  f("rank", n.rank);
+  f("pid", static_cast<int64_t>(n.pid));
+  f("domain", n.nic.domain);
   std::string locals;  // space separated: an address holds no space
   for (const std::string& a : n.nic.locals) locals += (locals.empty() ? "" : " ") + a;
-  j["locals"] = locals;
-  j["ops"] = n.nic.ops;
-  j["bytes"] = n.nic.bytes;
-  j["busy_ns"] = num(n.nic.busy_ns);
-  j["gbps"] = num(n.nic.gbps);
-  j["window_ns"] = num(n.nic.window_ns);
-  j["peak_gbps"] = num(n.nic.peak_gbps);
-  j["peak_start_s"] = num(n.nic.peak_start_s);
-  j["peak_span_ns"] = num(n.nic.peak_span_ns);
-  j["peak_bytes"] = n.nic.peak_bytes;
-  return j;
-}
-
-// One CSV line from a row object whose keys are the columns, in order.
-std::string csv_line(const ordered_json& j) {
-  std::string line;
-  bool first = true;
-  for (const auto& kv : j.items()) {
-    if (!first) line += ',';
-    first = false;
-    const ordered_json& v = kv.value();
-    if (v.is_string())
-      line += csv_quote(v.get<std::string>());
-    else if (v.is_number_float())
-      line += number_text(v.get<double>());
-    else
-      line += v.dump();
-  }
-  line += '\n';
-  return line;
+  f("locals", locals);
+  f("ops", n.nic.ops);
+  f("bytes", n.nic.bytes);
+  f("busy_ns", num(n.nic.busy_ns));
+  f("gbps", num(n.nic.gbps));
+  f("window_ns", num(n.nic.window_ns));
+  f("peak_gbps", num(n.nic.peak_gbps));
+  f("peak_start_s", num(n.nic.peak_start_s));
+  f("peak_span_ns", num(n.nic.peak_span_ns));
+  f("peak_bytes", n.nic.peak_bytes);
 }
 
 std::string header_line(const std::vector<std::string>& cols) {
@@ -141,23 +119,45 @@ bool put(std::FILE* out, const std::string& s) {
   return std::fwrite(s.data(), 1, s.size(), out) == s.size();
 }
 
-template <typename Rows, typename ToJson>
-bool write_csv(const Rows& rows, const std::vector<std::string>& cols, ToJson to_json,
+// Rows are formatted into one buffer, written when it passes kFlushBytes.
+constexpr size_t kFlushBytes = size_t{1} << 20;
+
+void flush_when_full(std::FILE* out, std::string* buf, bool* ok) {
+  if (buf->size() < kFlushBytes) return;
+  *ok = *ok && put(out, *buf);
+  buf->clear();
+}
+
+template <typename Rows, typename Fields>
+bool write_csv(const Rows& rows, const std::vector<std::string>& cols, Fields fields,
                std::FILE* out) {
-  bool ok = put(out, header_line(cols));
-  for (const auto& r : rows) ok = ok && put(out, csv_line(to_json(r)));
+  std::string buf = header_line(cols);
+  bool ok = true;
+  for (const auto& r : rows) {
+    CsvRow line(&buf);
+    fields(r, line);
+    line.end();
+    flush_when_full(out, &buf, &ok);
+  }
+  ok = ok && put(out, buf);
   return ok && std::fflush(out) == 0 && !std::ferror(out);
 }
 
-template <typename Rows, typename ToJson>
-bool write_json(const Rows& rows, ToJson to_json, std::FILE* out) {
-  bool ok = put(out, "[");
+template <typename Rows, typename Fields>
+bool write_json(const Rows& rows, Fields fields, std::FILE* out) {
+  std::string buf = "[";
+  bool ok = true;
   bool first = true;
   for (const auto& r : rows) {
-    ok = ok && put(out, (first ? "\n" : ",\n") + to_json(r).dump());
+    buf += first ? "\n" : ",\n";
     first = false;
+    JsonRow obj(&buf);
+    fields(r, obj);
+    obj.end();
+    flush_when_full(out, &buf, &ok);
   }
-  ok = ok && put(out, "\n]\n");
+  buf += "\n]\n";
+  ok = ok && put(out, buf);
   return ok && std::fflush(out) == 0 && !std::ferror(out);
 }
 
@@ -227,20 +227,28 @@ std::string number_text(double v) {
 }
 
 bool write_links_csv(const Job& job, std::FILE* out) {
-  return write_csv(job.links, link_columns(), link_json, out);
+  return write_csv(
+      job.links, link_columns(), [](const auto& r, auto& sink) { link_fields(r, sink); }, out);
 }
 bool write_links_json(const Job& job, std::FILE* out) {
-  return write_json(job.links, link_json, out);
+  return write_json(
+      job.links, [](const auto& r, auto& sink) { link_fields(r, sink); }, out);
 }
 bool write_nics_csv(const Job& job, std::FILE* out) {
-  return write_csv(job.nics, nic_columns(), nic_json, out);
+  return write_csv(
+      job.nics, nic_columns(), [](const auto& r, auto& sink) { nic_fields(r, sink); }, out);
 }
-bool write_nics_json(const Job& job, std::FILE* out) { return write_json(job.nics, nic_json, out); }
+bool write_nics_json(const Job& job, std::FILE* out) {
+  return write_json(
+      job.nics, [](const auto& r, auto& sink) { nic_fields(r, sink); }, out);
+}
 bool write_stalls_csv(const Job& job, std::FILE* out) {
-  return write_csv(job.stalls, stall_columns(), stall_json, out);
+  return write_csv(
+      job.stalls, stall_columns(), [](const auto& r, auto& sink) { stall_fields(r, sink); }, out);
 }
 bool write_stalls_json(const Job& job, std::FILE* out) {
-  return write_json(job.stalls, stall_json, out);
+  return write_json(
+      job.stalls, [](const auto& r, auto& sink) { stall_fields(r, sink); }, out);
 }
 
 bool write_kernel_events_csv(const Job& job, std::FILE* out) {

@@ -1,0 +1,54 @@
+// Writes a synthetic all-to-all job (tests/report_fixtures/synthetic_job.h: the
+// generator the report tests use) into a directory, for bench/report-scale:
+//
+//   make_synthetic_job DIR NODES RANKS_PER_NODE [--oplogs] [--counters]
+//
+// Without options only the ranks' report JSONs are written ("reports only"):
+// every rank has a fi_tsend row to every other rank, a fi_write row to the next
+// and one fi_trecv row, so a job of N ranks has N * (N + 1) link rows.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "tests/report_fixtures/synthetic_job.h"
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s DIR NODES RANKS_PER_NODE [--oplogs] [--counters]\n", argv[0]);
+    return 2;
+  }
+  fabtrace::test::SyntheticOptions opt;
+  opt.nodes = std::atoi(argv[2]);
+  opt.ranks_per_node = std::atoi(argv[3]);
+  opt.oplogs = false;
+  opt.counters = false;
+  for (int i = 4; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--oplogs")) {
+      opt.oplogs = true;
+    } else if (!std::strcmp(argv[i], "--counters")) {
+      opt.counters = true;
+    } else {
+      std::fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[i]);
+      return 2;
+    }
+  }
+  if (opt.nodes < 1 || opt.ranks_per_node < 1 || opt.nodes * opt.ranks_per_node < 2 ||
+      opt.nodes * opt.ranks_per_node > 65536) {
+    std::fprintf(stderr, "%s: NODES x RANKS_PER_NODE must be 2 .. 65536\n", argv[0]);
+    return 2;
+  }
+  try {
+    const fabtrace::test::SyntheticJob job = fabtrace::test::make_synthetic_job(opt);
+    const size_t files = fabtrace::test::write_synthetic_job(job, argv[1]).size();
+    size_t rows = 0;
+    for (const auto& r : job.reports)
+      for (const auto& l : r.links) rows += l.rows.size();
+    std::printf("%s: %zu ranks, %zu link rows, %zu files\n", argv[1], job.reports.size(), rows,
+                files);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+  return 0;
+}
