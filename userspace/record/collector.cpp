@@ -64,7 +64,18 @@ bool Collector::start(std::string* error) {
   if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
     OptableResult r = probe_optables(opt_.uprobe_providers, 20000);
     opt_.bpf.uprobe_sites = std::move(r.sites);
+    opt_.bpf.uprobe_layout = r.layout;
+    // --only-pids: the traps for these processes only, not for every process
+    // that maps the library.
+    if (!opt_.discover) opt_.bpf.uprobe_pids = opt_.pids;
     uprobe_notes_ = std::move(r.notes);
+    const UprobeLayout& l = r.layout;
+    uprobe_notes_.push_back(
+        l.path.empty() ? "CQs and endpoints opened before the session: not learnt (no layout)"
+                       : "CQs and endpoints opened before the session: learnt (" + l.path +
+                             ": CQ format function at +" + std::to_string(l.cq_fmt_off) +
+                             ", endpoint CQs at +" + std::to_string(l.ep_cq_off[0]) + " and +" +
+                             std::to_string(l.ep_cq_off[1]) + ")");
   }
   if (!session_.start(opt_.bpf, error)) return false;
 
