@@ -233,9 +233,10 @@ int ft_up_op(struct pt_regs* regs) {
   return 0;
 }
 
-/* An endpoint opened before the session (its binds were not seen): its CQs
- * read from the utility endpoint, each marked with the side it serves (its
- * format is learnt at its first read). NULL without a layout. */
+/* An endpoint opened before the session (its binds were not seen), at its
+ * first op: its CQs read from the utility endpoint, each marked with the side
+ * it serves (its format is learnt at its next outermost read: learn_cq). NULL
+ * without a layout. */
 static __always_inline struct ft_up_ep* learn_ep(__u32 tgid, __u64 ep_ptr) {
   if (!ft_layout.ep_cq_off[FT_UP_TX] || !ft_layout.ep_cq_off[FT_UP_RX] || !ep_ptr) return 0;
   struct ft_up_ep e = {};
@@ -276,12 +277,13 @@ int ft_up_op_ret(struct pt_regs* regs) {
     }
     return 0;
   }
-  if (c.ctx) return 0;
-  /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
-  struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = c.op, .site = c.site};
+  /* An endpoint opened before the session: its CQs become known here. */
   struct ft_up_key ek = {.tgid = tgid, .ptr = c.ep};
   struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
   if (!ep) ep = learn_ep(tgid, c.ep);
+  if (c.ctx) return 0;
+  /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
+  struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = c.op, .site = c.site};
   const __u64 cq = ep ? ep->cq[c.cls & 1] : 0;
   if (!cq) {
     struct ft_up_stats* s = stats_of(tgid, c.op);
@@ -369,17 +371,19 @@ int ft_up_ep_bind(struct pt_regs* regs) {
   return 0;
 }
 
-/* A CQ opened before the session, at its first outermost read: its format is
- * the one whose utility read_entry function lies at the same distance from
- * this probe as in the library file (struct ft_up_layout). Any other object
- * (a provider without the utility CQ, a CQ of another copy of the library)
- * matches no format and stays unknown. `known` is the entry an endpoint made
- * (sides, no format yet), or NULL. */
+/* A CQ opened before the session, at its first outermost read after an op of
+ * an endpoint bound to it (learn_ep made `known`, sides and no format): its
+ * format is the one whose utility read_entry function lies at the same distance
+ * from this probe as in the library file (struct ft_up_layout). Only such CQs:
+ * a utility provider's inner CQ (rxm's tcp CQ) is read through the same
+ * function, and its read looks outermost when the application's read around it
+ * began before the session. Any other object (a provider without the utility
+ * CQ, another copy of the library) matches no format and stays unknown. */
 static __always_inline struct ft_up_cq* learn_cq(struct pt_regs* regs, const struct ft_up_key* k,
                                                  struct ft_up_cq* known) {
   const __u32 site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
   const __u64 probe_off = ft_site_off[site];
-  if (!ft_layout.cq_fmt_off || !probe_off || !k->ptr) return 0;
+  if (!known || !ft_layout.cq_fmt_off || !probe_off || !k->ptr) return 0;
   const __u64 ip = bpf_get_func_ip(regs);
   const __u64 fn = read_u64(k->ptr + ft_layout.cq_fmt_off);
   __u32 format = 0;
@@ -388,14 +392,9 @@ static __always_inline struct ft_up_cq* learn_cq(struct pt_regs* regs, const str
     if (ft_layout.fmt_fn[f] && fn - ip == ft_layout.fmt_fn[f] - probe_off) format = f;
   }
   if (!format) return 0;
-  if (known) {
-    known->format = format;
-    known->entry_size = entry_size(format);
-    return known;
-  }
-  struct ft_up_cq c = {.entry_size = entry_size(format), .format = format, .learnt = 1};
-  bpf_map_update_elem(&up_cqs, k, &c, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&up_cqs, k);
+  known->format = format;
+  known->entry_size = entry_size(format);
+  return known;
 }
 
 SEC("uprobe")
@@ -410,7 +409,7 @@ int ft_up_cq_read(struct pt_regs* regs) {
   if (outer && FT_SP(regs) < outer->sp) return 0;
   struct ft_up_key k = {.tgid = tgid, .ptr = arg_n(regs, 1)};
   struct ft_up_cq* c = bpf_map_lookup_elem(&up_cqs, &k);
-  if (!c || !c->entry_size) c = learn_cq(regs, &k, c);
+  if (c && !c->entry_size) c = learn_cq(regs, &k, c);
   if (!c) return 0;
   struct ft_up_poll p = {};
   p.cq = k.ptr;
@@ -430,9 +429,6 @@ static __always_inline struct ft_up_pending* by_order(__u32 tgid, const struct f
                                                       __u64 entry, struct ft_up_seq_key* sk,
                                                       bool* early) {
   __u32 cls;
-  /* A CQ opened before the session that no endpoint of an op seen in the
-   * session is bound to: the op was issued before the session. */
-  *early = !pp->sides && pp->learnt;
   if (pp->sides == (1u << FT_UP_TX)) {
     cls = FT_UP_TX;
   } else if (pp->sides == (1u << FT_UP_RX)) {
@@ -452,7 +448,7 @@ static __always_inline struct ft_up_pending* by_order(__u32 tgid, const struct f
   struct ft_up_fifo* f = bpf_map_lookup_elem(&up_fifo, &fk);
   /* No op of this side issued in the session yet, on a CQ opened before it:
    * the completion of an op issued before the session. */
-  *early = *early || (!f && pp->learnt);
+  *early = !f && pp->learnt;
   if (!f || f->head >= f->tail) return 0;
   sk->tgid = tgid;
   sk->cls = cls;
