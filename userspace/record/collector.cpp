@@ -8,12 +8,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "bpf/uprobe_ops.h"
 #include "common/clock.h"
 #include "common/cxi_counters.h"
 #include "common/kernel_classify.h"
 #include "common/output_names.h"
+#include "common/report_writer.h"
+#include "common/safe_output.h"
+#include "userspace/record/uprobe_report.h"
 
 namespace fabtrace {
 
@@ -192,6 +197,39 @@ void Collector::write_uprobes() {
                     kernel_log::kUprobeSiteClass});
   }
   log_.write_symbols(syms);
+  write_uprobe_reports();
+}
+
+// --uprobes: each process without the preload that issued ops gets the
+// per-rank report the preload would have written (uprobe_report.h), in the
+// session's directory, so that `fabtrace report DIR` reads it.
+void Collector::write_uprobe_reports() {
+  UprobeReportContext ctx;
+  ctx.host = host_name();
+  const uint64_t now = mono_ns();
+  ctx.start_mono_ns = start_ns_;
+  ctx.start_wall_ns = real_ns() - (now - start_ns_);
+  ctx.duration_s = static_cast<double>(now - start_ns_) / 1e9;
+  std::set<uint32_t> pids;
+  for (const UprobeRow& r : uprobe_rows_)
+    if (r.op != FT_UP_OP_POLLS) pids.insert(r.pid);
+  for (const uint32_t pid : pids) {
+    ScannedProcess p;
+    const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
+    if (seen && p.preload) continue;  // its preload writes its own
+    ctx.rank = seen ? p.rank : "";
+    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, ctx);
+    const std::string path =
+        opt_.dir + "/" + output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid);
+    std::string err;
+    std::FILE* f = create_new_stream(path, &err);
+    if (!f) {
+      std::fprintf(stderr, "fabtrace record: uprobes report of pid %u: %s\n", pid, err.c_str());
+      continue;
+    }
+    write_report_json(f, rep);
+    std::fclose(f);
+  }
 }
 
 void Collector::step(int wait_ms) {

@@ -65,6 +65,7 @@ class Collector {
   void scan();
   void on_record(const void* data, size_t size);
   void write_uprobes();
+  void write_uprobe_reports();
 
   CollectorOptions opt_;
   BpfSession session_;
