@@ -141,6 +141,7 @@ void Collector::scan() {
   std::vector<KernelTask> tasks;
   for (const ScannedProcess& p : found) {
     const bool is_new = known_.insert(p.pid).second;
+    if (p.preload) preloaded_.insert(p.pid);
     if (is_new) {
       session_.trace_process(p.pid, mono_ns());
       if (p.preload) session_.attach_usdt_library(p.preload_path);
@@ -214,9 +215,12 @@ void Collector::write_uprobe_reports() {
   for (const UprobeRow& r : uprobe_rows_)
     if (r.op != FT_UP_OP_POLLS) pids.insert(r.pid);
   for (const uint32_t pid : pids) {
+    // A process with the preload writes its own (found by a scan while the
+    // session ran, or now if it still runs).
+    if (preloaded_.count(static_cast<pid_t>(pid))) continue;
     ScannedProcess p;
     const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
-    if (seen && p.preload) continue;  // its preload writes its own
+    if (seen && p.preload) continue;
     ctx.rank = seen ? p.rank : "";
     const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, ctx);
     const std::string path =

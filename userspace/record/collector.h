@@ -72,6 +72,7 @@ class Collector {
   ProcScanner scanner_;
   KernelLogWriter log_;
   std::set<pid_t> known_;
+  std::set<pid_t> preloaded_;  // processes a scan found with the preload
   uint64_t start_ns_ = 0, last_scan_ = 0, last_flush_ = 0, last_stats_ = 0;
   uint64_t malformed_ = 0;
   std::string counters_path_;
