@@ -879,6 +879,21 @@ bool is_stopped(int pid) {
   return paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'T';
 }
 
+// The CPU time (user + system) process `pid` has used, in seconds.
+double cpu_seconds(int pid) {
+  const std::string st = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = st.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(st.substr(paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> f; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 // A session's row's accepted calls (issued and not refused).
 uint64_t accepted(const std::map<std::string, Event>& rows, const std::string& op) {
   const auto it = rows.find(op);
@@ -912,11 +927,15 @@ void uprobes_running_pingpong(const char* prov, bool tagged) {
   const std::string da = make_temp_dir("rec-up-early-a"), db = make_temp_dir("rec-up-early-b");
   const int a = start_uprobe_session(da, "record.log");
   ASSERT_GT(a, 0) << slurp(da + "/record.log");
-  const int iters = 5000;
+  // Frozen once the client has used 0.3 s of CPU (it busy-polls: it is in
+  // its loop), well before its end whatever the machine's load: under the
+  // traps each iteration costs it at least about 30 us of CPU (two ops at
+  // about 15 us), so 20000 take at least 0.6 s.
+  const int iters = 20000;
   const Pingpong pp = start_pingpong(db, prov, tagged, iters);
   ASSERT_GT(pp.server, 0);
   ASSERT_GT(pp.client, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(eventually([&] { return cpu_seconds(pp.client) >= 0.3; }, 120));
   for (const int pid : {pp.client, pp.server}) {
     int st = 0;
     ASSERT_EQ(waitpid(pid, &st, WNOHANG), 0) << "fi_pingpong ended before the freeze";
