@@ -294,6 +294,8 @@ struct ft_up_stats {
                     * NULL context on an endpoint whose CQ is not known (not paired) */
   __u64 by_order;  /* ops: completions paired by order (the op had a NULL context) */
   __u64 unwalked;  /* polls: entries past FT_UP_WALK_MAX in one read (not paired) */
+  __u64 early;     /* polls: NULL-context entries of a CQ opened before the session, on a
+                    * side that issued no op in the session yet (the op was issued before) */
   __u64 hist[FT_UP_HIST];
 };
 struct ft_uprobe_ops {
@@ -354,7 +356,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
-FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 16 + 8 * (10 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 16 + 8 * (11 + FT_UP_HIST), "ft_uprobe_ops");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

@@ -33,6 +33,11 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
+/* Learning CQs and endpoints opened before the session (struct ft_up_layout),
+ * and each site's probed file offset (the CQ read's distance to the format
+ * functions). */
+const volatile struct ft_up_layout ft_layout = {};
+const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 
 #if defined(__TARGET_ARCH_arm64)
 #define FT_ARG(regs, n) ((regs)->regs[(n)-1])
@@ -228,6 +233,33 @@ int ft_up_op(struct pt_regs* regs) {
   return 0;
 }
 
+/* An endpoint opened before the session (its binds were not seen), at its
+ * first op: its CQs read from the utility endpoint, each marked with the side
+ * it serves (its format is learnt at its next outermost read: learn_cq). NULL
+ * without a layout. */
+static __always_inline struct ft_up_ep* learn_ep(__u32 tgid, __u64 ep_ptr) {
+  if (!ft_layout.ep_cq_off[FT_UP_TX] || !ft_layout.ep_cq_off[FT_UP_RX] || !ep_ptr) return 0;
+  struct ft_up_ep e = {};
+  e.cq[FT_UP_TX] = read_u64(ep_ptr + ft_layout.ep_cq_off[FT_UP_TX]);
+  e.cq[FT_UP_RX] = read_u64(ep_ptr + ft_layout.ep_cq_off[FT_UP_RX]);
+  if (!e.cq[FT_UP_TX] && !e.cq[FT_UP_RX]) return 0;
+  struct ft_up_key ek = {.tgid = tgid, .ptr = ep_ptr};
+  bpf_map_update_elem(&up_eps, &ek, &e, BPF_NOEXIST);
+#pragma unroll
+  for (int side = 0; side < 2; ++side) {
+    if (!e.cq[side]) continue;
+    struct ft_up_key ck = {.tgid = tgid, .ptr = e.cq[side]};
+    struct ft_up_cq* cq = bpf_map_lookup_elem(&up_cqs, &ck);
+    if (!cq) {
+      struct ft_up_cq fresh = {.learnt = 1};
+      bpf_map_update_elem(&up_cqs, &ck, &fresh, BPF_NOEXIST);
+      cq = bpf_map_lookup_elem(&up_cqs, &ck);
+    }
+    if (cq) cq->sides |= 1u << side;
+  }
+  return bpf_map_lookup_elem(&up_eps, &ek);
+}
+
 /* The op's return: accepted (0) ops wait for their completion. */
 SEC("uretprobe")
 int ft_up_op_ret(struct pt_regs* regs) {
@@ -245,11 +277,13 @@ int ft_up_op_ret(struct pt_regs* regs) {
     }
     return 0;
   }
+  /* An endpoint opened before the session: its CQs become known here. */
+  struct ft_up_key ek = {.tgid = tgid, .ptr = c.ep};
+  struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
+  if (!ep) ep = learn_ep(tgid, c.ep);
   if (c.ctx) return 0;
   /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
   struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = c.op, .site = c.site};
-  struct ft_up_key ek = {.tgid = tgid, .ptr = c.ep};
-  struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
   const __u64 cq = ep ? ep->cq[c.cls & 1] : 0;
   if (!cq) {
     struct ft_up_stats* s = stats_of(tgid, c.op);
@@ -337,6 +371,32 @@ int ft_up_ep_bind(struct pt_regs* regs) {
   return 0;
 }
 
+/* A CQ opened before the session, at its first outermost read after an op of
+ * an endpoint bound to it (learn_ep made `known`, sides and no format): its
+ * format is the one whose utility read_entry function lies at the same distance
+ * from this probe as in the library file (struct ft_up_layout). Only such CQs:
+ * a utility provider's inner CQ (rxm's tcp CQ) is read through the same
+ * function, and its read looks outermost when the application's read around it
+ * began before the session. Any other object (a provider without the utility
+ * CQ, another copy of the library) matches no format and stays unknown. */
+static __always_inline struct ft_up_cq* learn_cq(struct pt_regs* regs, const struct ft_up_key* k,
+                                                 struct ft_up_cq* known) {
+  const __u32 site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
+  const __u64 probe_off = ft_site_off[site];
+  if (!known || !ft_layout.cq_fmt_off || !probe_off || !k->ptr) return 0;
+  const __u64 ip = bpf_get_func_ip(regs);
+  const __u64 fn = read_u64(k->ptr + ft_layout.cq_fmt_off);
+  __u32 format = 0;
+#pragma unroll
+  for (__u32 f = 1; f < 5; ++f) {
+    if (ft_layout.fmt_fn[f] && fn - ip == ft_layout.fmt_fn[f] - probe_off) format = f;
+  }
+  if (!format) return 0;
+  known->format = format;
+  known->entry_size = entry_size(format);
+  return known;
+}
+
 SEC("uprobe")
 int ft_up_cq_read(struct pt_regs* regs) {
   const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
@@ -349,6 +409,7 @@ int ft_up_cq_read(struct pt_regs* regs) {
   if (outer && FT_SP(regs) < outer->sp) return 0;
   struct ft_up_key k = {.tgid = tgid, .ptr = arg_n(regs, 1)};
   struct ft_up_cq* c = bpf_map_lookup_elem(&up_cqs, &k);
+  if (c && !c->entry_size) c = learn_cq(regs, &k, c);
   if (!c) return 0;
   struct ft_up_poll p = {};
   p.cq = k.ptr;
@@ -356,6 +417,7 @@ int ft_up_cq_read(struct pt_regs* regs) {
   p.sp = FT_SP(regs);
   p.entry_size = c->entry_size;
   p.sides = c->sides;
+  p.learnt = c->learnt;
   bpf_map_update_elem(&up_poll, &tid, &p, BPF_ANY);
   return 0;
 }
@@ -364,7 +426,8 @@ int ft_up_cq_read(struct pt_regs* regs) {
  * side the entry belongs to (the CQ's only side, or the entry's FI_SEND/FI_RECV
  * flag where the format has flags). NULL when there is none. */
 static __always_inline struct ft_up_pending* by_order(__u32 tgid, const struct ft_up_poll* pp,
-                                                      __u64 entry, struct ft_up_seq_key* sk) {
+                                                      __u64 entry, struct ft_up_seq_key* sk,
+                                                      bool* early) {
   __u32 cls;
   if (pp->sides == (1u << FT_UP_TX)) {
     cls = FT_UP_TX;
@@ -383,6 +446,9 @@ static __always_inline struct ft_up_pending* by_order(__u32 tgid, const struct f
   }
   struct ft_up_fifo_key fk = {.tgid = tgid, .cls = cls, .cq = pp->cq};
   struct ft_up_fifo* f = bpf_map_lookup_elem(&up_fifo, &fk);
+  /* No op of this side issued in the session yet, on a CQ opened before it:
+   * the completion of an op issued before the session. */
+  *early = !f && pp->learnt;
   if (!f || f->head >= f->tail) return 0;
   sk->tgid = tgid;
   sk->cls = cls;
@@ -402,16 +468,20 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   if (ret <= 0) return 0;
   if (ps) ps->completions += (__u64)ret;
   const __u64 now = bpf_ktime_get_ns();
-  __u64 unmatched = 0;
+  __u64 unmatched = 0, early = 0;
   for (int i = 0; i < FT_UP_WALK_MAX; ++i) {
     if (i >= ret) break;
     const __u64 entry = pp.buf + (__u64)pp.entry_size * (__u64)i;
     struct ft_up_key k = {.tgid = tgid, .ptr = read_u64(entry)};
     struct ft_up_seq_key sk = {};
+    bool before = false;
     struct ft_up_pending* p =
-        k.ptr ? bpf_map_lookup_elem(&up_pending, &k) : by_order(tgid, &pp, entry, &sk);
+        k.ptr ? bpf_map_lookup_elem(&up_pending, &k) : by_order(tgid, &pp, entry, &sk, &before);
     if (!p) {
-      ++unmatched;
+      if (before)
+        ++early;
+      else
+        ++unmatched;
       continue;
     }
     const __u64 lat = now > p->start ? now - p->start : 0;
@@ -434,6 +504,7 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   }
   if (ps) {
     ps->unmatched += unmatched;
+    ps->early += early;
     if (ret > FT_UP_WALK_MAX) ps->unwalked += (__u64)ret - FT_UP_WALK_MAX;
   }
   return 0;

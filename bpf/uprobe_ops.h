@@ -125,12 +125,29 @@ struct ft_up_pending {
   __u32 site;
 };
 
-/* An application CQ (key: process, CQ pointer), from its provider's cq_open. */
+/* An application CQ (key: process, CQ pointer), from its provider's cq_open, or
+ * learnt from the provider's memory (a CQ opened before the session: its first
+ * outermost read, struct ft_up_layout). */
 struct ft_up_cq {
-  __u32 entry_size; /* bytes of one entry of its format */
+  __u32 entry_size; /* bytes of one entry of its format; 0: not known yet (an entry
+                     * made by an endpoint learnt before its CQ's first read) */
   __u32 format;     /* enum fi_cq_format */
   __u32 sides;      /* endpoint sides bound to it: 1 << FT_UP_TX | 1 << FT_UP_RX */
-  __u32 pad;
+  __u32 learnt;     /* 1: opened before the session (no cq_open seen) */
+};
+
+/* Where libfabric's utility objects keep what a CQ opened before the session
+ * cannot tell the programs otherwise (userspace/record/optable_probe.cpp's
+ * helper finds it by opening CQs of each format and an endpoint bound to two
+ * CQs, and comparing their memory). The utility CQ (struct util_cq) keeps one
+ * function per entry format (its read_entry), a code pointer of the library:
+ * the format is the one whose function lies at the same distance from the
+ * probed CQ read function as in the library file. The utility endpoint (struct
+ * util_ep) keeps its transmit and receive CQs. All 0: not known (no learning). */
+struct ft_up_layout {
+  __u64 cq_fmt_off;   /* offset in the CQ object of the per-format function */
+  __u64 fmt_fn[5];    /* [format]: that function's file offset (0: unknown format) */
+  __u64 ep_cq_off[2]; /* [FT_UP_TX], [FT_UP_RX]: offset of the CQ pointer in the ep */
 };
 
 /* A cq_open in flight (key: tid). */
@@ -146,6 +163,8 @@ struct ft_up_poll {
   __u64 sp, cq, buf;
   __u32 entry_size;
   __u32 sides;
+  __u32 learnt; /* the CQ was opened before the session */
+  __u32 pad;
 };
 
 /* Statistics row key: (process, op kind or FT_UP_OP_POLLS). */

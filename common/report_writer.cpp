@@ -91,6 +91,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
   j.field("format", kReportFormatName).field("version", kReportFormatVersion);
   j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
   j.field("providers", r.providers);
+  if (!r.source.empty()) j.field("source", r.source);
   j.field("start_mono_ns", r.start_mono_ns).field("start_wall_ns", r.start_wall_ns);
   j.field("duration_s", r.duration_s);
   j.key("clock").begin_object();

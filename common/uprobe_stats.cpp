@@ -40,6 +40,7 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
     kv("entries", s.completions);
     kv("unmatched", s.unmatched);
     kv("unwalked", s.unwalked);
+    kv("early", s.early);
     return d;
   }
   kv("refused", s.refused);

@@ -52,8 +52,9 @@ void usage(std::FILE* f) {
       "  --no-preload   run CMD without the preload (kernel-level tracing only)\n"
       "  --uprobes      pair ops with completions in the kernel, with uprobes on the\n"
       "                 providers' op-table functions, for processes without the\n"
-      "                 preload (every process mapping libfabric.so.1); costs a trap per\n"
-      "                 op and two per CQ read\n"
+      "                 preload (every process mapping libfabric.so.1, or only the\n"
+      "                 --pid ones with --only-pids; running ones too); costs a trap\n"
+      "                 per op and two per CQ read; writes their per-rank reports\n"
       "  --uprobe-providers P,...  the providers whose functions are probed\n"
       "                 (default tcp;ofi_rxm,shm)\n"
       "  --list         print every program and attach point and whether it attaches here\n");

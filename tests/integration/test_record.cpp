@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -764,7 +765,9 @@ PingpongResult pingpong_result(const std::string& out) {
     std::istringstream f(line);
     std::string bytes, sent, ack, total, time, mbs, usec;
     if (f >> bytes >> sent >> ack >> total >> time >> mbs >> usec) {
-      r.iters = std::stoull(sent);
+      // Counts are printed with a suffix from 1000 on ("50k", "2m").
+      const char unit = sent.empty() ? '\0' : sent.back();
+      r.iters = std::stoull(sent) * (unit == 'k' ? 1000 : unit == 'm' ? 1000000 : 1);
       r.usec_per_xfer = std::stod(usec);
       r.ok = ack == "=" + sent;
     }
@@ -789,18 +792,28 @@ std::map<std::string, Event> uprobe_rows_of(const std::vector<Event>& ev, int pi
 // and one receive completed and posted again; at the end one fi_sendmsg /
 // fi_tsendmsg ("fin") and the last receive completed. So each side has
 // `iters` sends, 1 sendmsg and iters + 1 receives, all completed.
-void uprobes_pingpong(const char* prov, bool tagged) {
-  const std::string dir = make_temp_dir("rec-uprobes");
+// Starts `fabtrace record -o DIR --uprobes` (its output in DIR/LOG) and waits
+// until its probes are attached; the session's pid, or -1.
+int start_uprobe_session(const std::string& dir, const std::string& log) {
   const int rec =
-      spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes"}, {}, dir + "/record.log", false);
-  ASSERT_GT(rec, 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return slurp(dir + "/record.log").find("provider functions probed") != std::string::npos;
-      },
-      60))
-      << slurp(dir + "/record.log");
-  const int iters = 300;
+      spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes"}, {}, dir + "/" + log, false);
+  if (rec <= 0) return -1;
+  if (!eventually(
+          [&] {
+            return slurp(dir + "/" + log).find("provider functions probed") != std::string::npos;
+          },
+          60))
+    return -1;
+  return rec;
+}
+
+// fi_pingpong's server and client (without the preload) over `prov`, 4 KiB
+// messages, their output in DIR/server.log and DIR/client.log.
+struct Pingpong {
+  int server = -1, client = -1;
+};
+Pingpong start_pingpong(const std::string& dir, const char* prov, bool tagged, int iters) {
+  Pingpong pp;
   const std::string port = std::to_string(free_port());
   std::vector<std::string> args = {"fi_pingpong",         "-p", prov,  "-e", "rdm", "-I",
                                    std::to_string(iters), "-S", "4096"};
@@ -808,10 +821,20 @@ void uprobes_pingpong(const char* prov, bool tagged) {
   std::vector<std::string> sargs = args, cargs = args;
   sargs.insert(sargs.end(), {"-B", port});
   cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
-  const int server = spawn(sargs, {}, dir + "/server.log", false);
+  pp.server = spawn(sargs, {}, dir + "/server.log", false);
+  if (pp.server <= 0 || !wait_listening(std::stoi(port))) return pp;
+  pp.client = spawn(cargs, {}, dir + "/client.log", false);
+  return pp;
+}
+
+void uprobes_pingpong(const char* prov, bool tagged) {
+  const std::string dir = make_temp_dir("rec-uprobes");
+  const int rec = start_uprobe_session(dir, "record.log");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const int iters = 300;
+  const Pingpong pp = start_pingpong(dir, prov, tagged, iters);
+  const int server = pp.server, client = pp.client;
   ASSERT_GT(server, 0);
-  ASSERT_TRUE(wait_listening(std::stoi(port)));
-  const int client = spawn(cargs, {}, dir + "/client.log", false);
   ASSERT_GT(client, 0);
   const int client_rc = wait_for(client, 240);
   const int server_rc = wait_for(server, 240);
@@ -870,6 +893,33 @@ void uprobes_pingpong(const char* prov, bool tagged) {
     EXPECT_LE(recv_mean_but_max, 2 * rtt_ns);
     EXPECT_GT(recv_mean_but_max, 0.0);
   }
+  // The per-rank reports record wrote from the same rows (source "uprobes"),
+  // read by `fabtrace report` as it reads the preload's: per process one link,
+  // whose op counts are the program's own.
+  const Cli cli = report_cli(dir, dir + "/out");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  const nlohmann::json links = load_json(dir + "/out/links.json");
+  for (const auto& [who, pid] :
+       {std::make_pair("server", server), std::make_pair("client", client)}) {
+    SCOPED_TRACE(who);
+    const auto reports = list_files(dir, "fabtrace.", ".p" + std::to_string(pid) + ".json");
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(load_json(reports.front()).at("source"), "uprobes");
+    std::map<std::string, nlohmann::json> by_op;
+    std::set<std::string> remotes;
+    for (const auto& l : links)
+      if (l.at("pid").get<int64_t>() == pid) {
+        by_op[l.at("op").get<std::string>()] = l;
+        remotes.insert(l.at("local").get<std::string>() + " " + l.at("remote").get<std::string>());
+      }
+    EXPECT_EQ(remotes.size(), 1u);  // one link
+    ASSERT_TRUE(by_op.count(send) && by_op.count(sendmsg) && by_op.count(recv)) << links.dump();
+    EXPECT_EQ(by_op.at(send).at("count").get<uint64_t>(), static_cast<uint64_t>(iters));
+    EXPECT_EQ(by_op.at(send).at("bytes").get<uint64_t>(), 4096u);
+    EXPECT_EQ(by_op.at(sendmsg).at("count").get<uint64_t>(), 1u);
+    EXPECT_EQ(by_op.at(recv).at("count").get<uint64_t>(), static_cast<uint64_t>(iters) + 1);
+    for (const auto& kv : by_op) EXPECT_EQ(kv.second.at("unfinished").get<uint64_t>(), 0u);
+  }
   // The sites the traffic went through were attached and hit.
   for (const std::string& what : {std::string(prov) + (tagged ? " tagged.send" : " msg.send"),
                                   std::string(prov) + (tagged ? " tagged.recv" : " msg.recv")}) {
@@ -877,6 +927,205 @@ void uprobes_pingpong(const char* prov, bool tagged) {
     ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
     EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
   }
+}
+
+// ---- --uprobes: a program started before the session.
+
+// Whether `pid` is stopped (state T in /proc/PID/stat).
+bool is_stopped(int pid) {
+  const std::string st = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = st.rfind(')');
+  return paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'T';
+}
+
+// The CPU time (user + system) process `pid` has used, in seconds.
+double cpu_seconds(int pid) {
+  const std::string st = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = st.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(st.substr(paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> f; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A session's row's accepted calls (issued and not refused).
+uint64_t accepted(const std::map<std::string, Event>& rows, const std::string& op) {
+  const auto it = rows.find(op);
+  return it == rows.end() ? 0 : it->second.num("calls") - it->second.num("refused");
+}
+uint64_t field(const std::map<std::string, Event>& rows, const std::string& op, const char* k) {
+  const auto it = rows.find(op);
+  return it == rows.end() ? 0 : it->second.num(k);
+}
+
+// fi_pingpong (server and client, without the preload) runs under session A,
+// both processes are frozen (SIGSTOP) part-way, A stops, session B starts (the
+// processes' CQs and endpoints were opened before it: B learns them from their
+// memory), and the processes run to their end under B. The program's own
+// count: fi_pingpong's totals per side (iters sends, 1 sendmsg, iters + 1
+// receives, each completed once: see uprobes_pingpong) minus the ops it issued
+// before the freeze, which session A counted (A saw the program from its start;
+// UprobesPingpong* check that such a session counts the program exactly). So
+// in B's window the program issued totals - A's accepted ops, and B must pair
+// exactly the ops it saw accepted, none pending, none unmatched; completions of
+// ops issued before the freeze are B's `early` entries (at most one per side:
+// fi_pingpong has at most one send and one receive outstanding).
+// What the freeze can split: a call whose entry A saw and whose return it did
+// not (the stop lands on the way out of a probe's trap): a send refused there
+// counts as accepted in A (sends: A + B within one of the totals), and a CQ
+// read split so returns its entry to neither session. B knows a CQ opened
+// before it from the first op of an endpoint bound to it: a completion read
+// before that is not seen either (entries: A + B within A's accepted ops not
+// completed of the totals).
+void uprobes_running_pingpong(const char* prov, bool tagged) {
+  const std::string da = make_temp_dir("rec-up-early-a"), db = make_temp_dir("rec-up-early-b");
+  const int a = start_uprobe_session(da, "record.log");
+  ASSERT_GT(a, 0) << slurp(da + "/record.log");
+  // Frozen once the client has used 0.3 s of CPU (it busy-polls: it is in
+  // its loop), well before its end whatever the machine's load: under the
+  // traps each iteration costs it at least about 30 us of CPU (two ops at
+  // about 15 us), so 20000 take at least 0.6 s.
+  const int iters = 20000;
+  const Pingpong pp = start_pingpong(db, prov, tagged, iters);
+  ASSERT_GT(pp.server, 0);
+  ASSERT_GT(pp.client, 0);
+  ASSERT_TRUE(eventually([&] { return cpu_seconds(pp.client) >= 0.3; }, 120));
+  for (const int pid : {pp.client, pp.server}) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, WNOHANG), 0) << "fi_pingpong ended before the freeze";
+    kill(pid, SIGSTOP);
+  }
+  ASSERT_TRUE(eventually([&] { return is_stopped(pp.client) && is_stopped(pp.server); }, 30));
+  kill(a, SIGINT);
+  ASSERT_EQ(wait_for(a, 120), 0) << slurp(da + "/record.log");
+  const int b = start_uprobe_session(db, "record.log");
+  for (const int pid : {pp.client, pp.server}) kill(pid, SIGCONT);
+  ASSERT_GT(b, 0) << slurp(db + "/record.log");
+  const int client_rc = wait_for(pp.client, 300);
+  const int server_rc = wait_for(pp.server, 300);
+  kill(b, SIGINT);
+  ASSERT_EQ(wait_for(b, 120), 0) << slurp(db + "/record.log");
+  ASSERT_EQ(client_rc, 0) << slurp(db + "/client.log");
+  ASSERT_EQ(server_rc, 0) << slurp(db + "/server.log");
+  const std::string log_b = slurp(db + "/record.log");
+  EXPECT_NE(log_b.find("opened before the session: learnt ("), std::string::npos) << log_b;
+
+  bool ok_a = false, ok_b = false;
+  const std::vector<Event> ev_a = export_kernel(kernel_log_of(da), &ok_a);
+  const std::vector<Event> ev_b = export_kernel(kernel_log_of(db), &ok_b);
+  ASSERT_TRUE(ok_a && ok_b);
+  const std::string send = tagged ? "fi_tsend" : "fi_send";
+  const std::string sendmsg = tagged ? "fi_tsendmsg" : "fi_sendmsg";
+  const std::string recv = tagged ? "fi_trecv" : "fi_recv";
+  for (const auto& [who, pid] :
+       {std::make_pair("server", pp.server), std::make_pair("client", pp.client)}) {
+    SCOPED_TRACE(who);
+    const PingpongResult own = pingpong_result(slurp(db + "/" + who + ".log"));
+    ASSERT_TRUE(own.ok) << slurp(db + "/" + who + ".log");
+    ASSERT_EQ(own.iters, static_cast<uint64_t>(iters));
+    const auto ra = uprobe_rows_of(ev_a, pid), rb = uprobe_rows_of(ev_b, pid);
+    ASSERT_TRUE(rb.count(send) && rb.count(recv) && rb.count("cq_read")) << log_b;
+    // The freeze fell inside the run: both sessions saw receives.
+    ASSERT_GT(accepted(ra, recv), 0u);
+    ASSERT_GT(accepted(rb, recv), 0u);
+    // The ops the program issued in B's window: its totals minus A's.
+    const uint64_t recv_in_b = own.iters + 1 - accepted(ra, recv);
+    const uint64_t sendmsg_in_b = 1 - accepted(ra, sendmsg);
+    EXPECT_EQ(accepted(rb, recv), recv_in_b);
+    EXPECT_EQ(accepted(rb, sendmsg), sendmsg_in_b);
+    EXPECT_LE(own.iters - accepted(ra, send), accepted(rb, send) + 1);
+    EXPECT_GE(own.iters - accepted(ra, send), accepted(rb, send));
+    // Every op B saw accepted was paired with its completion; none other.
+    for (const std::string& op : {send, sendmsg, recv}) {
+      EXPECT_EQ(field(rb, op, "completions"), accepted(rb, op)) << op;
+      EXPECT_EQ(field(rb, op, "pending"), 0u) << op;
+      EXPECT_EQ(field(rb, op, "unmatched"), 0u) << op;
+    }
+    const Event& polls = rb.at("cq_read");
+    EXPECT_EQ(polls.num("unmatched"), 0u);
+    EXPECT_EQ(polls.num("unwalked"), 0u);
+    EXPECT_LE(polls.num("early"), 2u);
+    const uint64_t paired_b = field(rb, send, "completions") + field(rb, sendmsg, "completions") +
+                              field(rb, recv, "completions");
+    EXPECT_EQ(polls.num("entries"), paired_b + polls.num("early"));
+    // Entries: every completion seen once, but for those of ops A saw issued
+    // and not completed (pending, or in flight when A stopped: their
+    // completion is in a read split by the freeze, or read in B before the
+    // process's first op there made its CQ known).
+    const uint64_t seen = field(ra, "cq_read", "entries") + polls.num("entries");
+    uint64_t outstanding_a = 0;
+    for (const std::string& op : {send, sendmsg, recv})
+      outstanding_a += accepted(ra, op) - field(ra, op, "completions");
+    EXPECT_LE(seen, 2 * own.iters + 2);
+    EXPECT_GE(seen + outstanding_a, 2 * own.iters + 2);
+    // Paired with the right ops: a send completes within a round trip.
+    EXPECT_LE(static_cast<double>(field(rb, send, "avg_ns")), 2 * own.usec_per_xfer * 1000);
+  }
+}
+
+TEST(Record, UprobesRunningPingpongTcpRxmMsg) {
+  REQUIRE_ROOT();
+  uprobes_running_pingpong("tcp;ofi_rxm", false);
+}
+
+TEST(Record, UprobesRunningPingpongShmTagged) {
+  REQUIRE_ROOT();
+  uprobes_running_pingpong("shm", true);
+}
+
+// --uprobes --only-pids --pid CLIENT: the probes are attached to that process
+// only. fi_pingpong's server and client are both running when the session
+// starts; only the client's ops are counted (without the per-process attach
+// every process mapping the library is counted), and its completions pair
+// (learnt CQs: both were opened before the session). The run is cut while it
+// goes on: at most one op of each kind is left pending.
+TEST(Record, UprobesOnlyPidsTcpRxm) {
+  REQUIRE_ROOT();
+  const std::string dir = make_temp_dir("rec-up-pid");
+  const Pingpong pp = start_pingpong(dir, "tcp;ofi_rxm", false, 2000000);
+  ASSERT_GT(pp.server, 0);
+  ASSERT_GT(pp.client, 0);
+  const int rec = spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes", "--only-pids", "--pid",
+                         std::to_string(pp.client)},
+                        {}, dir + "/record.log", false);
+  ASSERT_GT(rec, 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return slurp(dir + "/record.log").find("provider functions probed") != std::string::npos;
+      },
+      60))
+      << slurp(dir + "/record.log");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  kill(rec, SIGINT);
+  const int rec_rc = wait_for(rec, 120);
+  for (const int pid : {pp.client, pp.server}) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, WNOHANG), 0) << "fi_pingpong ended before the session did";
+    kill(pid, SIGKILL);
+    wait_for(pid, 30);
+  }
+  ASSERT_EQ(rec_rc, 0) << slurp(dir + "/record.log");
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(uprobe_rows_of(ev, pp.server).empty());
+  const auto rows = uprobe_rows_of(ev, pp.client);
+  ASSERT_TRUE(rows.count("fi_send") && rows.count("fi_recv") && rows.count("cq_read"))
+      << slurp(dir + "/record.log");
+  EXPECT_GT(field(rows, "fi_recv", "completions"), 0u);
+  for (const char* op : {"fi_send", "fi_recv"}) {
+    EXPECT_LE(field(rows, op, "pending"), 1u) << op;
+    EXPECT_EQ(field(rows, op, "completions") + field(rows, op, "pending"), accepted(rows, op))
+        << op;
+    EXPECT_EQ(field(rows, op, "unmatched"), 0u) << op;
+  }
+  EXPECT_EQ(field(rows, "cq_read", "unmatched"), 0u);
+  EXPECT_LE(field(rows, "cq_read", "early"), 2u);
 }
 
 TEST(Record, UprobesPingpongTcpRxmMsg) {

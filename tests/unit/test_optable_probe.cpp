@@ -187,8 +187,28 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
 TEST(OptableProbe, UnknownProviderIsANoteNotASite) {
   const OptableResult r = probe_optables({"no_such_provider"}, 20000);
   EXPECT_TRUE(r.sites.empty());
-  ASSERT_EQ(r.notes.size(), 2u);  // both threading variants
-  EXPECT_NE(r.notes[0].find("no_such_provider"), std::string::npos);
+  ASSERT_EQ(r.notes.size(), 3u);  // both threading variants, and the layout
+  for (const std::string& n : r.notes) EXPECT_NE(n.find("no_such_provider"), std::string::npos);
+  EXPECT_TRUE(r.layout.path.empty());
+}
+
+// The utility layout the helper learns: tcp;ofi_rxm and shm are both built on
+// libfabric's utility CQ and endpoint, so they agree; the four formats' CQs
+// hold four different functions of the library; the line round-trips.
+TEST(OptableProbe, UtilityLayoutIsSharedAndRoundTrips) {
+  const OptableResult r = probe_optables({"tcp;ofi_rxm", "shm"}, 20000);
+  ASSERT_FALSE(r.layout.path.empty()) << ::testing::PrintToString(r.notes);
+  const UprobeLayout& l = r.layout;
+  EXPECT_NE(l.path.find("libfabric"), std::string::npos) << l.path;
+  EXPECT_GE(l.cq_fmt_off, 32u);  // past struct fid_cq
+  EXPECT_EQ(l.cq_fmt_off % 8, 0u);
+  for (int a = 1; a <= 4; ++a)
+    for (int b = a + 1; b <= 4; ++b) EXPECT_NE(l.fmt_fn[a], l.fmt_fn[b]) << a << " " << b;
+  EXPECT_NE(l.ep_cq_off[FT_UP_TX], l.ep_cq_off[FT_UP_RX]);
+  UprobeLayout back;
+  ASSERT_TRUE(parse_layout_line(layout_line(l), &back));
+  EXPECT_TRUE(back == l);
+  EXPECT_FALSE(parse_layout_line("L\t1\t2", &back));
 }
 
 TEST(UprobeStats, Log2Buckets) {
@@ -227,8 +247,9 @@ TEST(UprobeStats, QuantilesAndDetail) {
   p.s.calls = 500;
   p.s.completions = 20;
   p.s.unmatched = 2;
+  p.s.early = 1;
   EXPECT_EQ(uprobe_op_name(p.op), "cq_read");
-  EXPECT_EQ(uprobe_stats_detail(p), "calls=500;entries=20;unmatched=2;unwalked=0");
+  EXPECT_EQ(uprobe_stats_detail(p), "calls=500;entries=20;unmatched=2;unwalked=0;early=1");
   ft_up_stats empty{};
   EXPECT_EQ(uprobe_hist_quantile(empty, 0.5), 0u);
 }

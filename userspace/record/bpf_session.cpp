@@ -204,13 +204,34 @@ struct BpfSession::Impl {
     note(k.name, sec, "attached", "");
   }
 
-  // --uprobes: every site on its library file, for all processes (pid -1),
+  // --uprobes, before the load: the sites to attach (their index is the
+  // cookie's site) and what the programs need to learn the CQs and endpoints
+  // of processes started before the session (the layout, and each CQ read
+  // site's probed offset in the layout's library).
+  void configure_uprobes() {
+    for (const OpSite& site : opt.uprobe_sites) {
+      if (up_sites.size() >= FT_UP_MAX_SITES) break;
+      if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_EP_BIND) continue;
+      if (site.role == FT_UP_ROLE_CQ_READ && !opt.uprobe_layout.path.empty() &&
+          site.path == opt.uprobe_layout.path)
+        up->rodata->ft_site_off[up_sites.size()] = probe_offset(site.path, site.offset);
+      up_sites.push_back(site);
+    }
+    const UprobeLayout& l = opt.uprobe_layout;
+    if (l.path.empty()) return;
+    up->rodata->ft_layout.cq_fmt_off = l.cq_fmt_off;
+    for (int f = 0; f < 5; ++f) up->rodata->ft_layout.fmt_fn[f] = l.fmt_fn[f];
+    up->rodata->ft_layout.ep_cq_off[FT_UP_TX] = l.ep_cq_off[FT_UP_TX];
+    up->rodata->ft_layout.ep_cq_off[FT_UP_RX] = l.ep_cq_off[FT_UP_RX];
+  }
+
+  // --uprobes: every site on its library file, for all processes (pid -1) or
+  // for each of uprobe_pids,
   // by file offset (past an endbr64: see probe_offset).
   void attach_uprobes() {
     if (!up) return;
-    for (const OpSite& site : opt.uprobe_sites) {
-      if (up_sites.size() >= FT_UP_MAX_SITES) break;
-      const uint32_t index = static_cast<uint32_t>(up_sites.size());
+    for (uint32_t index = 0; index < up_sites.size(); ++index) {
+      const OpSite& site = up_sites[index];
       const uint64_t off = probe_offset(site.path, site.offset);
       char hex[32];
       std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(off));
@@ -228,32 +249,34 @@ struct BpfSession::Impl {
         progs = {{up->progs.ft_up_ep_bind, false}};
       } else if (site.role == FT_UP_ROLE_CQ_READ) {
         progs = {{up->progs.ft_up_cq_read, false}, {up->progs.ft_up_cq_read_ret, true}};
-      } else if (site.role == FT_UP_ROLE_CQ_OPEN) {
-        progs = {{up->progs.ft_up_cq_open, false}, {up->progs.ft_up_cq_open_ret, true}};
       } else {
-        continue;
+        progs = {{up->progs.ft_up_cq_open, false}, {up->progs.ft_up_cq_open_ret, true}};
       }
       bool ok = true;
-      for (const Prog& p : progs) {
-        LIBBPF_OPTS(bpf_uprobe_opts, uo);
-        uo.retprobe = p.ret;
-        const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
-                        op_is_recv(static_cast<OpKind>(site.op_kind));
-        uo.bpf_cookie = FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
-                                     rx ? FT_UP_RX : FT_UP_TX);
-        take_log();
-        bpf_link* l = bpf_program__attach_uprobe_opts(p.prog, -1, site.path.c_str(),
-                                                      static_cast<size_t>(off), &uo);
-        if (!l) {
-          note("uprobe_ops", point + (p.ret ? " (return)" : ""), "failed",
-               what + ": " + reason_of(take_log(), errno));
-          ok = false;
-          continue;
+      const std::vector<pid_t> pids =
+          opt.uprobe_pids.empty() ? std::vector<pid_t>{-1} : opt.uprobe_pids;
+      for (const pid_t pid : pids)
+        for (const Prog& p : progs) {
+          LIBBPF_OPTS(bpf_uprobe_opts, uo);
+          uo.retprobe = p.ret;
+          const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
+                          op_is_recv(static_cast<OpKind>(site.op_kind));
+          uo.bpf_cookie = FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
+                                       rx ? FT_UP_RX : FT_UP_TX);
+          take_log();
+          bpf_link* l = bpf_program__attach_uprobe_opts(p.prog, pid, site.path.c_str(),
+                                                        static_cast<size_t>(off), &uo);
+          if (!l) {
+            note(
+                "uprobe_ops",
+                point + (pid > 0 ? " pid " + std::to_string(pid) : "") + (p.ret ? " (return)" : ""),
+                "failed", what + ": " + reason_of(take_log(), errno));
+            ok = false;
+            continue;
+          }
+          links.push_back(l);
         }
-        links.push_back(l);
-      }
       if (ok) note("uprobe_ops", point, "attached", what);
-      up_sites.push_back(site);
     }
     if (up_sites.empty())
       note("uprobe_ops", "uprobe:*", "absent", "no provider function found to probe");
@@ -341,9 +364,9 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
     im.net->rodata->ft_net_all = opt.net_all;
   im.cxi = im.open("cxi", ftskel_cxi__open, ftskel_cxi__load, ftskel_cxi__destroy);
   im.probes = im.open("probes", ftskel_probes__open, ftskel_probes__load, ftskel_probes__destroy);
-  if (opt.uprobes)
-    im.up = im.open("uprobe_ops", ftskel_uprobe_ops__open, ftskel_uprobe_ops__load,
-                    ftskel_uprobe_ops__destroy);
+  if (opt.uprobes && (im.up = im.open("uprobe_ops", ftskel_uprobe_ops__open,
+                                      ftskel_uprobe_ops__load, ftskel_uprobe_ops__destroy)))
+    im.configure_uprobes();
   for (Skel& k : im.skels) im.load(k, vmlinux);
   btf__free(vmlinux);
 
@@ -545,6 +568,7 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
       if (c.lat_max_ns > r.s.lat_max_ns) r.s.lat_max_ns = c.lat_max_ns;
       r.s.unmatched += c.unmatched;
       r.s.unwalked += c.unwalked;
+      r.s.early += c.early;
       for (int b = 0; b < FT_UP_HIST; ++b) r.s.hist[b] += c.hist[b];
     }
   }

@@ -34,6 +34,11 @@ struct BpfOptions {
   // library file for every process that maps it.
   bool uprobes = false;
   std::vector<OpSite> uprobe_sites;
+  UprobeLayout uprobe_layout;  // empty: CQs opened before the session stay unknown
+  // The processes to probe (--only-pids with --pid): each site attached once per
+  // process, and only these take the traps. Empty: every process that maps the
+  // library (pid -1).
+  std::vector<pid_t> uprobe_pids;
 };
 
 // --uprobes: what the kernel paired for one process and one op kind (or the

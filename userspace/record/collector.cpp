@@ -8,12 +8,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "bpf/uprobe_ops.h"
 #include "common/clock.h"
 #include "common/cxi_counters.h"
 #include "common/kernel_classify.h"
 #include "common/output_names.h"
+#include "common/report_writer.h"
+#include "common/safe_output.h"
+#include "userspace/record/uprobe_report.h"
 
 namespace fabtrace {
 
@@ -64,7 +69,18 @@ bool Collector::start(std::string* error) {
   if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
     OptableResult r = probe_optables(opt_.uprobe_providers, 20000);
     opt_.bpf.uprobe_sites = std::move(r.sites);
+    opt_.bpf.uprobe_layout = r.layout;
+    // --only-pids: the traps for these processes only, not for every process
+    // that maps the library.
+    if (!opt_.discover) opt_.bpf.uprobe_pids = opt_.pids;
     uprobe_notes_ = std::move(r.notes);
+    const UprobeLayout& l = r.layout;
+    uprobe_notes_.push_back(
+        l.path.empty() ? "CQs and endpoints opened before the session: not learnt (no layout)"
+                       : "CQs and endpoints opened before the session: learnt (" + l.path +
+                             ": CQ format function at +" + std::to_string(l.cq_fmt_off) +
+                             ", endpoint CQs at +" + std::to_string(l.ep_cq_off[0]) + " and +" +
+                             std::to_string(l.ep_cq_off[1]) + ")");
   }
   if (!session_.start(opt_.bpf, error)) return false;
 
@@ -125,6 +141,7 @@ void Collector::scan() {
   std::vector<KernelTask> tasks;
   for (const ScannedProcess& p : found) {
     const bool is_new = known_.insert(p.pid).second;
+    if (p.preload) preloaded_.insert(p.pid);
     if (is_new) {
       session_.trace_process(p.pid, mono_ns());
       if (p.preload) session_.attach_usdt_library(p.preload_path);
@@ -181,6 +198,42 @@ void Collector::write_uprobes() {
                     kernel_log::kUprobeSiteClass});
   }
   log_.write_symbols(syms);
+  write_uprobe_reports();
+}
+
+// --uprobes: each process without the preload that issued ops gets the
+// per-rank report the preload would have written (uprobe_report.h), in the
+// session's directory, so that `fabtrace report DIR` reads it.
+void Collector::write_uprobe_reports() {
+  UprobeReportContext ctx;
+  ctx.host = host_name();
+  const uint64_t now = mono_ns();
+  ctx.start_mono_ns = start_ns_;
+  ctx.start_wall_ns = real_ns() - (now - start_ns_);
+  ctx.duration_s = static_cast<double>(now - start_ns_) / 1e9;
+  std::set<uint32_t> pids;
+  for (const UprobeRow& r : uprobe_rows_)
+    if (r.op != FT_UP_OP_POLLS) pids.insert(r.pid);
+  for (const uint32_t pid : pids) {
+    // A process with the preload writes its own (found by a scan while the
+    // session ran, or now if it still runs).
+    if (preloaded_.count(static_cast<pid_t>(pid))) continue;
+    ScannedProcess p;
+    const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
+    if (seen && p.preload) continue;
+    ctx.rank = seen ? p.rank : "";
+    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, ctx);
+    const std::string path =
+        opt_.dir + "/" + output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid);
+    std::string err;
+    std::FILE* f = create_new_stream(path, &err);
+    if (!f) {
+      std::fprintf(stderr, "fabtrace record: uprobes report of pid %u: %s\n", pid, err.c_str());
+      continue;
+    }
+    write_report_json(f, rep);
+    std::fclose(f);
+  }
 }
 
 void Collector::step(int wait_ms) {

@@ -65,12 +65,14 @@ class Collector {
   void scan();
   void on_record(const void* data, size_t size);
   void write_uprobes();
+  void write_uprobe_reports();
 
   CollectorOptions opt_;
   BpfSession session_;
   ProcScanner scanner_;
   KernelLogWriter log_;
   std::set<pid_t> known_;
+  std::set<pid_t> preloaded_;  // processes a scan found with the preload
   uint64_t start_ns_ = 0, last_scan_ = 0, last_flush_ = 0, last_stats_ = 0;
   uint64_t malformed_ = 0;
   std::string counters_path_;

@@ -11,6 +11,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -235,14 +236,17 @@ bool read_calls_readfrom(fid_cq* cq) {
 
 }  // namespace
 
-bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
-                         std::string* why, std::vector<std::string>* notes) {
+namespace {
+
+// The provider's RDM msg+tagged info as an application would ask for it, or
+// NULL with *why.
+fi_info* provider_info(const std::string& prov, int threading, std::string* why) {
   Fabric& f = fabric_lib();
-  if (!f.open(why)) return false;
+  if (!f.open(why)) return nullptr;
   fi_info* hints = f.dupinfo(nullptr);
   if (!hints) {
     *why = "fi_dupinfo failed";
-    return false;
+    return nullptr;
   }
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_MSG | FI_TAGGED;
@@ -251,12 +255,34 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
   hints->domain_attr->threading = static_cast<fi_threading>(threading);
   hints->fabric_attr->prov_name = strdup(prov.c_str());
   fi_info* info = nullptr;
-  int ret = f.getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
+  const int ret = f.getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
   f.freeinfo(hints);
   if (ret || !info) {
     *why = prov + ": fi_getinfo: " + std::to_string(ret);
-    return false;
+    return nullptr;
   }
+  return info;
+}
+
+// `n` words of this process's memory at `addr`, read without trusting that the
+// object is that long (process_vm_readv: an unmapped tail reads short). The
+// words not read are 0.
+std::vector<uint64_t> words_at(const void* addr, size_t n) {
+  std::vector<uint64_t> w(n, 0);
+  iovec local{w.data(), n * sizeof(uint64_t)};
+  iovec remote{const_cast<void*>(addr), n * sizeof(uint64_t)};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0) w.assign(n, 0);
+  return w;
+}
+
+}  // namespace
+
+bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
+                         std::string* why, std::vector<std::string>* notes) {
+  Fabric& f = fabric_lib();
+  fi_info* info = provider_info(prov, threading, why);
+  if (!info) return false;
+  int ret = 0;
   fid_fabric* fab = nullptr;
   fid_domain* dom = nullptr;
   fid_cq* cq = nullptr;
@@ -333,6 +359,110 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
   if (fab) fi_close(&fab->fid);
   f.freeinfo(info);
   return ret == 0;
+}
+
+bool UprobeLayout::operator==(const UprobeLayout& o) const {
+  return path == o.path && cq_fmt_off == o.cq_fmt_off && std::equal(fmt_fn, fmt_fn + 5, o.fmt_fn) &&
+         ep_cq_off[0] == o.ep_cq_off[0] && ep_cq_off[1] == o.ep_cq_off[1];
+}
+
+bool learn_layout_here(const std::string& prov, UprobeLayout* out, std::string* why) {
+  constexpr size_t kWords = 128;  // the utility objects' fields searched (1 KiB)
+  fi_info* info = provider_info(prov, FI_THREAD_SAFE, why);
+  if (!info) return false;
+  Fabric& f = fabric_lib();
+  fid_fabric* fab = nullptr;
+  fid_domain* dom = nullptr;
+  fid_cq* cq[5] = {};
+  fid_av* av = nullptr;
+  fid_ep* ep = nullptr;
+  int ret = f.fabric(info->fabric_attr, &fab, nullptr);
+  if (!ret) ret = fi_domain(fab, info, &dom, nullptr);
+  for (int fmt = FI_CQ_FORMAT_CONTEXT; !ret && fmt <= FI_CQ_FORMAT_TAGGED; ++fmt) {
+    fi_cq_attr ca{};
+    ca.format = static_cast<fi_cq_format>(fmt);
+    ca.wait_obj = FI_WAIT_NONE;
+    ret = fi_cq_open(dom, &ca, &cq[fmt], nullptr);
+  }
+  fi_av_attr aa{};
+  aa.type = FI_AV_MAP;
+  if (!ret) ret = fi_av_open(dom, &aa, &av, nullptr);
+  if (!ret) ret = fi_endpoint(dom, info, &ep, nullptr);
+  // Transmit and receive on two different CQs: each pointer is found once.
+  if (!ret) ret = fi_ep_bind(ep, &cq[FI_CQ_FORMAT_CONTEXT]->fid, FI_TRANSMIT);
+  if (!ret) ret = fi_ep_bind(ep, &cq[FI_CQ_FORMAT_TAGGED]->fid, FI_RECV);
+  if (!ret) ret = fi_ep_bind(ep, &av->fid, 0);
+  if (!ret) ret = fi_enable(ep);
+  bool found = false;
+  if (ret) {
+    *why = prov + ": opening the layout's objects: " + std::to_string(ret);
+  } else {
+    UprobeLayout l;
+    std::vector<uint64_t> w[5];
+    for (int fmt = 1; fmt <= 4; ++fmt) w[fmt] = words_at(cq[fmt], kWords);
+    // Past the fid_cq (fid, ops): the first word that is a different function
+    // of one library file in each format's CQ.
+    for (size_t i = sizeof(fid_cq) / 8; i < kWords && l.path.empty(); ++i) {
+      std::string path;
+      bool ok = true;
+      for (int fmt = 1; fmt <= 4 && ok; ++fmt) {
+        for (int o = 1; o < fmt; ++o) ok = ok && w[o][i] != w[fmt][i];
+        std::string p;
+        ok = ok && w[fmt][i] &&
+             code_location(reinterpret_cast<const void*>(w[fmt][i]), &p, &l.fmt_fn[fmt]) &&
+             (path.empty() || p == path);
+        path = p;
+      }
+      if (ok) {
+        l.path = real_path(path);
+        l.cq_fmt_off = i * 8;
+      }
+    }
+    const std::vector<uint64_t> e = words_at(ep, kWords);
+    for (size_t i = 0; i < kWords; ++i) {
+      if (!l.ep_cq_off[FT_UP_TX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_CONTEXT]))
+        l.ep_cq_off[FT_UP_TX] = i * 8;
+      if (!l.ep_cq_off[FT_UP_RX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_TAGGED]))
+        l.ep_cq_off[FT_UP_RX] = i * 8;
+    }
+    found = !l.path.empty() && l.ep_cq_off[FT_UP_TX] && l.ep_cq_off[FT_UP_RX];
+    if (found)
+      *out = l;
+    else
+      *why = prov + ": no utility CQ format function or endpoint CQ found in their memory";
+  }
+  if (ep) fi_close(&ep->fid);
+  if (av) fi_close(&av->fid);
+  for (fid_cq* c : cq)
+    if (c) fi_close(&c->fid);
+  if (dom) fi_close(&dom->fid);
+  if (fab) fi_close(&fab->fid);
+  f.freeinfo(info);
+  return found;
+}
+
+std::string layout_line(const UprobeLayout& l) {
+  std::ostringstream o;
+  o << "L\t" << l.cq_fmt_off;
+  for (int fmt = 1; fmt <= 4; ++fmt) o << '\t' << l.fmt_fn[fmt];
+  o << '\t' << l.ep_cq_off[0] << '\t' << l.ep_cq_off[1] << '\t' << l.path;
+  return o.str();
+}
+
+bool parse_layout_line(const std::string& line, UprobeLayout* l) {
+  std::istringstream in(line);
+  std::string tag;
+  UprobeLayout r;
+  if (!(in >> tag) || tag != "L" || !(in >> r.cq_fmt_off)) return false;
+  for (int fmt = 1; fmt <= 4; ++fmt)
+    if (!(in >> r.fmt_fn[fmt])) return false;
+  if (!(in >> r.ep_cq_off[0] >> r.ep_cq_off[1])) return false;
+  in.get();  // the tab before the path (which may hold spaces)
+  std::getline(in, r.path);
+  if (r.path.empty() || r.path[0] != '/' || !r.cq_fmt_off || !r.ep_cq_off[0] || !r.ep_cq_off[1])
+    return false;
+  *l = r;
+  return true;
 }
 
 std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std::string>* notes) {
@@ -444,6 +574,9 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
         }
         for (const OpSite& s : sites) text += site_line(s) + "\n";
       }
+      UprobeLayout layout;
+      std::string why;
+      text += learn_layout_here(p, &layout, &why) ? layout_line(layout) + "\n" : "#" + why + "\n";
     }
     size_t off = 0;
     while (off < text.size()) {
@@ -486,6 +619,7 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   std::vector<OpSite> all;
+  std::vector<UprobeLayout> layouts;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -496,9 +630,23 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
         res.notes.push_back(n);
       continue;
     }
+    UprobeLayout l;
+    if (parse_layout_line(line, &l)) {
+      layouts.push_back(l);
+      continue;
+    }
     OpSite s;
     if (parse_site_line(line, &s)) all.push_back(s);
   }
+  // One layout for the session: every provider's the same (they share the
+  // utility code), or none (CQs opened before the session stay unknown).
+  if (!layouts.empty() && std::all_of(layouts.begin(), layouts.end(),
+                                      [&](const UprobeLayout& l) { return l == layouts.front(); }))
+    res.layout = layouts.front();
+  else if (!layouts.empty())
+    res.notes.push_back(
+        "the providers' utility layouts differ: CQs opened before the session "
+        "are not learnt");
   res.sites = dedupe_sites(all, &res.notes);
   return res;
 }

@@ -75,9 +75,34 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
 // slots) cannot be told apart: dropped, with a note.
 std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std::string>* notes);
 
+// Where libfabric's utility CQ and endpoint keep what the BPF programs need to
+// pair the completions of a CQ opened before the session (bpf/uprobe_ops.h,
+// struct ft_up_layout): the offset of the CQ's per-format function and each
+// format's function as a file offset of `path`, and the offsets of an
+// endpoint's transmit and receive CQ pointers. Empty path: not known.
+struct UprobeLayout {
+  std::string path;
+  uint64_t cq_fmt_off = 0;
+  uint64_t fmt_fn[5] = {};  // [enum fi_cq_format], 1..4
+  uint64_t ep_cq_off[2] = {};
+  bool operator==(const UprobeLayout& o) const;
+};
+
+// Opens provider `prov` here with one CQ of each format (FI_CQ_FORMAT_CONTEXT
+// .. TAGGED) and an endpoint bound to two of them (transmit, receive), and
+// finds the layout by comparing their memory: the first word where the four
+// CQs hold four different functions of one library, and the words of the
+// endpoint that hold its two CQs. False with *why when it cannot.
+bool learn_layout_here(const std::string& prov, UprobeLayout* out, std::string* why);
+
+// The pipe's line for a layout ("L\t<path>\t<numbers>") and its reader.
+std::string layout_line(const UprobeLayout& l);
+bool parse_layout_line(const std::string& line, UprobeLayout* l);
+
 struct OptableResult {
   std::vector<OpSite> sites;       // deduplicated
   std::vector<std::string> notes;  // providers not available, shared stubs, ...
+  UprobeLayout layout;             // the same for every provider opened, or empty
 };
 
 // Runs probe_provider_here for every provider and threading variant in a

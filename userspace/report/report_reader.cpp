@@ -290,6 +290,7 @@ void parse_fields(const json& j, ProcessReport* r) {
     r->pid = static_cast<long>(pid);
   }
   r->providers = get_string(j, "providers", "");
+  r->source = get_string(j, "source", "");
   r->start_mono_ns = get_time_ns(j, "start_mono_ns", "");
   r->start_wall_ns = get_time_ns(j, "start_wall_ns", "");
   r->duration_s = get_double(j, "duration_s", "", 0.0, limits::kMaxSeconds);

@@ -1,0 +1,58 @@
+#include "userspace/record/uprobe_report.h"
+
+#include "bpf/uprobe_ops.h"
+#include "common/op_kinds.h"
+#include "common/uprobe_stats.h"
+
+namespace fabtrace {
+
+namespace {
+
+// One op kind's row: completions timed, pending ones unfinished, refused calls
+// (-FI_EAGAIN and other errors alike: the kernel keeps one count) as eagain.
+OpRow op_row(const UprobeRow& u) {
+  OpRow o;
+  const ft_up_stats& s = u.s;
+  o.op = uprobe_op_name(u.op);
+  o.recv = u.op < static_cast<uint32_t>(kOpKindCount) && op_is_recv(static_cast<OpKind>(u.op));
+  o.count = s.completions;
+  o.unfinished = u.pending;
+  o.eagain = s.refused;
+  // Receives: their posted length (the kernel reads no completion length).
+  o.size_unknown = o.recv;
+  if (s.completions) {
+    o.bytes = s.bytes / s.completions;
+    o.avg_ns = static_cast<double>(s.lat_sum_ns) / static_cast<double>(s.completions);
+    o.min_ns = static_cast<double>(s.lat_min_ns);
+    o.max_ns = static_cast<double>(s.lat_max_ns);
+    // Upper edges of log2 buckets: within a factor of two.
+    o.p50_ns = static_cast<double>(uprobe_hist_quantile(s, 0.5));
+    o.p99_ns = static_cast<double>(uprobe_hist_quantile(s, 0.99));
+    if (!o.recv && o.avg_ns > 0) o.gbps = static_cast<double>(o.bytes) / o.avg_ns;
+  }
+  return o;
+}
+
+}  // namespace
+
+ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& rows,
+                                    const UprobeReportContext& ctx) {
+  ProcessReport r;
+  r.host = ctx.host;
+  r.rank = ctx.rank.empty() ? "NA" : ctx.rank;
+  r.pid = static_cast<long>(pid);
+  r.providers = "uprobes";
+  r.source = "uprobes";
+  r.start_mono_ns = ctx.start_mono_ns;
+  r.start_wall_ns = ctx.start_wall_ns;
+  r.duration_s = ctx.duration_s;
+  LinkReport link;
+  link.local = "pid " + std::to_string(pid);
+  link.remote = "(any)";
+  for (const UprobeRow& u : rows)
+    if (u.pid == pid && u.op != FT_UP_OP_POLLS) link.rows.push_back(op_row(u));
+  if (!link.rows.empty()) r.links.push_back(link);
+  return r;
+}
+
+}  // namespace fabtrace
