@@ -43,7 +43,7 @@ void add_pending_nic_intervals(Shard* tail) {
   for (DomainWrap* d : domains) {
     const auto bin = [d](PeriodWindow<NicBusy::kShared>& g) {
       g.bin_all();
-      d->nic.activity.peak.finish();
+      d->nic.activity.finish();
     };
     bool done = d->nic.with_window(bin);
     for (int tries = 0; !done && tries < kExitYields; ++tries) {

@@ -10,7 +10,7 @@
 
 namespace fabtrace {
 
-thread_local InflightRing::Lease InflightRing::t_lease
+__thread InflightRing::Lease InflightRing::t_lease
     __attribute__((tls_model("initial-exec"))) = {nullptr, nullptr, nullptr};
 
 namespace {

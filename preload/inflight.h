@@ -95,7 +95,7 @@ class InflightRing {
     Segment* seg;
     OpRecord* first;  // the segment's first record
   };
-  static thread_local Lease t_lease __attribute__((tls_model("initial-exec")));
+  static __thread Lease t_lease __attribute__((tls_model("initial-exec")));
 
   OpRecord* claim_slow();
   OpRecord* probe(Segment* seg, OpRecord* first);

@@ -8,7 +8,7 @@
 
 namespace fabtrace {
 
-thread_local Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
 std::atomic<Shard*> g_shards{nullptr};
@@ -41,7 +41,9 @@ void set_shard_max_cells(uint64_t n) { g_max_cells.store(n, std::memory_order_re
 
 Shard* all_shards() { return g_shards.load(std::memory_order_acquire); }
 
-Cell* Shard::cell_slow(const CellKey& k) {
+Cell* Shard::cell_slow(const EpWrap* ep, fi_addr_t peer, uint64_t bytes, OpKind kind,
+                       bool size_unknown) {
+  const CellKey k{ep, peer, bytes, kind, size_unknown};
   // A cell that exists is found whatever the limit: the limit stops new cells
   // only (it was checked before the lookup, so a full shard lost every op of
   // its existing cells but the last one used).

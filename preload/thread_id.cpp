@@ -2,6 +2,6 @@
 
 namespace fabtrace {
 
-thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 
 }  // namespace fabtrace

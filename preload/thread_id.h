@@ -9,7 +9,7 @@
 
 namespace fabtrace {
 
-extern thread_local uint32_t t_tid __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t t_tid __attribute__((tls_model("initial-exec")));
 inline uint32_t my_tid() {
   if (__builtin_expect(t_tid == 0, 0)) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
   return t_tid;

@@ -234,6 +234,50 @@ TEST(NicBusy, WindowsAddUpToTheWholeRun) {
   EXPECT_EQ(nic.unbinned_ticks, 0u);
 }
 
+// NicActivity's shortcut for a period inside the windows of the one before
+// must leave the time windows and the busiest stretch exactly as feeding each
+// period to NicBins and NicPeak does: ascending periods of random lengths and
+// gaps (most inside one window, some across several, some far enough to make
+// the bins coarsen), bytes of their own.
+TEST(NicActivity, ShortcutEqualsTheBinsAndThePeak) {
+  for (const uint32_t peak_shift : {4u, 6u, 10u}) {
+    NicActivity act;
+    NicBins bins;
+    NicPeak peak;
+    act.bins.origin = act.peak.origin = bins.origin = peak.origin = 1000;
+    act.bins.shift = bins.shift = 6;
+    act.peak.shift = peak.shift = peak_shift;
+    act.peak.span = peak.span = uint64_t{3} << peak_shift;
+    uint64_t seed = 12345 + peak_shift, t = 900;
+    const auto rnd = [&seed](uint64_t n) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      return (seed >> 33) % n;
+    };
+    for (int i = 0; i < 200000; ++i) {
+      const uint64_t r = rnd(1000);
+      const uint64_t gap = r < 990 ? rnd(8) : rnd(5000);
+      const uint64_t len = r % 7 == 0 ? rnd(300) : 1 + rnd(20);
+      const uint64_t a = t + gap, b = a + len, n = rnd(4096);
+      act.add(a, b, n);
+      bins.add(a, b, n);
+      peak.add(a, b, n);
+      t = b;
+    }
+    act.finish();
+    peak.finish();
+    ASSERT_EQ(act.bins.shift, bins.shift) << peak_shift;
+    ASSERT_EQ(act.bins.used, bins.used);
+    for (uint32_t i = 0; i < NicBins::kBins; ++i) {
+      ASSERT_EQ(act.bins.busy[i], bins.busy[i]) << i;
+      ASSERT_EQ(act.bins.bytes[i], bins.bytes[i]) << i;
+    }
+    EXPECT_EQ(act.peak.best_bytes, peak.best_bytes);
+    EXPECT_EQ(act.peak.best_start, peak.best_start);
+    EXPECT_EQ(act.peak.best_end, peak.best_end);
+    EXPECT_GT(bins.shift, 6u);  // the run was long enough to coarsen
+  }
+}
+
 NicPeak peak_of(uint32_t shift, uint64_t span) {
   NicPeak p;
   p.shift = shift;
