@@ -594,6 +594,55 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
   EXPECT_LE(wire_total, retrans_segs) << snmp.output;
 }
 
+// A session restricted to some processes (--only-pids --pid) attaches its USDT
+// probes to those only: a preloaded process started beside it sees no session,
+// so it samples its NIC counters itself and writes its own series.
+TEST(Record, OnlyPidsSessionIsInvisibleToOtherProcesses) {
+  REQUIRE_ROOT();
+  const std::string dir = make_temp_dir("rec-only");
+  // The one traced process: the preload mapped, never active (sleep).
+  const int traced = spawn({"sleep", "120"}, {}, dir + "/sleep.log", true);
+  ASSERT_GT(traced, 0);
+  ASSERT_TRUE(eventually([&] {
+    return slurp("/proc/" + std::to_string(traced) + "/maps").find("libfabtrace") !=
+           std::string::npos;
+  }));
+  const int rec =
+      spawn({FABTRACE_CLI, "record", "-o", dir, "--only-pids", "--pid", std::to_string(traced)}, {},
+            dir + "/record.log", false);
+  ASSERT_GT(rec, 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return slurp(dir + "/record.log").find("attach points attached") != std::string::npos;
+      },
+      60))
+      << slurp(dir + "/record.log");
+
+  FakeCxiTree tree;
+  tree.populate_standard();
+  const std::string run_dir = make_temp_dir("rec-only-run");
+  SampleStepper stepper(tree, tree.telemetry_path("cxi0", "hni_sts_tx_ok_octets"), 4,
+                        run_dir + "/release");
+  ASSERT_TRUE(stepper.watching()) << stepper.error();
+  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "100",
+                           "--timeout", "100", "--hold-until", stepper.release_path()},
+                          {{"FABTRACE_DIR", run_dir},
+                           {"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
+                           {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
+                           {"FABTRACE_NIC_MS", "5"},
+                           {"SLURM_LOCALID", "0"}},
+                          true, 240);
+  kill(rec, SIGINT);
+  const int rec_rc = wait_for(rec, 120);
+  kill(traced, SIGKILL);
+  wait_for(traced, 30);
+  ASSERT_EQ(rec_rc, 0) << slurp(dir + "/record.log");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("a fabtrace record session is attached"), std::string::npos) << r.output;
+  EXPECT_EQ(stepper.steps_taken(), 4);  // the ranks' own samplers read the tree
+  EXPECT_EQ(list_files(run_dir, "fabtrace_nic.", ".csv").size(), 2u) << r.output;
+}
+
 // The node's Cassini counters are sampled once, by the session, for every device;
 // the preloads see the session and leave theirs alone; the report shows the
 // node's series with the host's ranks. The fake tree moves one step per read of

@@ -226,8 +226,7 @@ struct BpfSession::Impl {
   }
 
   // --uprobes: every site on its library file, for all processes (pid -1) or
-  // for each of uprobe_pids,
-  // by file offset (past an endbr64: see probe_offset).
+  // for each of only_pids, by file offset (past an endbr64: see probe_offset).
   void attach_uprobes() {
     if (!up) return;
     for (uint32_t index = 0; index < up_sites.size(); ++index) {
@@ -253,8 +252,7 @@ struct BpfSession::Impl {
         progs = {{up->progs.ft_up_cq_open, false}, {up->progs.ft_up_cq_open_ret, true}};
       }
       bool ok = true;
-      const std::vector<pid_t> pids =
-          opt.uprobe_pids.empty() ? std::vector<pid_t>{-1} : opt.uprobe_pids;
+      const std::vector<pid_t> pids = attach_pids();
       for (const pid_t pid : pids)
         for (const Prog& p : progs) {
           LIBBPF_OPTS(bpf_uprobe_opts, uo);
@@ -282,6 +280,11 @@ struct BpfSession::Impl {
       note("uprobe_ops", "uprobe:*", "absent", "no provider function found to probe");
   }
 
+  // The pids a probe is attached for: every process (-1), or --only-pids'.
+  std::vector<pid_t> attach_pids() const {
+    return opt.only_pids.empty() ? std::vector<pid_t>{-1} : opt.only_pids;
+  }
+
   void attach_usdt(const std::string& path) {
     if (!probes) return;
     for (const std::string& u : usdt_paths)
@@ -306,22 +309,33 @@ struct BpfSession::Impl {
         note("probes", point, "absent", "per-poll probes are off (--polls turns them on)");
         continue;
       }
-      take_log();
-      bpf_link* l =
-          bpf_program__attach_usdt(pr.prog, -1, path.c_str(), FT_USDT_PROVIDER, pr.name, nullptr);
-      if (!l) {
-        const int err = errno;
-        const std::string log = take_log();
-        // A copy built without <sys/sdt.h>, or older than the probes: nothing to attach.
-        if (log.find("no USDT notes") != std::string::npos ||
-            log.find("unable to find USDT") != std::string::npos)
-          note("probes", point, "absent", path + " has no such probe (an older or SDT-less build)");
-        else
-          note("probes", point, "failed", path + ": " + reason_of(log, err));
-        continue;
+      std::string failed;
+      bool attached = false, absent = false;
+      for (const pid_t pid : attach_pids()) {
+        take_log();
+        bpf_link* l = bpf_program__attach_usdt(pr.prog, pid, path.c_str(), FT_USDT_PROVIDER,
+                                               pr.name, nullptr);
+        if (!l) {
+          const int err = errno;
+          const std::string log = take_log();
+          // A copy built without <sys/sdt.h>, or older than the probes: nothing to attach.
+          absent = log.find("no USDT notes") != std::string::npos ||
+                   log.find("unable to find USDT") != std::string::npos;
+          if (absent) break;
+          failed =
+              path + (pid > 0 ? " pid " + std::to_string(pid) : "") + ": " + reason_of(log, err);
+          continue;
+        }
+        links.push_back(l);
+        attached = true;
       }
-      links.push_back(l);
-      note("probes", point, "attached", path);
+      if (absent)
+        note("probes", point, "absent", path + " has no such probe (an older or SDT-less build)");
+      else if (!attached)
+        note("probes", point, "failed", failed);
+      else
+        note("probes", point, "attached",
+             path + (opt.only_pids.empty() ? "" : " (the --pid processes only)"));
     }
   }
 };

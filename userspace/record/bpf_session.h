@@ -35,10 +35,11 @@ struct BpfOptions {
   bool uprobes = false;
   std::vector<OpSite> uprobe_sites;
   UprobeLayout uprobe_layout;  // empty: CQs opened before the session stay unknown
-  // The processes to probe (--only-pids with --pid): each site attached once per
-  // process, and only these take the traps. Empty: every process that maps the
-  // library (pid -1).
-  std::vector<pid_t> uprobe_pids;
+  // The only processes traced (--only-pids with --pid): each USDT probe and
+  // uprobe site is attached once per process, so only these take the traps and
+  // only their preloads see a session (and leave their NIC counters to it).
+  // Empty: every process that maps the library (pid -1).
+  std::vector<pid_t> only_pids;
 };
 
 // --uprobes: what the kernel paired for one process and one op kind (or the

@@ -64,15 +64,15 @@ bool Collector::start(std::string* error) {
   // The preloads already running or about to be launched: their USDT probes.
   for (const ScannedProcess& p : scanner_.scan(getpid()))
     if (p.preload) opt_.bpf.usdt_libraries.push_back(p.preload_path);
+  // --only-pids: the probes for these processes only, not for every process
+  // that maps the library (whose preloads would then see a session).
+  if (!opt_.discover) opt_.bpf.only_pids = opt_.pids;
   // --uprobes: where the providers' data path is, from a helper that opens them
   // (before any thread of ours exists: it forks).
   if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
     OptableResult r = probe_optables(opt_.uprobe_providers, 20000);
     opt_.bpf.uprobe_sites = std::move(r.sites);
     opt_.bpf.uprobe_layout = r.layout;
-    // --only-pids: the traps for these processes only, not for every process
-    // that maps the library.
-    if (!opt_.discover) opt_.bpf.uprobe_pids = opt_.pids;
     uprobe_notes_ = std::move(r.notes);
     const UprobeLayout& l = r.layout;
     uprobe_notes_.push_back(
