@@ -173,7 +173,11 @@ int cmd_report(int argc, char** argv) {
   std::string err;
   const bool loaded = report::load_job(dir, lopt, &job, &err);
 #if FABTRACE_HAVE_MPI
+  // The other processes are done once the reports are gathered: MPI is
+  // finalized now so that they exit instead of polling in MPI_Finalize
+  // (which waits for every process) while this one writes the outputs.
   if (session) session->release();
+  session.reset();
 #endif
   if (!loaded) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
