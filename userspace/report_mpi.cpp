@@ -117,13 +117,17 @@ report::ReportParser MpiReport::parser(unsigned threads) {
     for (size_t k = 0; k < mine.size(); ++k)
       (*out)[k * static_cast<size_t>(size_)] = std::move(mine[k]);
     for (int q = 1; q < size_; ++q) {
-      const std::string& b = bytes[static_cast<size_t>(q)];
+      std::string b = std::move(bytes[static_cast<size_t>(q)]);  // freed once decoded
       size_t pos = 0;
       for (size_t i = static_cast<size_t>(q); i < paths.size(); i += static_cast<size_t>(size_)) {
         if (!report::decode_parsed_report(b.data(), b.size(), &pos, &(*out)[i])) {
           if (error) *error = "--mpi: process " + std::to_string(q) + " sent unreadable reports";
           return false;
         }
+      }
+      if (pos != b.size()) {
+        if (error) *error = "--mpi: process " + std::to_string(q) + " sent more than it parsed";
+        return false;
       }
     }
     return true;
