@@ -96,8 +96,7 @@ TEST(ReportMpi, UnreadableDirEndsEveryProcess) {
   int rc = -1;
   const std::string all = report_outputs(dir + "/nope", dir + "/out", 2, dir + "/stderr", &rc);
   EXPECT_EQ(rc, 1) << all;
-  EXPECT_NE(all.find("fabtrace report: " + dir + "/nope: "), std::string::npos)
-      << all;
+  EXPECT_NE(all.find("fabtrace report: " + dir + "/nope: "), std::string::npos) << all;
 }
 
 TEST(ReportMpi, WithoutMpiTheOptionIsRefused) {
