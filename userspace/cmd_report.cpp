@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -23,6 +24,9 @@
 #include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/tables.h"
+#if FABTRACE_HAVE_MPI
+#include "userspace/report_mpi.h"
+#endif
 
 namespace fabtrace {
 
@@ -33,7 +37,7 @@ namespace fs = std::filesystem;
 void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-               "                       [--kernel-events] [--otf2] [--threads N]\n"
+               "                       [--kernel-events] [--otf2] [--threads N] [--mpi]\n"
                "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
                "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
                "           trace go (default DIR/fabtrace-report)\n"
@@ -43,7 +47,10 @@ void usage(std::FILE* out) {
                "           logs (fabtrace record) under DIR\n"
                "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n"
                "  --threads N  threads that read the ranks' reports (default: one per core);\n"
-               "           the outputs are the same for any N\n");
+               "           the outputs are the same for any N\n"
+               "  --mpi    under mpirun -np K: the reports are parsed by the K processes\n"
+               "           (N threads each) and gathered by process 0, which writes the\n"
+               "           same outputs as without --mpi\n");
 }
 
 bool parse_size(const char* s, size_t* out) {
@@ -60,6 +67,7 @@ bool parse_size(const char* s, size_t* out) {
 int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
   bool have_dir = false, html = true, trace = true, kernel_events = false, otf2 = false;
+  bool mpi = false;
   size_t top = 5, threads = 0;
   bool top_given = false;
   for (int i = 0; i < argc; ++i) {
@@ -113,6 +121,10 @@ int cmd_report(int argc, char** argv) {
       otf2 = true;
       continue;
     }
+    if (!std::strcmp(a, "--mpi")) {
+      mpi = true;
+      continue;
+    }
     if (a[0] == '-' && a[1] != '\0') {
       std::fprintf(stderr, "fabtrace report: unknown option '%s'\n", a);
       usage(stderr);
@@ -129,6 +141,20 @@ int cmd_report(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  if (mpi && !FABTRACE_HAVE_MPI) {
+    std::fprintf(stderr,
+                 "fabtrace report: --mpi: this fabtrace was built without MPI (libopenmpi-dev)\n");
+    return 2;
+  }
+#if FABTRACE_HAVE_MPI
+  // Every process parses the same arguments; process 0 writes the report,
+  // the others only parse their share of the ranks' reports for it.
+  std::unique_ptr<MpiReport> session;
+  if (mpi) {
+    session = std::make_unique<MpiReport>();
+    if (!session->root()) return session->serve(static_cast<unsigned>(threads));
+  }
+#endif
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (out_dir.empty()) out_dir = dir + "/fabtrace-report";
 
@@ -140,9 +166,20 @@ int cmd_report(int argc, char** argv) {
   report::LoadOptions lopt;
   lopt.exclude_dirs.push_back(out_dir);
   lopt.threads = static_cast<unsigned>(threads);
+#if FABTRACE_HAVE_MPI
+  if (session) lopt.parser = session->parser(lopt.threads);
+#endif
   report::Job job;
   std::string err;
-  if (!report::load_job(dir, lopt, &job, &err)) {
+  const bool loaded = report::load_job(dir, lopt, &job, &err);
+#if FABTRACE_HAVE_MPI
+  // The other processes are done once the reports are gathered: MPI is
+  // finalized now so that they exit instead of polling in MPI_Finalize
+  // (which waits for every process) while this one writes the outputs.
+  if (session) session->release();
+  session.reset();
+#endif
+  if (!loaded) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     return 1;
   }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,13 @@ struct Job {
 // dir itself cannot be read.
 bool load_job(const std::string& dir, Job* job, std::string* error);
 
+struct ParsedReport;  // parsed_report.h
+// load_job's parsing step, replaceable (LoadOptions::parser): fills out[i]
+// with the result of paths[i] (report_mpi.cpp spreads it over MPI processes).
+// False, with *error, when it could not be done.
+using ReportParser = std::function<bool(const std::vector<std::string>& paths,
+                                        std::vector<ParsedReport>* out, std::string* error)>;
+
 struct LoadOptions {
   // Directories under dir not to walk (the report's own output directory).
   std::vector<std::string> exclude_dirs;
@@ -156,6 +164,8 @@ struct LoadOptions {
   // Threads that parse the ranks' reports (0: one per core). The job is the
   // same whatever the number.
   unsigned threads = 0;
+  // When set, parses the reports instead of parse_reports(paths, threads).
+  ReportParser parser;
 };
 bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error);
 

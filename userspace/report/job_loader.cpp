@@ -30,6 +30,7 @@
 #include "common/output_names.h"
 #include "common/rank.h"
 #include "userspace/report/job.h"
+#include "userspace/report/parsed_report.h"
 #include "userspace/report/post_evidence.h"
 #include "userspace/report/report_reader.h"
 
@@ -300,17 +301,6 @@ size_t count_unlisted_locals(const ProcessReport& rep) {
   return unlisted.size();
 }
 
-// A report as its parsing thread leaves it: its link rows already in the
-// form of Job::links (rows), so that the job never holds every rank's rows
-// twice (as report links and as job rows).
-struct ParsedReport {
-  bool ok = false;
-  ProcessReport report;  // without its links
-  std::string why;
-  std::vector<LinkRow> rows;
-  size_t link_count = 0, unlisted_locals = 0;
-};
-
 // A parsed report's links become the job's rows.
 void stage_rows(ParsedReport* p) {
   if (!p->ok) return;
@@ -319,6 +309,8 @@ void stage_rows(ParsedReport* p) {
   p->rows = link_rows_of(p->report.host, p->report.rank, p->report.pid, &p->report.links,
                          /*take=*/true);
 }
+
+}  // namespace
 
 // Parses the reports on up to `threads` threads (the JSON parse is most of the
 // load). Each file's result goes in its own slot, so the merge that follows,
@@ -365,8 +357,6 @@ std::vector<ParsedReport> parse_reports(const std::vector<std::string>& paths, u
   for (std::thread& t : pool) t.join();
   return out;
 }
-
-}  // namespace
 
 std::vector<std::string> Job::hosts() const {
   std::vector<std::string> out;
@@ -567,7 +557,16 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   Found found;
   walk(dir, opt, &found, &job->skipped);
 
-  std::vector<ParsedReport> parsed = parse_reports(found.reports, opt.threads);
+  std::vector<ParsedReport> parsed;
+  if (opt.parser) {
+    if (!opt.parser(found.reports, &parsed, error)) return false;
+    if (parsed.size() != found.reports.size()) {
+      if (error) *error = "the report parser returned another number of reports";
+      return false;
+    }
+  } else {
+    parsed = parse_reports(found.reports, opt.threads);
+  }
   std::vector<std::vector<LinkRow>> staged;  // staged[i]: the rows of job->ranks[i]
   std::map<Key, size_t> by_key;
   std::set<std::string> json_stems;

@@ -1,0 +1,39 @@
+// A rank's report as a parser leaves it, before the job is built from all of
+// them (job_loader.cpp), and its byte form: `fabtrace report --mpi` parses
+// each process's share of the reports and gathers these bytes, in file order,
+// on the process that builds the job (report_mpi.cpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "userspace/report/job.h"
+
+namespace fabtrace::report {
+
+// A report as its parsing thread leaves it: its link rows already in the
+// form of Job::links (rows), so that the job never holds every rank's rows
+// twice (as report links and as job rows).
+struct ParsedReport {
+  bool ok = false;
+  ProcessReport report;  // without its links
+  std::string why;       // !ok: why the file is skipped
+  std::vector<LinkRow> rows;
+  size_t link_count = 0, unlisted_locals = 0;
+};
+
+// Parses the reports at `paths` on up to `threads` threads (0: one per core);
+// out[i] is the result of paths[i], the same whatever the number of threads.
+std::vector<ParsedReport> parse_reports(const std::vector<std::string>& paths, unsigned threads);
+
+// Appends p's byte form to *out. Every field is written, doubles bit for bit,
+// so that the decoded report makes the same outputs as the original.
+void encode_parsed_report(const ParsedReport& p, std::string* out);
+
+// Decodes one report from [*pos, size) of `bytes`, advancing *pos. False on
+// bytes that are not an encoded report (cut short, a count larger than what is
+// left): nothing read from the buffer is trusted beyond its size.
+bool decode_parsed_report(const char* bytes, size_t size, size_t* pos, ParsedReport* p);
+
+}  // namespace fabtrace::report

@@ -1,0 +1,274 @@
+// The byte form of a ParsedReport (parsed_report.h): fixed-width little-endian
+// integers, doubles as their bits, strings and lists prefixed by their length.
+// Only processes of one `mpirun` exchange it (same binary, same machine type),
+// so it has no version: it is not a file format.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "userspace/report/parsed_report.h"
+
+namespace fabtrace::report {
+
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+  template <typename T>
+  void num(T v) {
+    static_assert(std::is_arithmetic_v<T>);
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out_->append(b, sizeof(T));
+  }
+  void flag(bool v) { num<uint8_t>(v ? 1 : 0); }
+  void str(const std::string& s) {
+    num<uint64_t>(s.size());
+    out_->append(s);
+  }
+
+ private:
+  std::string* out_;
+};
+
+// Reads what Writer wrote; every read is checked against the buffer's end, and
+// once one fails every later one does (ok() tells at the end).
+class Reader {
+ public:
+  Reader(const char* p, size_t size, size_t pos) : p_(p), size_(size), pos_(pos) {}
+  template <typename T>
+  T num() {
+    T v{};
+    if (!ok_ || size_ - pos_ < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
+    std::memcpy(&v, p_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  bool flag() { return num<uint8_t>() != 0; }
+  std::string str() {
+    const uint64_t n = num<uint64_t>();
+    if (!ok_ || n > size_ - pos_) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(p_ + pos_, static_cast<size_t>(n));
+    pos_ += static_cast<size_t>(n);
+    return s;
+  }
+  // A list's length, refused when its items (at least `min_item` bytes each)
+  // cannot all be in what is left of the buffer.
+  size_t count(size_t min_item) {
+    const uint64_t n = num<uint64_t>();
+    if (!ok_ || n > (size_ - pos_) / min_item) {
+      ok_ = false;
+      return 0;
+    }
+    return static_cast<size_t>(n);
+  }
+  bool ok() const { return ok_; }
+  size_t pos() const { return pos_; }
+
+ private:
+  const char* p_;
+  size_t size_, pos_;
+  bool ok_ = true;
+};
+
+void put(Writer& w, const OpRow& o) {
+  w.str(o.op);
+  w.num(o.bytes);
+  w.flag(o.size_unknown);
+  for (uint64_t v : {o.count, o.errors, o.untimed, o.ring_full, o.unfinished, o.eagain, o.refused,
+                     o.within_50us})
+    w.num(v);
+  for (double v : {o.avg_ns, o.min_ns, o.max_ns, o.p50_ns, o.p99_ns, o.gbps}) w.num(v);
+  w.flag(o.recv);
+}
+
+void get(Reader& r, OpRow* o) {
+  o->op = r.str();
+  o->bytes = r.num<uint64_t>();
+  o->size_unknown = r.flag();
+  for (uint64_t* v : {&o->count, &o->errors, &o->untimed, &o->ring_full, &o->unfinished, &o->eagain,
+                      &o->refused, &o->within_50us})
+    *v = r.num<uint64_t>();
+  for (double* v : {&o->avg_ns, &o->min_ns, &o->max_ns, &o->p50_ns, &o->p99_ns, &o->gbps})
+    *v = r.num<double>();
+  o->recv = r.flag();
+}
+
+void put(Writer& w, const NicReport& n) {
+  w.str(n.domain);
+  w.num<uint64_t>(n.locals.size());
+  for (const std::string& l : n.locals) w.str(l);
+  w.num(n.ops);
+  w.num(n.bytes);
+  w.num(n.busy_ns);
+  w.num(n.gbps);
+  w.num(n.window_ns);
+  w.num<uint64_t>(n.windows.size());
+  for (const NicWindow& win : n.windows) {
+    w.num(win.index);
+    w.num(win.busy_ns);
+    w.num(win.bytes);
+  }
+  for (double v : {n.peak_limit_ns, n.peak_gbps, n.peak_start_s, n.peak_span_ns}) w.num(v);
+  w.num(n.peak_bytes);
+  w.num(n.unbinned_busy_ns);
+  w.num(n.unbinned_bytes);
+}
+
+void get(Reader& r, NicReport* n) {
+  n->domain = r.str();
+  n->locals.resize(r.count(sizeof(uint64_t)));
+  for (std::string& l : n->locals) l = r.str();
+  n->ops = r.num<uint64_t>();
+  n->bytes = r.num<uint64_t>();
+  n->busy_ns = r.num<double>();
+  n->gbps = r.num<double>();
+  n->window_ns = r.num<double>();
+  n->windows.resize(r.count(3 * sizeof(uint64_t)));
+  for (NicWindow& win : n->windows) {
+    win.index = r.num<uint64_t>();
+    win.busy_ns = r.num<double>();
+    win.bytes = r.num<uint64_t>();
+  }
+  for (double* v : {&n->peak_limit_ns, &n->peak_gbps, &n->peak_start_s, &n->peak_span_ns})
+    *v = r.num<double>();
+  n->peak_bytes = r.num<uint64_t>();
+  n->unbinned_busy_ns = r.num<double>();
+  n->unbinned_bytes = r.num<uint64_t>();
+}
+
+void put(Writer& w, const CqReport& c) {
+  w.num(c.id);
+  w.num(c.polls);
+  for (uint64_t g : c.gaps) w.num(g);
+  w.num(c.max_gap_ns);
+  w.num(c.max_gap_end_s);
+}
+
+void get(Reader& r, CqReport* c) {
+  c->id = r.num<uint32_t>();
+  c->polls = r.num<uint64_t>();
+  for (uint64_t& g : c->gaps) g = r.num<uint64_t>();
+  c->max_gap_ns = r.num<double>();
+  c->max_gap_end_s = r.num<double>();
+}
+
+void put(Writer& w, const ProcessReport& p) {
+  for (const std::string* s : {&p.host, &p.rank, &p.providers, &p.source}) w.str(*s);
+  w.num<int64_t>(p.pid);
+  w.num(p.start_mono_ns);
+  w.num(p.start_wall_ns);
+  w.num(p.duration_s);
+  w.flag(p.tsc);
+  w.num(p.ns_per_tick);
+  w.num(p.clock_residual_ns);
+  for (uint64_t v : {p.clock_pairs, p.ring_slots, p.ring_full, p.cells_full}) w.num(v);
+  w.num<uint64_t>(p.nics.size());
+  for (const NicReport& n : p.nics) put(w, n);
+  w.num<uint64_t>(p.cqs.size());
+  for (const CqReport& c : p.cqs) put(w, c);
+  // Links: what is left of them (parse_reports moves their rows into ParsedReport::rows).
+  w.num<uint64_t>(p.links.size());
+  for (const LinkReport& l : p.links) {
+    w.str(l.local);
+    w.str(l.remote);
+    w.num<uint64_t>(l.rows.size());
+    for (const OpRow& o : l.rows) put(w, o);
+  }
+}
+
+void get(Reader& r, ProcessReport* p) {
+  for (std::string* s : {&p->host, &p->rank, &p->providers, &p->source}) *s = r.str();
+  p->pid = static_cast<long>(r.num<int64_t>());
+  p->start_mono_ns = r.num<uint64_t>();
+  p->start_wall_ns = r.num<uint64_t>();
+  p->duration_s = r.num<double>();
+  p->tsc = r.flag();
+  p->ns_per_tick = r.num<double>();
+  p->clock_residual_ns = r.num<double>();
+  for (uint64_t* v : {&p->clock_pairs, &p->ring_slots, &p->ring_full, &p->cells_full})
+    *v = r.num<uint64_t>();
+  p->nics.resize(r.count(sizeof(uint64_t)));
+  for (NicReport& n : p->nics) get(r, &n);
+  p->cqs.resize(r.count(sizeof(uint64_t)));
+  for (CqReport& c : p->cqs) get(r, &c);
+  p->links.resize(r.count(3 * sizeof(uint64_t)));
+  for (LinkReport& l : p->links) {
+    l.local = r.str();
+    l.remote = r.str();
+    l.rows.resize(r.count(sizeof(uint64_t)));
+    for (OpRow& o : l.rows) get(r, &o);
+  }
+}
+
+void put(Writer& w, const LinkRow& l) {
+  for (const std::string* s : {&l.host, &l.rank, &l.local, &l.remote}) w.str(*s);
+  w.num<int64_t>(l.pid);
+  put(w, l.row);
+  w.num(l.outlier_ratio);
+  w.flag(l.kernel_logged);
+  w.num(l.retrans);
+  w.num(l.drops);
+  w.num(l.posted.logged);
+  w.num(l.posted.matched);
+  w.num(l.posted.late);
+  w.num(l.posted.late_median_ns);
+  w.str(l.posted.unknown);
+}
+
+void get(Reader& r, LinkRow* l) {
+  for (std::string* s : {&l->host, &l->rank, &l->local, &l->remote}) *s = r.str();
+  l->pid = static_cast<long>(r.num<int64_t>());
+  get(r, &l->row);
+  l->outlier_ratio = r.num<double>();
+  l->kernel_logged = r.flag();
+  l->retrans = r.num<uint64_t>();
+  l->drops = r.num<uint64_t>();
+  l->posted.logged = r.num<uint64_t>();
+  l->posted.matched = r.num<uint64_t>();
+  l->posted.late = r.num<uint64_t>();
+  l->posted.late_median_ns = r.num<double>();
+  l->posted.unknown = r.str();
+}
+
+}  // namespace
+
+void encode_parsed_report(const ParsedReport& p, std::string* out) {
+  Writer w(out);
+  w.flag(p.ok);
+  w.str(p.why);
+  put(w, p.report);
+  w.num<uint64_t>(p.rows.size());
+  for (const LinkRow& l : p.rows) put(w, l);
+  w.num<uint64_t>(p.link_count);
+  w.num<uint64_t>(p.unlisted_locals);
+}
+
+bool decode_parsed_report(const char* bytes, size_t size, size_t* pos, ParsedReport* p) {
+  if (*pos > size) return false;
+  Reader r(bytes, size, *pos);
+  *p = ParsedReport();
+  p->ok = r.flag();
+  p->why = r.str();
+  get(r, &p->report);
+  // A row is at least its four string lengths, pid and op length.
+  p->rows.resize(r.count(6 * sizeof(uint64_t)));
+  for (LinkRow& l : p->rows) get(r, &l);
+  p->link_count = static_cast<size_t>(r.num<uint64_t>());
+  p->unlisted_locals = static_cast<size_t>(r.num<uint64_t>());
+  if (!r.ok()) return false;
+  *pos = r.pos();
+  return true;
+}
+
+}  // namespace fabtrace::report
