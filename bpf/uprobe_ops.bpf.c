@@ -170,6 +170,23 @@ static __always_inline __u64 iov_bytes(__u64 iov, __u64 count) {
   return total;
 }
 
+/* Where a message struct (struct fi_msg, fi_msg_tagged, fi_msg_rma,
+ * fi_msg_atomic) keeps its context, by enum ft_up_ctx; 0 for another place. */
+static __always_inline __u64 msg_ctx_off(__u32 ctxloc) {
+  switch (ctxloc) {
+    case FT_UP_CTX_MSG:
+      return FT_UP_MSG_CTX_OFF;
+    case FT_UP_CTX_TMSG:
+      return FT_UP_TMSG_CTX_OFF;
+    case FT_UP_CTX_RMSG:
+      return FT_UP_RMSG_CTX_OFF;
+    case FT_UP_CTX_AMSG:
+      return FT_UP_AMSG_CTX_OFF;
+    default:
+      return 0;
+  }
+}
+
 /* The bytes an op moves, from where its length is (enum ft_up_len): an atomic's
  * elements times its datatype's size (an unknown datatype counts 0 bytes). */
 static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
@@ -227,20 +244,12 @@ int ft_up_op(struct pt_regs* regs) {
     case FT_UP_CTX_ARG8:
       c.ctx = arg_n(regs, 8);
       break;
-    case FT_UP_CTX_MSG:
-      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_MSG_CTX_OFF);
+    default: {
+      /* A message (argument 2) keeps it in its ->context field. */
+      const __u64 off = msg_ctx_off(ctxloc);
+      if (off) c.ctx = read_u64(arg_n(regs, 2) + off);
       break;
-    case FT_UP_CTX_TMSG:
-      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_TMSG_CTX_OFF);
-      break;
-    case FT_UP_CTX_RMSG:
-      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_RMSG_CTX_OFF);
-      break;
-    case FT_UP_CTX_AMSG:
-      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_AMSG_CTX_OFF);
-      break;
-    default:
-      break;
+    }
   }
   c.ep = arg_n(regs, 1);
   c.sp = FT_SP(regs);

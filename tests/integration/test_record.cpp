@@ -1279,7 +1279,9 @@ void uprobes_ft_app(const char* prov, const char* family) {
       EXPECT_EQ(r.num("pending"), 0u);
       EXPECT_EQ(r.num("unmatched"), 0u);
       EXPECT_EQ(r.num("by_order"), 0u);  // ft_app passes a context with every op
-      if (completed) EXPECT_GT(r.num("min_ns"), 0u);
+      if (completed) {
+        EXPECT_GT(r.num("min_ns"), 0u);
+      }
     }
   }
   for (const int rank : {0, 1}) {
@@ -1298,8 +1300,8 @@ void uprobes_ft_app(const char* prov, const char* family) {
     EXPECT_EQ(polls.num("entries"), paired + polls.num("remote"));
   }
   // The sites the traffic went through were attached and hit.
-  for (const std::string what : {std::string(prov) + (rma ? " rma.write" : " atomic.write"),
-                                 std::string(prov) + (rma ? " rma.read" : " atomic.compwrite")}) {
+  for (const std::string& what : {std::string(prov) + (rma ? " rma.write" : " atomic.write"),
+                                  std::string(prov) + (rma ? " rma.read" : " atomic.compwrite")}) {
     const size_t at = record_log.find(what + ": ");
     ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
     EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
