@@ -19,7 +19,7 @@
 #include <linux/types.h>
 #endif
 
-#define FT_RECORD_VERSION 1
+#define FT_RECORD_VERSION 2
 
 #define FT_COMM_LEN 16 /* TASK_COMM_LEN */
 #define FT_NAME_LEN 32 /* IRQ action names ("cxi0_comp3", "virtio0-input.0") */
@@ -296,6 +296,9 @@ struct ft_up_stats {
   __u64 unwalked;  /* polls: entries past FT_UP_WALK_MAX in one read (not paired) */
   __u64 early;     /* polls: NULL-context entries of a CQ opened before the session, on a
                     * side that issued no op in the session yet (the op was issued before) */
+  __u64 remote;    /* polls: NULL-context entries flagged FI_REMOTE_WRITE/FI_REMOTE_READ: an
+                    * RMA or atomic of a peer landing here (fi_writedata's CQ data), no op of
+                    * this process */
   __u64 hist[FT_UP_HIST];
 };
 struct ft_uprobe_ops {
@@ -356,7 +359,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
-FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 16 + 8 * (11 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 16 + 8 * (12 + FT_UP_HIST), "ft_uprobe_ops");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

@@ -48,6 +48,7 @@ const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 #define FT_ARG2(regs) ((regs)->si)
 #define FT_ARG3(regs) ((regs)->dx)
 #define FT_ARG4(regs) ((regs)->cx)
+#define FT_ARG5(regs) ((regs)->r8)
 #define FT_ARG6(regs) ((regs)->r9)
 #define FT_SP(regs) ((regs)->sp)
 #define FT_RET(regs) ((regs)->ax)
@@ -151,11 +152,10 @@ static __always_inline __u64 arg_n(struct pt_regs* regs, int n) {
       return FT_ARG4(regs);
     case 6:
       return FT_ARG6(regs);
-    case 7:
-    case 8:
-      return stack_arg(regs, n);
+    case 5:
+      return FT_ARG5(regs);
     default:
-      return 0; /* argument 5 is never needed */
+      return n >= 7 && n <= 16 ? stack_arg(regs, n) : 0;
   }
 #endif
 }
@@ -170,6 +170,56 @@ static __always_inline __u64 iov_bytes(__u64 iov, __u64 count) {
   return total;
 }
 
+/* Where a message struct (struct fi_msg, fi_msg_tagged, fi_msg_rma,
+ * fi_msg_atomic) keeps its context, by enum ft_up_ctx; 0 for another place. */
+static __always_inline __u64 msg_ctx_off(__u32 ctxloc) {
+  switch (ctxloc) {
+    case FT_UP_CTX_MSG:
+      return FT_UP_MSG_CTX_OFF;
+    case FT_UP_CTX_TMSG:
+      return FT_UP_TMSG_CTX_OFF;
+    case FT_UP_CTX_RMSG:
+      return FT_UP_RMSG_CTX_OFF;
+    case FT_UP_CTX_AMSG:
+      return FT_UP_AMSG_CTX_OFF;
+    default:
+      return 0;
+  }
+}
+
+/* The bytes an op moves, from where its length is (enum ft_up_len): an atomic's
+ * elements times its datatype's size (an unknown datatype counts 0 bytes). */
+static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
+  const __u32 kind = FT_UP_LEN_KIND(lenloc);
+  __u64 n = 0;
+  switch (kind) {
+    case FT_UP_LEN_ARG3:
+    case FT_UP_LEN_ACOUNT:
+      n = arg_n(regs, 3);
+      break;
+    case FT_UP_LEN_IOV:
+    case FT_UP_LEN_AIOC:
+      n = iov_bytes(arg_n(regs, 2), arg_n(regs, 4));
+      break;
+    case FT_UP_LEN_MSG:
+    case FT_UP_LEN_AMSG: {
+      /* fi_msg, fi_msg_tagged, fi_msg_rma, fi_msg_atomic: the same two fields */
+      const __u64 msg = arg_n(regs, 2);
+      n = iov_bytes(read_u64(msg + FT_UP_MSG_IOV_OFF), read_u64(msg + FT_UP_MSG_COUNT_OFF));
+      break;
+    }
+    default:
+      return 0;
+  }
+  if (kind < FT_UP_LEN_ACOUNT) return n;
+  __u32 dt = 0;
+  if (kind == FT_UP_LEN_AMSG)
+    bpf_probe_read_user(&dt, sizeof(dt), (const void*)(arg_n(regs, 2) + FT_UP_AMSG_DT_OFF));
+  else
+    dt = (__u32)arg_n(regs, (int)FT_UP_LEN_DT_ARG(lenloc));
+  return n * ft_up_datatype_size(dt);
+}
+
 SEC("uprobe")
 int ft_up_op(struct pt_regs* regs) {
   const __u64 cookie = bpf_get_attach_cookie(regs);
@@ -181,22 +231,10 @@ int ft_up_op(struct pt_regs* regs) {
   if (FT_UP_CTXLOC(cookie) == FT_UP_CTX_NONE) return 0; /* inject: no completion will come */
 
   struct ft_up_call c = {};
-  switch (FT_UP_LENLOC(cookie)) {
-    case FT_UP_LEN_ARG3:
-      c.bytes = arg_n(regs, 3);
-      break;
-    case FT_UP_LEN_IOV:
-      c.bytes = iov_bytes(arg_n(regs, 2), arg_n(regs, 4));
-      break;
-    case FT_UP_LEN_MSG: {
-      const __u64 msg = arg_n(regs, 2);
-      c.bytes = iov_bytes(read_u64(msg + FT_UP_MSG_IOV_OFF), read_u64(msg + FT_UP_MSG_COUNT_OFF));
-      break;
-    }
-    default:
-      break;
-  }
-  switch (FT_UP_CTXLOC(cookie)) {
+  c.bytes = op_bytes(regs, FT_UP_LENLOC(cookie));
+  const __u32 ctxloc = FT_UP_CTXLOC(cookie);
+  if (FT_UP_CTX_IS_STACK(ctxloc)) c.ctx = arg_n(regs, FT_UP_CTX_STACK_ARG(ctxloc));
+  switch (ctxloc) {
     case FT_UP_CTX_ARG6:
       c.ctx = arg_n(regs, 6);
       break;
@@ -206,14 +244,12 @@ int ft_up_op(struct pt_regs* regs) {
     case FT_UP_CTX_ARG8:
       c.ctx = arg_n(regs, 8);
       break;
-    case FT_UP_CTX_MSG:
-      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_MSG_CTX_OFF);
+    default: {
+      /* A message (argument 2) keeps it in its ->context field. */
+      const __u64 off = msg_ctx_off(ctxloc);
+      if (off) c.ctx = read_u64(arg_n(regs, 2) + off);
       break;
-    case FT_UP_CTX_TMSG:
-      c.ctx = read_u64(arg_n(regs, 2) + FT_UP_TMSG_CTX_OFF);
-      break;
-    default:
-      break;
+    }
   }
   c.ep = arg_n(regs, 1);
   c.sp = FT_SP(regs);
@@ -468,11 +504,20 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   if (ret <= 0) return 0;
   if (ps) ps->completions += (__u64)ret;
   const __u64 now = bpf_ktime_get_ns();
-  __u64 unmatched = 0, early = 0;
+  __u64 unmatched = 0, early = 0, remote = 0;
   for (int i = 0; i < FT_UP_WALK_MAX; ++i) {
     if (i >= ret) break;
     const __u64 entry = pp.buf + (__u64)pp.entry_size * (__u64)i;
     struct ft_up_key k = {.tgid = tgid, .ptr = read_u64(entry)};
+    /* A peer's RMA or atomic landing here (fi_writedata's CQ data): no op of
+     * this process, and never a receive of its (FI_RECV is not set). */
+    if (!k.ptr && pp.entry_size >= 24) {
+      const __u64 flags = read_u64(entry + 8);
+      if ((flags & (FT_UP_FI_REMOTE_WRITE | FT_UP_FI_REMOTE_READ)) && !(flags & FT_UP_FI_RECV)) {
+        ++remote;
+        continue;
+      }
+    }
     struct ft_up_seq_key sk = {};
     bool before = false;
     struct ft_up_pending* p =
@@ -505,6 +550,7 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   if (ps) {
     ps->unmatched += unmatched;
     ps->early += early;
+    ps->remote += remote;
     if (ret > FT_UP_WALK_MAX) ps->unwalked += (__u64)ret - FT_UP_WALK_MAX;
   }
   return 0;

@@ -38,23 +38,47 @@ enum ft_up_ctx {
   FT_UP_CTX_ARG6 = 1,
   FT_UP_CTX_ARG7 = 2,
   FT_UP_CTX_ARG8 = 3,
-  FT_UP_CTX_MSG = 4, /* struct fi_msg *, argument 2: ->context */
-  FT_UP_CTX_TMSG = 5 /* struct fi_msg_tagged *, argument 2: ->context */
+  FT_UP_CTX_MSG = 4,  /* struct fi_msg *, argument 2: ->context */
+  FT_UP_CTX_TMSG = 5, /* struct fi_msg_tagged *, argument 2: ->context */
+  FT_UP_CTX_RMSG = 6, /* struct fi_msg_rma *, argument 2: ->context */
+  FT_UP_CTX_AMSG = 7  /* struct fi_msg_atomic *, argument 2: ->context */
 };
+/* Argument n (9..16) on the stack: RMA writedata keeps its context in argument
+ * 9, the atomics in 10, 12, 13, 14 or 16 (rdma/fi_atomic.h). */
+#define FT_UP_CTX_STACK(n) (0x10 | (n))
+#define FT_UP_CTX_IS_STACK(loc) (((loc)&0xf0) == 0x10)
+#define FT_UP_CTX_STACK_ARG(loc) ((loc)&0x0f ? (loc)&0x0f : 16)
 
 /* Where an op's length is. */
 enum ft_up_len {
   FT_UP_LEN_NONE = 0,
   FT_UP_LEN_ARG3 = 1, /* (ep, buf, len, ...) */
   FT_UP_LEN_IOV = 2,  /* (ep, iov, desc, count, ...) */
-  FT_UP_LEN_MSG = 3   /* (ep, msg, flags): msg->msg_iov, msg->iov_count */
+  FT_UP_LEN_MSG = 3,  /* (ep, msg, flags): msg->msg_iov, msg->iov_count */
+  /* Atomics: bytes = elements x the size of the datatype (enum fi_datatype),
+   * which is argument FT_UP_LEN_DT_ARG of the length's place, or the message's
+   * ->datatype for FT_UP_LEN_AMSG. */
+  FT_UP_LEN_ACOUNT = 4, /* (ep, buf, count, ...): count elements */
+  FT_UP_LEN_AIOC = 5,   /* (ep, ioc, desc, count, ...): struct fi_ioc counts */
+  FT_UP_LEN_AMSG = 6    /* (ep, msg, ...): struct fi_msg_atomic's fi_ioc counts */
 };
+/* An atomic's length place with its datatype's argument (8..14) in the high
+ * nibble (the cookie keeps 8 bits for the length's place). */
+#define FT_UP_LEN_ATOMIC(kind, dt_arg) ((kind) | ((dt_arg) << 4))
+#define FT_UP_LEN_KIND(len) ((len)&0x0f)
+#define FT_UP_LEN_DT_ARG(len) (((len) >> 4) & 0x0f)
 
 /* struct fi_msg / fi_msg_tagged (rdma/fi_endpoint.h, fi_tagged.h) on LP64. */
 #define FT_UP_MSG_IOV_OFF 0
 #define FT_UP_MSG_COUNT_OFF 16
 #define FT_UP_MSG_CTX_OFF 32
 #define FT_UP_TMSG_CTX_OFF 48
+/* struct fi_msg_rma (rdma/fi_rma.h): msg_iov and iov_count where fi_msg has them. */
+#define FT_UP_RMSG_CTX_OFF 48
+/* struct fi_msg_atomic (rdma/fi_atomic.h): msg_iov (struct fi_ioc: addr, count,
+ * laid out as an iovec) and iov_count where fi_msg has them. */
+#define FT_UP_AMSG_DT_OFF 48
+#define FT_UP_AMSG_CTX_OFF 56
 /* struct fi_cq_attr (rdma/fi_eq.h): size, flags, format. */
 #define FT_UP_CQ_ATTR_FORMAT_OFF 16
 
@@ -77,6 +101,39 @@ enum ft_up_len {
 #define FT_UP_FI_RECV (1ULL << 10)
 #define FT_UP_FI_SEND (1ULL << 11)
 #define FT_UP_FI_TRANSMIT FT_UP_FI_SEND
+#define FT_UP_FI_REMOTE_READ (1ULL << 12)
+#define FT_UP_FI_REMOTE_WRITE (1ULL << 13)
+
+/* The size of one element of enum fi_datatype (rdma/fi_domain.h): FI_INT8 ..
+ * FI_LONG_DOUBLE_COMPLEX, FI_INT128, FI_UINT128; 0 for another value. */
+static inline __u64 ft_up_datatype_size(__u32 dt) {
+  switch (dt) {
+    case 0: /* FI_INT8 */
+    case 1: /* FI_UINT8 */
+      return 1;
+    case 2: /* FI_INT16 */
+    case 3: /* FI_UINT16 */
+      return 2;
+    case 4: /* FI_INT32 */
+    case 5: /* FI_UINT32 */
+    case 8: /* FI_FLOAT */
+      return 4;
+    case 6:  /* FI_INT64 */
+    case 7:  /* FI_UINT64 */
+    case 9:  /* FI_DOUBLE */
+    case 10: /* FI_FLOAT_COMPLEX */
+      return 8;
+    case 11: /* FI_DOUBLE_COMPLEX */
+    case 12: /* FI_LONG_DOUBLE (x86_64: 16 bytes of storage) */
+    case 14: /* FI_INT128 */
+    case 15: /* FI_UINT128 */
+      return 16;
+    case 13: /* FI_LONG_DOUBLE_COMPLEX */
+      return 32;
+    default:
+      return 0;
+  }
+}
 
 /* An op issued and not completed yet (key: process, context pointer); also the
  * key of the application's CQs and endpoints (process, object pointer). */

@@ -41,6 +41,7 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
     kv("unmatched", s.unmatched);
     kv("unwalked", s.unwalked);
     kv("early", s.early);
+    kv("remote", s.remote);
     return d;
   }
   kv("refused", s.refused);

@@ -25,7 +25,7 @@ uint64_t uprobe_hist_quantile(const ft_up_stats& s, double q);
 
 // "calls=..;refused=..;completions=..;by_order=..;bytes=..;pending=..;unmatched=..;
 // avg_ns=..;min_ns=..;max_ns=..;p50_le_ns=..;p99_le_ns=.." (the latencies only when
-// something completed); polls: "calls=..;entries=..;unmatched=..;unwalked=..;early=..".
+// something completed); polls: "calls=..;entries=..;unmatched=..;unwalked=..;early=..;remote=..".
 std::string uprobe_stats_detail(const ft_uprobe_ops& r);
 
 }  // namespace fabtrace

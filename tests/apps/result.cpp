@@ -1,5 +1,7 @@
 #include "result.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -93,6 +95,8 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   bool ok = unsupported.empty() && stats.ok();
   std::string o = "{";
   o += "\"rank\":" + std::to_string(rank);
+  // The rank's process: a node-wide session (record --uprobes) counts per process.
+  o += ",\"pid\":" + std::to_string(::getpid());
   o += ",\"prov\":" + quote(opt.prov);
   o += ",\"test\":" + quote(opt.test);
   o += ",\"ep_type\":" + quote(opt.ep_type == FI_EP_MSG ? "msg" : "rdm");

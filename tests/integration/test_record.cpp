@@ -1198,5 +1198,136 @@ TEST(Record, UprobesPingpongShmTagged) {
   uprobes_pingpong("shm", true);
 }
 
+// ---- --uprobes: RMA and atomics (ep->rma, ep->atomic).
+
+// The ops of the RMA and atomic tables, by the names ft_app and the kernel log
+// both use, and the bytes one of them moves in ft_app's families: rma moves
+// --size bytes per op (its iovec variants split the same bytes), atomic one
+// FI_UINT64 per op (count 1 x 8 bytes).
+const std::set<std::string> kRmaOps = {"fi_write",     "fi_writev",       "fi_writemsg",
+                                       "fi_writedata", "fi_read",         "fi_readv",
+                                       "fi_readmsg",   "fi_inject_write", "fi_inject_writedata"};
+const std::set<std::string> kAtomicOps = {
+    "fi_atomic",          "fi_atomicv",          "fi_atomicmsg",       "fi_inject_atomic",
+    "fi_fetch_atomic",    "fi_fetch_atomicv",    "fi_fetch_atomicmsg", "fi_compare_atomic",
+    "fi_compare_atomicv", "fi_compare_atomicmsg"};
+
+// ft_app's `family` (rma or atomic) over `prov`, both ranks without the
+// preload, under `record --uprobes`. Ground truth: each rank's own result file
+// (its pid, the ops it issued - accepted - and those refused with -FI_EAGAIN
+// and issued again). Per process the kernel must count the same calls,
+// refusals and completions of every RMA/atomic op, with the bytes they moved,
+// none pending or unmatched, every CQ entry either paired or a peer's RMA
+// landing (fi_writedata's remote CQ data at the rma target).
+void uprobes_ft_app(const char* prov, const char* family) {
+  const std::string dir = make_temp_dir("rec-up-rma");
+  const int rec = start_uprobe_session(dir, "record.log");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const uint64_t count = 20, size = 4096;
+  const int app = spawn({FT_APP, "--prov", prov, "--test", family, "--count", std::to_string(count),
+                         "--size", std::to_string(size), "--result", dir + "/app"},
+                        {}, dir + "/app.log", false);
+  ASSERT_GT(app, 0);
+  const int app_rc = wait_for(app, 240);
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  if (app_rc == 77) GTEST_SKIP() << slurp(dir + "/app.log");
+  ASSERT_EQ(app_rc, 0) << slurp(dir + "/app.log");
+  const std::string record_log = slurp(dir + "/record.log");
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  const bool rma = std::string(family) == "rma";
+  const std::set<std::string>& ops = rma ? kRmaOps : kAtomicOps;
+  const uint64_t op_bytes = rma ? size : sizeof(uint64_t);
+  uint64_t writedata_issued = 0;
+  std::map<int, nlohmann::json> by_rank;
+  for (const int rank : {0, 1})
+    by_rank[rank] = load_json(dir + "/app.r" + std::to_string(rank) + ".json");
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const nlohmann::json& own = by_rank[rank];
+    ASSERT_TRUE(own.at("ok").get<bool>()) << own.dump();
+    const int pid = own.at("pid").get<int>();
+    const auto rows = uprobe_rows_of(ev, pid);
+    std::map<std::string, uint64_t> issued, eagain;
+    for (const auto& [fn, n] : own.at("issued").items())
+      if (ops.count(fn)) issued[fn] = n.get<uint64_t>();
+    for (const auto& [fn, n] : own.at("eagain").items())
+      if (ops.count(fn)) eagain[fn] = n.get<uint64_t>();
+    if (rank == 0) {
+      // The initiator issued every variant the provider offers, count each.
+      ASSERT_FALSE(issued.empty()) << own.dump();
+      for (const auto& [fn, n] : issued) EXPECT_EQ(n, count) << fn;
+      writedata_issued = issued.count("fi_writedata") ? issued.at("fi_writedata") : 0;
+    }
+    for (const std::string& op : ops) {
+      SCOPED_TRACE(op);
+      const uint64_t n = issued.count(op) ? issued.at(op) : 0;
+      const uint64_t again = eagain.count(op) ? eagain.at(op) : 0;
+      if (n + again == 0) {
+        EXPECT_EQ(rows.count(op), 0u) << record_log;
+        continue;
+      }
+      ASSERT_TRUE(rows.count(op)) << record_log;
+      const Event& r = rows.at(op);
+      EXPECT_EQ(r.num("calls"), n + again);
+      EXPECT_EQ(r.num("refused"), again);
+      // An inject has no completion (and the kernel does not follow it further).
+      const uint64_t completed = op.rfind("fi_inject", 0) == 0 ? 0 : n;
+      EXPECT_EQ(r.num("completions"), completed);
+      EXPECT_EQ(r.num("bytes"), completed * op_bytes);
+      EXPECT_EQ(r.num("pending"), 0u);
+      EXPECT_EQ(r.num("unmatched"), 0u);
+      EXPECT_EQ(r.num("by_order"), 0u);  // ft_app passes a context with every op
+      if (completed) {
+        EXPECT_GT(r.num("min_ns"), 0u);
+      }
+    }
+  }
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto rows = uprobe_rows_of(ev, by_rank[rank].at("pid").get<int>());
+    ASSERT_TRUE(rows.count("cq_read")) << record_log;
+    const Event& polls = rows.at("cq_read");
+    uint64_t paired = 0;
+    for (const auto& [op, r] : rows)
+      if (op != "cq_read") paired += r.num("completions");
+    EXPECT_EQ(polls.num("unmatched"), 0u);
+    EXPECT_EQ(polls.num("unwalked"), 0u);
+    EXPECT_EQ(polls.num("early"), 0u);
+    // The target's remote CQ data entries: one per fi_writedata of the initiator.
+    EXPECT_EQ(polls.num("remote"), rank == 1 ? writedata_issued : 0u);
+    EXPECT_EQ(polls.num("entries"), paired + polls.num("remote"));
+  }
+  // The sites the traffic went through were attached and hit.
+  for (const std::string& what : {std::string(prov) + (rma ? " rma.write" : " atomic.write"),
+                                  std::string(prov) + (rma ? " rma.read" : " atomic.compwrite")}) {
+    const size_t at = record_log.find(what + ": ");
+    ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
+    EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
+  }
+}
+
+TEST(Record, UprobesRmaTcpRxm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("tcp;ofi_rxm", "rma");
+}
+
+TEST(Record, UprobesAtomicTcpRxm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("tcp;ofi_rxm", "atomic");
+}
+
+TEST(Record, UprobesRmaShm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("shm", "rma");
+}
+
+TEST(Record, UprobesAtomicShm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("shm", "atomic");
+}
+
 }  // namespace
 }  // namespace fabtrace::test

@@ -8,8 +8,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <rdma/fi_domain.h>
 #include <unistd.h>
 
+#include <complex>
 #include <cstring>
 #include <string>
 
@@ -155,7 +157,16 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
                                                           {"msg", "send"},
                                                           {"msg", "recv"},
                                                           {"tagged", "send"},
-                                                          {"tagged", "recv"}}) {
+                                                          {"tagged", "recv"},
+                                                          {"rma", "read"},
+                                                          {"rma", "readmsg"},
+                                                          {"rma", "write"},
+                                                          {"rma", "writev"},
+                                                          {"rma", "writedata"},
+                                                          {"atomic", "write"},
+                                                          {"atomic", "readwrite"},
+                                                          {"atomic", "compwrite"},
+                                                          {"atomic", "compwritemsg"}}) {
       const OpSite* s = find_site(r.sites, prov, table, op);
       ASSERT_NE(s, nullptr) << prov << " " << table << "." << op;
       EXPECT_NE(s->path.find("libfabric.so"), std::string::npos) << s->path;
@@ -178,6 +189,16 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
             find_site(r.sites, "shm", "msg", "send")->offset);
   EXPECT_NE(find_site(r.sites, "tcp;ofi_rxm", "domain", "cq_open")->offset,
             find_site(r.sites, "shm", "domain", "cq_open")->offset);
+  // Where the RMA and atomic ops keep their context and length (rdma/fi_rma.h,
+  // fi_atomic.h: the ep is argument 1).
+  const OpSite* wd = find_site(r.sites, "tcp;ofi_rxm", "rma", "writedata");
+  EXPECT_EQ(wd->op_kind, static_cast<uint32_t>(OpKind::kWritedata));
+  EXPECT_EQ(wd->ctx, static_cast<uint32_t>(FT_UP_CTX_STACK(9)));
+  const OpSite* cw = find_site(r.sites, "shm", "atomic", "compwrite");
+  EXPECT_EQ(cw->op_kind, static_cast<uint32_t>(OpKind::kCompareAtomic));
+  EXPECT_EQ(FT_UP_CTX_STACK_ARG(cw->ctx), 14u);
+  EXPECT_EQ(FT_UP_LEN_KIND(cw->len), static_cast<uint32_t>(FT_UP_LEN_ACOUNT));
+  EXPECT_EQ(FT_UP_LEN_DT_ARG(cw->len), 12u);
   // Every site is at most once.
   for (size_t i = 0; i < r.sites.size(); ++i)
     for (size_t j = i + 1; j < r.sites.size(); ++j)
@@ -187,7 +208,8 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
 TEST(OptableProbe, UnknownProviderIsANoteNotASite) {
   const OptableResult r = probe_optables({"no_such_provider"}, 20000);
   EXPECT_TRUE(r.sites.empty());
-  ASSERT_EQ(r.notes.size(), 3u);  // both threading variants, and the layout
+  ASSERT_EQ(r.notes.size(), 5u);  // two threading variants, with and without RMA and
+                                  // atomics, and the layout
   for (const std::string& n : r.notes) EXPECT_NE(n.find("no_such_provider"), std::string::npos);
   EXPECT_TRUE(r.layout.path.empty());
 }
@@ -209,6 +231,23 @@ TEST(OptableProbe, UtilityLayoutIsSharedAndRoundTrips) {
   ASSERT_TRUE(parse_layout_line(layout_line(l), &back));
   EXPECT_TRUE(back == l);
   EXPECT_FALSE(parse_layout_line("L\t1\t2", &back));
+}
+
+// The element sizes the BPF program multiplies an atomic's count by, against
+// the C types libfabric's datatypes name (fi_atomic(3)).
+TEST(UprobeStats, AtomicDatatypeSizes) {
+  EXPECT_EQ(ft_up_datatype_size(FI_INT8), sizeof(int8_t));
+  EXPECT_EQ(ft_up_datatype_size(FI_UINT16), sizeof(uint16_t));
+  EXPECT_EQ(ft_up_datatype_size(FI_INT32), sizeof(int32_t));
+  EXPECT_EQ(ft_up_datatype_size(FI_UINT64), sizeof(uint64_t));
+  EXPECT_EQ(ft_up_datatype_size(FI_FLOAT), sizeof(float));
+  EXPECT_EQ(ft_up_datatype_size(FI_DOUBLE), sizeof(double));
+  EXPECT_EQ(ft_up_datatype_size(FI_FLOAT_COMPLEX), sizeof(std::complex<float>));
+  EXPECT_EQ(ft_up_datatype_size(FI_DOUBLE_COMPLEX), sizeof(std::complex<double>));
+  EXPECT_EQ(ft_up_datatype_size(FI_LONG_DOUBLE), sizeof(long double));
+  EXPECT_EQ(ft_up_datatype_size(FI_LONG_DOUBLE_COMPLEX), sizeof(std::complex<long double>));
+  EXPECT_EQ(ft_up_datatype_size(FI_UINT128), 16u);
+  EXPECT_EQ(ft_up_datatype_size(FI_VOID), 0u);
 }
 
 TEST(UprobeStats, Log2Buckets) {
@@ -248,8 +287,9 @@ TEST(UprobeStats, QuantilesAndDetail) {
   p.s.completions = 20;
   p.s.unmatched = 2;
   p.s.early = 1;
+  p.s.remote = 3;
   EXPECT_EQ(uprobe_op_name(p.op), "cq_read");
-  EXPECT_EQ(uprobe_stats_detail(p), "calls=500;entries=20;unmatched=2;unwalked=0;early=1");
+  EXPECT_EQ(uprobe_stats_detail(p), "calls=500;entries=20;unmatched=2;unwalked=0;early=1;remote=3");
   ft_up_stats empty{};
   EXPECT_EQ(uprobe_hist_quantile(empty, 0.5), 0u);
 }

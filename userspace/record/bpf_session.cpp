@@ -583,6 +583,7 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
       r.s.unmatched += c.unmatched;
       r.s.unwalked += c.unwalked;
       r.s.early += c.early;
+      r.s.remote += c.remote;
       for (int b = 0; b < FT_UP_HIST; ++b) r.s.hist[b] += c.hist[b];
     }
   }

@@ -5,10 +5,12 @@
 #include <link.h>
 #include <poll.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
 #include <sys/uio.h>
@@ -38,6 +40,21 @@ static_assert(offsetof(fi_msg, context) == FT_UP_MSG_CTX_OFF, "fi_msg layout");
 static_assert(offsetof(fi_msg_tagged, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_tagged layout");
 static_assert(offsetof(fi_msg_tagged, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_tagged layout");
 static_assert(offsetof(fi_msg_tagged, context) == FT_UP_TMSG_CTX_OFF, "fi_msg_tagged layout");
+static_assert(offsetof(fi_msg_rma, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_rma layout");
+static_assert(offsetof(fi_msg_rma, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_rma layout");
+static_assert(offsetof(fi_msg_rma, context) == FT_UP_RMSG_CTX_OFF, "fi_msg_rma layout");
+static_assert(offsetof(fi_msg_atomic, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_atomic layout");
+static_assert(offsetof(fi_msg_atomic, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_atomic layout");
+static_assert(offsetof(fi_msg_atomic, datatype) == FT_UP_AMSG_DT_OFF && sizeof(fi_datatype) == 4,
+              "fi_msg_atomic layout");
+static_assert(offsetof(fi_msg_atomic, context) == FT_UP_AMSG_CTX_OFF, "fi_msg_atomic layout");
+// iov_bytes sums a fi_ioc array as an iovec array: element count where iov_len is.
+static_assert(sizeof(fi_ioc) == sizeof(iovec) &&
+                  offsetof(fi_ioc, count) == offsetof(iovec, iov_len),
+              "fi_ioc layout");
+static_assert(FI_INT8 == 0 && FI_UINT64 == 7 && FI_DOUBLE == 9 && FI_LONG_DOUBLE == 12 &&
+                  FI_LONG_DOUBLE_COMPLEX == 13 && FI_INT128 == 14 && FI_UINT128 == 15,
+              "enum fi_datatype (ft_up_datatype_size)");
 static_assert(offsetof(fi_cq_attr, format) == FT_UP_CQ_ATTR_FORMAT_OFF, "fi_cq_attr layout");
 static_assert(sizeof(fi_cq_entry) == 8 && sizeof(fi_cq_msg_entry) == 24 &&
                   sizeof(fi_cq_data_entry) == 40 && sizeof(fi_cq_tagged_entry) == 48,
@@ -171,6 +188,60 @@ void add_ops(std::vector<OpSite>* out, const std::string& prov, const Table* t, 
   }
 }
 
+// One op of fi_ops_rma or fi_ops_atomic: where it keeps its context and length
+// (the argument positions of rdma/fi_rma.h and fi_atomic.h, counting ep as 1).
+struct TableSlot {
+  const char* name;
+  OpKind kind;
+  uint32_t ctx, len;
+};
+constexpr TableSlot kRmaSlots[9] = {
+    {"read", OpKind::kRead, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3},
+    {"readv", OpKind::kReadv, FT_UP_CTX_ARG8, FT_UP_LEN_IOV},
+    {"readmsg", OpKind::kReadmsg, FT_UP_CTX_RMSG, FT_UP_LEN_MSG},
+    {"write", OpKind::kWrite, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3},
+    {"writev", OpKind::kWritev, FT_UP_CTX_ARG8, FT_UP_LEN_IOV},
+    {"writemsg", OpKind::kWritemsg, FT_UP_CTX_RMSG, FT_UP_LEN_MSG},
+    {"inject", OpKind::kInjectWrite, FT_UP_CTX_NONE, FT_UP_LEN_ARG3},
+    {"writedata", OpKind::kWritedata, FT_UP_CTX_STACK(9), FT_UP_LEN_ARG3},
+    {"injectdata", OpKind::kInjectWritedata, FT_UP_CTX_NONE, FT_UP_LEN_ARG3},
+};
+static_assert(offsetof(fi_ops_rma, read) == sizeof(size_t) &&
+                  offsetof(fi_ops_rma, injectdata) == sizeof(size_t) + 8 * sizeof(void*),
+              "fi_ops_rma: size, then the nine ops of kRmaSlots");
+constexpr TableSlot kAtomicSlots[10] = {
+    {"write", OpKind::kAtomic, FT_UP_CTX_STACK(10), FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 8)},
+    {"writev", OpKind::kAtomicv, FT_UP_CTX_STACK(10), FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 8)},
+    {"writemsg", OpKind::kAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG},
+    {"inject", OpKind::kInjectAtomic, FT_UP_CTX_NONE, FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 7)},
+    {"readwrite", OpKind::kFetchAtomic, FT_UP_CTX_STACK(12),
+     FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 10)},
+    {"readwritev", OpKind::kFetchAtomicv, FT_UP_CTX_STACK(13),
+     FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 11)},
+    {"readwritemsg", OpKind::kFetchAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG},
+    {"compwrite", OpKind::kCompareAtomic, FT_UP_CTX_STACK(14),
+     FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 12)},
+    {"compwritev", OpKind::kCompareAtomicv, FT_UP_CTX_STACK(16),
+     FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 14)},
+    {"compwritemsg", OpKind::kCompareAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG},
+};
+static_assert(offsetof(fi_ops_atomic, write) == sizeof(size_t) &&
+                  offsetof(fi_ops_atomic, compwritemsg) == sizeof(size_t) + 9 * sizeof(void*),
+              "fi_ops_atomic: size, then the ten ops of kAtomicSlots");
+
+// The ops of an RMA or atomic table (`size`, then N function pointers). Their
+// completions come on the transmit side.
+template <size_t N>
+void add_table(std::vector<OpSite>* out, const std::string& prov, const char* table, const void* t,
+               const TableSlot (&slots)[N]) {
+  if (!t) return;
+  void* fns[N];
+  std::memcpy(fns, static_cast<const char*>(t) + sizeof(size_t), sizeof(fns));
+  for (size_t i = 0; i < N; ++i)
+    add_site(out, prov, table, slots[i].name, fns[i], FT_UP_ROLE_OP, slots[i].kind, slots[i].ctx,
+             slots[i].len);
+}
+
 template <typename F>
 const void* fn_ptr(F f) {
   return reinterpret_cast<const void*>(f);
@@ -240,7 +311,7 @@ namespace {
 
 // The provider's RDM msg+tagged info as an application would ask for it, or
 // NULL with *why.
-fi_info* provider_info(const std::string& prov, int threading, std::string* why) {
+fi_info* provider_info(const std::string& prov, int threading, uint64_t caps, std::string* why) {
   Fabric& f = fabric_lib();
   if (!f.open(why)) return nullptr;
   fi_info* hints = f.dupinfo(nullptr);
@@ -249,7 +320,7 @@ fi_info* provider_info(const std::string& prov, int threading, std::string* why)
     return nullptr;
   }
   hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_MSG | FI_TAGGED;
+  hints->caps = caps;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints->domain_attr->threading = static_cast<fi_threading>(threading);
@@ -278,9 +349,10 @@ std::vector<uint64_t> words_at(const void* addr, size_t n) {
 }  // namespace
 
 bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
-                         std::string* why, std::vector<std::string>* notes) {
+                         std::string* why, std::vector<std::string>* notes, bool rma_atomic) {
   Fabric& f = fabric_lib();
-  fi_info* info = provider_info(prov, threading, why);
+  const uint64_t caps = FI_MSG | FI_TAGGED | (rma_atomic ? FI_RMA | FI_ATOMIC : 0);
+  fi_info* info = provider_info(prov, threading, caps, why);
   if (!info) return false;
   int ret = 0;
   fid_fabric* fab = nullptr;
@@ -349,6 +421,8 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
              OpKind::kCount, 0, 0);
     add_ops(out, prov, ep->msg, false);
     add_ops(out, prov, ep->tagged, true);
+    if (caps & FI_RMA) add_table(out, prov, "rma", ep->rma, kRmaSlots);
+    if (caps & FI_ATOMIC) add_table(out, prov, "atomic", ep->atomic, kAtomicSlots);
   } else {
     *why = prov + ": " + step + ": " + std::to_string(ret);
   }
@@ -368,7 +442,7 @@ bool UprobeLayout::operator==(const UprobeLayout& o) const {
 
 bool learn_layout_here(const std::string& prov, UprobeLayout* out, std::string* why) {
   constexpr size_t kWords = 128;  // the utility objects' fields searched (1 KiB)
-  fi_info* info = provider_info(prov, FI_THREAD_SAFE, why);
+  fi_info* info = provider_info(prov, FI_THREAD_SAFE, FI_MSG | FI_TAGGED, why);
   if (!info) return false;
   Fabric& f = fabric_lib();
   fid_fabric* fab = nullptr;
@@ -561,18 +635,23 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     close(fds[0]);
     std::string text;
     for (const std::string& p : providers) {
-      for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
-        std::vector<OpSite> sites;
-        std::vector<std::string> notes;
-        std::string why;
-        const bool ok = probe_provider_here(p, threading, &sites, &why, &notes);
-        for (const std::string& n : notes) text += "#" + n + "\n";
-        if (!ok) {
-          text += "#" + why +
-                  (threading == FI_THREAD_SAFE ? " (FI_THREAD_SAFE)\n" : " (FI_THREAD_DOMAIN)\n");
-          continue;
+      // With msg+tagged caps and again with RMA and atomics as well: a provider
+      // may choose its tables by caps, and may offer no RMA or atomics at all.
+      for (const bool rma_atomic : {false, true}) {
+        for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
+          std::vector<OpSite> sites;
+          std::vector<std::string> notes;
+          std::string why;
+          const bool ok = probe_provider_here(p, threading, &sites, &why, &notes, rma_atomic);
+          for (const std::string& n : notes) text += "#" + n + "\n";
+          if (!ok) {
+            text += "#" + why +
+                    (threading == FI_THREAD_SAFE ? " (FI_THREAD_SAFE" : " (FI_THREAD_DOMAIN") +
+                    (rma_atomic ? ", FI_RMA|FI_ATOMIC)\n" : ")\n");
+            continue;
+          }
+          for (const OpSite& s : sites) text += site_line(s) + "\n";
         }
-        for (const OpSite& s : sites) text += site_line(s) + "\n";
       }
       UprobeLayout layout;
       std::string why;

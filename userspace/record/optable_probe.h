@@ -4,10 +4,10 @@
 // domain->ops->cq_open, fi_ep_bind -> ep->fid.ops->bind) are not exported, and distribution builds
 // are stripped, so they are found the way an application finds them: open the provider from the
 // same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM endpoint with
-// msg and tagged caps, fi_enable: providers may install their real tables only then), read the
-// table pointers, and turn each into (library file, file offset) through the ELF program headers of
-// the object that holds it. The offsets do not depend on where a process loads the library, so one
-// probe per file covers every process that maps it.
+// msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may install their
+// real tables only then), read the table pointers, and turn each into (library file, file offset)
+// through the ELF program headers of the object that holds it. The offsets do not depend on where a
+// process loads the library, so one probe per file covers every process that maps it.
 //
 // Providers choose tables by attributes; each provider is opened once per
 // threading level an application commonly asks for, and the union is kept.
@@ -67,8 +67,11 @@ uint64_t probe_offset(const std::string& path, uint64_t offset);
 // False with *why when the provider cannot be opened here. A CQ read that
 // calls the CQ's readfrom through the op table is left out (readfrom's probe
 // sees it), with a note.
+// With `rma_atomic` it asks for FI_RMA and FI_ATOMIC as well and appends the
+// ep->rma and ep->atomic ops too.
 bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
-                         std::string* why, std::vector<std::string>* notes = nullptr);
+                         std::string* why, std::vector<std::string>* notes = nullptr,
+                         bool rma_atomic = false);
 
 // Sites that share a function: one per (path, offset). Slots that name the same
 // function for different op kinds (a provider's fi_no_* stub in several
