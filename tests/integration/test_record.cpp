@@ -142,6 +142,22 @@ std::string preload_list() {
   return san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
 }
 
+// Starts `fabtrace record -o DIR ARGS...` (its output in DIR/LOG) and waits
+// until the log shows `ready` (the session attached); the session's pid, or -1.
+int start_record(const std::string& dir, const std::string& log,
+                 const std::vector<std::string>& args, const char* ready) {
+  std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const int rec = spawn(argv, {}, dir + "/" + log, false);
+  if (rec <= 0) return -1;
+  if (!eventually([&] { return slurp(dir + "/" + log).find(ready) != std::string::npos; }, 60)) {
+    kill(rec, SIGINT);  // never left behind: it would be every later test's session
+    wait_for(rec, 30);
+    return -1;
+  }
+  return rec;
+}
+
 // A `fabtrace record -- ft_app stream` session whose ranks run until told to stop.
 struct StreamSession {
   std::string dir, stop, log;
@@ -608,16 +624,9 @@ TEST(Record, OnlyPidsSessionIsInvisibleToOtherProcesses) {
     return slurp("/proc/" + std::to_string(traced) + "/maps").find("libfabtrace") !=
            std::string::npos;
   }));
-  const int rec =
-      spawn({FABTRACE_CLI, "record", "-o", dir, "--only-pids", "--pid", std::to_string(traced)}, {},
-            dir + "/record.log", false);
-  ASSERT_GT(rec, 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return slurp(dir + "/record.log").find("attach points attached") != std::string::npos;
-      },
-      60))
-      << slurp(dir + "/record.log");
+  const int rec = start_record(dir, "record.log", {"--only-pids", "--pid", std::to_string(traced)},
+                               "attach points attached");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
 
   FakeCxiTree tree;
   tree.populate_standard();
@@ -845,16 +854,7 @@ std::map<std::string, Event> uprobe_rows_of(const std::vector<Event>& ev, int pi
 // Starts `fabtrace record -o DIR --uprobes` (its output in DIR/LOG) and waits
 // until its probes are attached; the session's pid, or -1.
 int start_uprobe_session(const std::string& dir, const std::string& log) {
-  const int rec =
-      spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes"}, {}, dir + "/" + log, false);
-  if (rec <= 0) return -1;
-  if (!eventually(
-          [&] {
-            return slurp(dir + "/" + log).find("provider functions probed") != std::string::npos;
-          },
-          60))
-    return -1;
-  return rec;
+  return start_record(dir, log, {"--uprobes"}, "provider functions probed");
 }
 
 // fi_pingpong's server and client (without the preload) over `prov`, 4 KiB
@@ -1140,16 +1140,10 @@ TEST(Record, UprobesOnlyPidsTcpRxm) {
   const Pingpong pp = start_pingpong(dir, "tcp;ofi_rxm", false, 2000000);
   ASSERT_GT(pp.server, 0);
   ASSERT_GT(pp.client, 0);
-  const int rec = spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes", "--only-pids", "--pid",
-                         std::to_string(pp.client)},
-                        {}, dir + "/record.log", false);
-  ASSERT_GT(rec, 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return slurp(dir + "/record.log").find("provider functions probed") != std::string::npos;
-      },
-      60))
-      << slurp(dir + "/record.log");
+  const int rec = start_record(dir, "record.log",
+                               {"--uprobes", "--only-pids", "--pid", std::to_string(pp.client)},
+                               "provider functions probed");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
   std::this_thread::sleep_for(std::chrono::seconds(2));
   kill(rec, SIGINT);
   const int rec_rc = wait_for(rec, 120);
