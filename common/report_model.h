@@ -12,13 +12,10 @@
 
 namespace fabtrace {
 
-// One (op, size) of one link.
-struct OpRow {
-  std::string op;      // "fi_tsend"
-  uint64_t bytes = 0;  // message size (received size for receives, unless size_unknown)
-  // A receive row whose completions carried no length (the provider's CQ had
-  // no length field): bytes is the posted buffer size, and gbps is 0.
-  bool size_unknown = false;
+// The figures of one (op, size) of one link, without the op's name (a
+// job's link table holds the name once per job: userspace/report/job.h).
+struct OpStats {
+  uint64_t bytes = 0;   // message size (received size for receives, unless size_unknown)
   uint64_t count = 0;   // timed successful completions
   uint64_t errors = 0;  // completions in error (fi_cq_readerr, incl. cancelled)
   // Accepted, not timed by design: no completion (inject, selective), context
@@ -37,10 +34,18 @@ struct OpRow {
   uint64_t within_50us = 0;
   double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
   double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
-  bool recv = false;
+  // A receive row whose completions carried no length (the provider's CQ had
+  // no length field): bytes is the posted buffer size, and gbps is 0.
+  bool size_unknown = false;
+  bool recv = false;  // the flags last: no padding between the numbers
   uint64_t issued() const {
     return sat_add(sat_add(sat_add(count, errors), sat_add(untimed, ring_full)), unfinished);
   }
+};
+
+// One (op, size) of one link.
+struct OpRow : OpStats {
+  std::string op;  // "fi_tsend"
 };
 
 struct LinkReport {

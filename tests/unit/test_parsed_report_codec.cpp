@@ -27,17 +27,19 @@ ParsedReport sample() {
   for (const LinkReport& l : p.report.links)
     for (const OpRow& o2 : l.rows) {
       LinkRow r;
-      r.host = p.report.host;
-      r.rank = p.report.rank;
-      r.pid = -p.report.pid;
-      r.local = l.local;
-      r.remote = l.remote;
+      r.set_owner(p.report.host, p.report.rank, -p.report.pid);
+      r.set_link(l.local, l.remote);
+      r.set_op(o2.op);
       r.row = o2;
       r.outlier_ratio = x;
       r.kernel_logged = true;
       r.retrans = 11;
       r.drops = 12;
-      r.posted = {13, 14, 15, x * 3, "unknown " + o2.op};
+      r.posted.logged = 13;
+      r.posted.matched = 14;
+      r.posted.late = 15;
+      r.posted.late_median_ns = x * 3;
+      r.posted.set_unknown("unknown " + o2.op);
       x *= 1.7;
       p.rows.push_back(r);
     }
@@ -49,11 +51,12 @@ void expect_same_rows(const ParsedReport& a, const ParsedReport& b) {
   for (size_t i = 0; i < a.rows.size(); ++i) {
     const LinkRow& x = a.rows[i];
     const LinkRow& y = b.rows[i];
-    EXPECT_EQ(x.host, y.host);
-    EXPECT_EQ(x.rank, y.rank);
-    EXPECT_EQ(x.pid, y.pid);
-    EXPECT_EQ(x.local, y.local);
-    EXPECT_EQ(x.remote, y.remote);
+    EXPECT_EQ(x.host(), y.host());
+    EXPECT_EQ(x.rank(), y.rank());
+    EXPECT_EQ(x.pid(), y.pid());
+    EXPECT_EQ(x.local(), y.local());
+    EXPECT_EQ(x.remote(), y.remote());
+    EXPECT_EQ(x.op(), y.op());
     EXPECT_EQ(x.outlier_ratio, y.outlier_ratio);
     EXPECT_EQ(x.kernel_logged, y.kernel_logged);
     EXPECT_EQ(x.retrans, y.retrans);
@@ -62,11 +65,16 @@ void expect_same_rows(const ParsedReport& a, const ParsedReport& b) {
     EXPECT_EQ(x.posted.matched, y.posted.matched);
     EXPECT_EQ(x.posted.late, y.posted.late);
     EXPECT_EQ(x.posted.late_median_ns, y.posted.late_median_ns);
-    EXPECT_EQ(x.posted.unknown, y.posted.unknown);
+    EXPECT_EQ(x.posted.unknown(), y.posted.unknown());
     // The row itself: its JSON form (every field of OpRow) through a one-row report.
     ProcessReport rx, ry;
-    rx.links.push_back({"l", "r", {x.row}});
-    ry.links.push_back({"l", "r", {y.row}});
+    OpRow ox, oy;
+    static_cast<OpStats&>(ox) = x.row;
+    static_cast<OpStats&>(oy) = y.row;
+    ox.op = x.op();
+    oy.op = y.op();
+    rx.links.push_back({"l", "r", {ox}});
+    ry.links.push_back({"l", "r", {oy}});
     EXPECT_EQ(test::report_json_text(rx), test::report_json_text(ry));
   }
 }

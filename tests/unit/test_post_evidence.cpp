@@ -98,7 +98,7 @@ class PostEvidenceTest : public ::testing::Test {
 
   const LinkRow& row_of(const Job& job, const std::string& rank, const char* op, uint64_t bytes) {
     for (const LinkRow& l : job.links)
-      if (l.rank == rank && l.row.op == op && l.row.bytes == bytes) return l;
+      if (l.rank() == rank && l.op() == op && l.row.bytes == bytes) return l;
     ADD_FAILURE() << "no row " << rank << " " << op << " " << bytes;
     static LinkRow none;
     return none;
@@ -146,12 +146,12 @@ TEST_F(PostEvidenceTest, PrePostedAreNotLateLateOnesAre) {
   EXPECT_EQ(early.posted.logged, 10u);
   EXPECT_EQ(early.posted.matched, 10u);
   EXPECT_EQ(early.posted.late, 0u);
-  EXPECT_EQ(early.posted.unknown, "");
+  EXPECT_EQ(early.posted.unknown(), "");
   const LinkRow& late = row_of(job, "1", "fi_trecv", 2000);
   EXPECT_EQ(late.posted.matched, 10u);
   EXPECT_EQ(late.posted.late, 10u);
   EXPECT_DOUBLE_EQ(late.posted.late_median_ns, 1000.0 * kUs);
-  EXPECT_EQ(late.posted.unknown, "");
+  EXPECT_EQ(late.posted.unknown(), "");
 }
 
 // Two hosts whose CLOCK_MONOTONICs are 5000 s apart: the wall anchors align them.
@@ -177,8 +177,8 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
     const LinkRow& r = row_of(job, "1", "fi_trecv", 1000);
     EXPECT_EQ(r.posted.matched, 0u);
-    EXPECT_NE(r.posted.unknown.find("19 sends and 20 receives"), std::string::npos)
-        << r.posted.unknown;
+    EXPECT_NE(r.posted.unknown().find("19 sends and 20 receives"), std::string::npos)
+        << r.posted.unknown();
   }
   {  // sizes that do not pair up in order
     std::vector<Planted> swapped = sends;
@@ -186,14 +186,14 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, swapped),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
     EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted.unknown.find("sizes"), std::string::npos);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted.unknown().find("sizes"), std::string::npos);
   }
   {  // receives from any source, and two senders to this receiver
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
                       rank("h", "2", mono, wall, {{0, kOther, kR}}, sends),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
     EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown.find("several senders"),
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown().find("several senders"),
               std::string::npos);
   }
   {  // the sender has no timeline
@@ -201,7 +201,7 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
     sender.oplog_path.clear();
     Job job = job_of({sender, rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
     EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown.find("no sender"),
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown().find("no sender"),
               std::string::npos);
   }
   {  // the receiver has none
@@ -209,7 +209,8 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
     receiver.oplog_path.clear();
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends), receiver});
     EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 0u);
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.unknown, "no per-op timeline of this rank");
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.unknown(),
+              "no per-op timeline of this rank");
   }
 }
 

@@ -44,7 +44,7 @@ std::vector<std::string> section(const std::string& summary, const std::string& 
 
 LinkRow link(const std::string& op, uint64_t bytes, uint64_t count, double p99, bool recv = false) {
   LinkRow l;
-  l.row.op = op;
+  l.set_op(op);
   l.row.bytes = bytes;
   l.row.count = count;
   l.row.p99_ns = p99;
@@ -146,12 +146,12 @@ TEST(ReportSummary, PlantedSlowLinkIsNamedFirst) {
   const Job job = job_of(sj);
   const auto slow = slowest_links(job, 5);
   ASSERT_FALSE(slow.empty());
-  EXPECT_EQ(slow[0]->local, sj.slow_local);
-  EXPECT_EQ(slow[0]->remote, sj.slow_remote);
-  EXPECT_EQ(slow[0]->rank, sj.slow_rank);
+  EXPECT_EQ(slow[0]->local(), sj.slow_local);
+  EXPECT_EQ(slow[0]->remote(), sj.slow_remote);
+  EXPECT_EQ(slow[0]->rank(), sj.slow_rank);
   const auto outl = outlier_links(job);
   ASSERT_EQ(outl.size(), 1u);
-  EXPECT_EQ(outl[0]->local, sj.slow_local);
+  EXPECT_EQ(outl[0]->local(), sj.slow_local);
   EXPECT_DOUBLE_EQ(outl[0]->outlier_ratio, sj.slow_p99_ns / sj.tsend_median_p99_ns);
 
   const std::string s = summary_text(job, SummaryOptions());
@@ -269,7 +269,7 @@ TEST(ReportSummary, NoPostedLateVerdictWithoutEvidence) {
   // The 50 us share is still in the rank's row.
   size_t found = 0;
   for (const LinkRow& l : job.links)
-    if (l.row.recv && l.rank == sj.late_rank) found = l.row.within_50us;
+    if (l.row.recv && l.rank() == sj.late_rank) found = l.row.within_50us;
   EXPECT_EQ(found, sj.late_imm);
 }
 

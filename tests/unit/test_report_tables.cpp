@@ -101,10 +101,9 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
   std::vector<std::string> files;
   std::string err;
   ASSERT_TRUE(write_tables(job, dir, &files, &err)) << err;
-  EXPECT_EQ(files,
-            (std::vector<std::string>{dir + "/links.csv", dir + "/links.json", dir + "/nics.csv",
-                                      dir + "/nics.json", dir + "/stalls.csv",
-                                      dir + "/stalls.json"}));
+  EXPECT_EQ(files, (std::vector<std::string>{dir + "/links.csv", dir + "/links.json",
+                                             dir + "/nics.csv", dir + "/nics.json",
+                                             dir + "/stalls.csv", dir + "/stalls.json"}));
 
   // links.csv
   const auto csv = parse_csv(slurp(dir + "/links.csv"));
@@ -122,12 +121,12 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
     const nlohmann::json& j = js[i];
     ASSERT_EQ(j.size(), link_columns().size());
     for (const std::string& k : link_columns()) EXPECT_TRUE(j.contains(k)) << k;
-    EXPECT_EQ(c[0], l.host);
-    EXPECT_EQ(c[1], l.rank);
-    EXPECT_EQ(c[2], std::to_string(l.pid));
-    EXPECT_EQ(c[3], l.local);
-    EXPECT_EQ(c[4], l.remote);
-    EXPECT_EQ(c[5], l.row.op);
+    EXPECT_EQ(c[0], l.host());
+    EXPECT_EQ(c[1], l.rank());
+    EXPECT_EQ(c[2], std::to_string(l.pid()));
+    EXPECT_EQ(c[3], l.local());
+    EXPECT_EQ(c[4], l.remote());
+    EXPECT_EQ(c[5], l.op());
     const uint64_t ints[] = {l.row.bytes,      l.row.count,  l.row.errors,  l.row.untimed,
                              l.row.unfinished, l.row.eagain, l.row.refused, l.row.within_50us};
     for (size_t k = 0; k < 8; ++k) {
@@ -141,12 +140,12 @@ TEST(ReportTables, LinksAndNicsRoundTripThroughCsvAndJson) {
           << link_columns()[14 + k];  // exact: shortest round-trip text
       EXPECT_EQ(j.at(link_columns()[14 + k]).get<double>(), dbls[k]) << link_columns()[14 + k];
     }
-    EXPECT_EQ(j.at("host").get<std::string>(), l.host);
-    EXPECT_EQ(j.at("rank").get<std::string>(), l.rank);
-    EXPECT_EQ(j.at("pid").get<long>(), l.pid);
-    EXPECT_EQ(j.at("local").get<std::string>(), l.local);
-    EXPECT_EQ(j.at("remote").get<std::string>(), l.remote);
-    EXPECT_EQ(j.at("op").get<std::string>(), l.row.op);
+    EXPECT_EQ(j.at("host").get<std::string>(), l.host());
+    EXPECT_EQ(j.at("rank").get<std::string>(), l.rank());
+    EXPECT_EQ(j.at("pid").get<long>(), l.pid());
+    EXPECT_EQ(j.at("local").get<std::string>(), l.local());
+    EXPECT_EQ(j.at("remote").get<std::string>(), l.remote());
+    EXPECT_EQ(j.at("op").get<std::string>(), l.op());
     EXPECT_EQ(c[21], l.row.size_unknown ? "true" : "false");
     EXPECT_EQ(j.at("size_unknown").get<bool>(), l.row.size_unknown);
     EXPECT_EQ(u64(c[22]), l.row.ring_full);

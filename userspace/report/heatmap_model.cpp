@@ -27,24 +27,24 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
   HeatmapSet set;
   // Who owns an address: its host and rank.
   std::map<std::string, std::pair<std::string, std::string>> owner;
-  for (const LinkRow& l : job.links) owner.emplace(l.local, std::make_pair(l.host, l.rank));
+  for (const LinkRow& l : job.links) owner.emplace(l.local(), std::make_pair(l.host(), l.rank()));
   for (const NicRow& n : job.nics)
     for (const std::string& a : n.nic.locals) owner.emplace(a, std::make_pair(n.host, n.rank));
 
   std::vector<std::string> locals, remotes;
   std::set<std::string> seen_l, seen_r;
   for (const LinkRow& l : job.links) {
-    if (seen_l.insert(l.local).second) locals.push_back(l.local);
-    if (seen_r.insert(l.remote).second) remotes.push_back(l.remote);
+    if (seen_l.insert(l.local()).second) locals.push_back(l.local());
+    if (seen_r.insert(l.remote()).second) remotes.push_back(l.remote());
   }
   set.by_host = locals.size() > max_axis || remotes.size() > max_axis;
 
-  const auto row_key = [&](const LinkRow& l) { return set.by_host ? l.host : l.local; };
+  const auto row_key = [&](const LinkRow& l) { return set.by_host ? l.host() : l.local(); };
   const auto col_key = [&](const LinkRow& l) -> std::string {
-    if (!set.by_host) return l.remote;
-    const auto it = owner.find(l.remote);
+    if (!set.by_host) return l.remote();
+    const auto it = owner.find(l.remote());
     if (it != owner.end()) return it->second.first;
-    return l.remote == "(any)" ? "(any)" : "(other)";
+    return l.remote() == "(any)" ? "(any)" : "(other)";
   };
   {
     std::set<std::string> r, c;
@@ -81,7 +81,7 @@ HeatmapSet build_heatmaps(const Job& job, size_t max_axis) {
   std::map<std::pair<std::string, int>, std::vector<double>> p50_sum;  // count-weighted sums
   for (const LinkRow& l : job.links) {
     if (l.row.count == 0 || l.row.size_unknown) continue;  // no size class without a size
-    const std::pair<std::string, int> k{l.row.op, size_class(l.row.bytes)};
+    const std::pair<std::string, int> k{l.op(), size_class(l.row.bytes)};
     Heatmap& m = maps[k];
     std::vector<double>& sums = p50_sum[k];
     if (m.cells.empty()) {

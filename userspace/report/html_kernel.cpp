@@ -23,7 +23,7 @@ void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
       per_link;  // a link's rows all carry its counts: one per link
   for (const LinkRow& l : job.links)
     if (l.kernel_logged && (l.retrans || l.drops))
-      per_link.emplace(std::make_tuple(l.host, l.rank, l.pid, l.local, l.remote), &l);
+      per_link.emplace(std::make_tuple(l.host(), l.rank(), l.pid(), l.local(), l.remote()), &l);
   uint64_t retrans = 0, drops = 0;
   for (const KernelNode& n : job.kernel) {
     retrans += n.retrans;
@@ -47,10 +47,10 @@ void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
           "net-table");
   for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
     t.row(rows[i]->retrans > 0);
-    t.td(rows[i]->host);
-    t.td(rows[i]->rank);
-    t.td(short_addr(rows[i]->local));
-    t.td(short_addr(rows[i]->remote));
+    t.td(rows[i]->host());
+    t.td(rows[i]->rank());
+    t.td(short_addr(rows[i]->local()));
+    t.td(short_addr(rows[i]->remote()));
     t.n(fmt_count(rows[i]->retrans));
     t.n(fmt_count(rows[i]->drops));
     t.end_row();

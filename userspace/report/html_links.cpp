@@ -30,11 +30,11 @@ Table link_rows_table(const char* remote, std::vector<std::pair<std::string, boo
 // The cells of those first columns; the row is highlighted when `hi`.
 void link_row_start(const LinkRow& l, bool hi, Table* t) {
   t->row(hi);
-  t->td(l.host);
-  t->td(l.rank);
-  t->td(short_addr(l.local), "addr", l.local);
-  t->td(short_addr(l.remote), "addr", l.remote);
-  t->td(l.row.op);
+  t->td(l.host());
+  t->td(l.rank());
+  t->td(short_addr(l.local()), "addr", l.local());
+  t->td(short_addr(l.remote()), "addr", l.remote());
+  t->td(l.op());
   t->n(fmt_row_size(l.row));
 }
 
@@ -121,7 +121,7 @@ void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
     t.n(fmt_count(l.posted.matched));
     t.n(fmt_count(l.posted.late));
     t.n(l.posted.late ? fmt_ns(l.posted.late_median_ns) : "");
-    t.td(l.posted.unknown);
+    t.td(l.posted.unknown());
     t.end_row();
   }
   h->raw(t.done());
@@ -135,7 +135,7 @@ void section_problems(const Job& job, const HtmlOptions& opt, Html* h) {
     if (l.row.errors || l.row.eagain || l.row.refused || l.row.ring_full || l.row.unfinished)
       rows.push_back(&l);
   std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
-    const auto w = [](const OpRow& o) {
+    const auto w = [](const OpStats& o) {
       return o.errors * 1000000 + o.unfinished * 1000 + o.ring_full + o.refused + o.eagain;
     };
     return w(a->row) > w(b->row);

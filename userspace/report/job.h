@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/report_model.h"
+#include "userspace/report/interned.h"
 #include "userspace/report/kernel_join.h"
 
 namespace fabtrace::report {
@@ -75,22 +77,52 @@ struct PostEvidence {
   uint64_t matched = 0;       // paired with the send of their message
   uint64_t late = 0;          // of those, posted after the send was issued
   double late_median_ns = 0;  // how long after, the median of the late ones
-  std::string unknown;        // why receives of the row have no verdict ("" when all matched)
+  // Why receives of the row have no verdict ("" when all matched): one of a
+  // few sentences, held once (interned.h).
+  const std::string& unknown() const { return unknown_.str(); }
+  void set_unknown(Interned why) { unknown_ = why; }
+  void set_unknown(std::string_view why) { unknown_ = intern(why); }
+
+ private:
+  Interned unknown_;
 };
 
 // One row of the job-wide link table: a link (local NIC -> remote NIC) x (op, size).
+// Its names (the local side's host, rank and pid, the addresses, the op) are
+// shared with the other rows (interned.h): a job of 1M rows holds a few
+// thousand distinct names, not 1M copies of each.
 struct LinkRow {
-  std::string host;  // host of the local side
-  std::string rank;  // rank that owns the local endpoint
-  long pid = 0;
-  std::string local, remote;
-  OpRow row;                 // counts and latency of that rank's row
+  const std::string& host() const { return owner_->host; }  // host of the local side
+  const std::string& rank() const { return owner_->rank; }  // rank that owns the local endpoint
+  long pid() const { return owner_->pid; }
+  const std::string& local() const { return local_.str(); }
+  const std::string& remote() const { return remote_.str(); }
+  const std::string& op() const { return op_.str(); }  // "fi_tsend"
+  void set_owner(const RowOwner& o) { owner_ = &o; }   // o from intern_owner()
+  void set_owner(std::string_view host, std::string_view rank, long pid) {
+    owner_ = &intern_owner(host, rank, pid);
+  }
+  void set_link(Interned local, Interned remote) {
+    local_ = local;
+    remote_ = remote;
+  }
+  void set_link(std::string_view local, std::string_view remote) {
+    set_link(intern(local), intern(remote));
+  }
+  void set_op(Interned op) { op_ = op; }
+  void set_op(std::string_view op) { op_ = intern(op); }
+
+  OpStats row;               // counts and latency of that rank's row
   double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
   // From the node's kernel log: TCP segments retransmitted and packets dropped on
   // this link's connections over the run (kernel_logged: the host had a session).
-  bool kernel_logged = false;
   uint64_t retrans = 0, drops = 0;
   PostEvidence posted;  // receive rows only
+  bool kernel_logged = false;
+
+ private:
+  const RowOwner* owner_ = &no_owner();
+  Interned local_, remote_, op_;
 };
 
 struct NicRow {

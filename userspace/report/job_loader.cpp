@@ -274,17 +274,20 @@ std::vector<LinkRow> link_rows_of(const std::string& host, const std::string& ra
   for (const LinkReport& l : *links) n += l.rows.size();
   std::vector<LinkRow> out;
   out.reserve(n);
+  const RowOwner& owner = intern_owner(host, rank, pid);
+  const Interned not_read = intern("the per-op timelines were not read");
+  Interned op;  // the previous row's: a link's rows mostly repeat a few ops
   for (LinkReport& l : *links) {
+    const Interned local = intern(l.local), remote = intern(l.remote);
     for (OpRow& o : l.rows) {
       LinkRow row;
-      row.host = host;
-      row.rank = rank;
-      row.pid = pid;
-      row.local = l.local;
-      row.remote = l.remote;
-      row.row = take ? std::move(o) : o;
-      if (row.row.recv) row.posted.unknown = "the per-op timelines were not read";
-      out.push_back(std::move(row));
+      row.set_owner(owner);
+      row.set_link(local, remote);
+      if (op.str() != o.op) op = intern(o.op);
+      row.set_op(op);
+      row.row = o;
+      if (row.row.recv) row.posted.set_unknown(not_read);
+      out.push_back(row);
     }
   }
   if (take) std::vector<LinkReport>().swap(*links);
@@ -373,9 +376,11 @@ size_t Job::nic_count() const {
 }
 
 size_t Job::distinct_links() const {
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  // Names are interned (one copy per value): pairs of their addresses are
+  // distinct exactly when the pairs of strings are.
+  std::vector<std::pair<const std::string*, const std::string*>> pairs;
   pairs.reserve(links.size());
-  for (const LinkRow& l : links) pairs.emplace_back(l.local, l.remote);
+  for (const LinkRow& l : links) pairs.emplace_back(&l.local(), &l.remote());
   std::sort(pairs.begin(), pairs.end());
   return static_cast<size_t>(std::unique(pairs.begin(), pairs.end()) - pairs.begin());
 }
@@ -395,10 +400,12 @@ Rank make_rank(ProcessReport report, std::string report_path) {
 }
 
 void mark_outliers(std::vector<LinkRow>* links) {
-  std::map<std::pair<std::string, uint64_t>, std::vector<double>> groups;
+  // Keyed by the op name's one copy (interned.h): no string per row.
+  using Group = std::pair<const std::string*, uint64_t>;
+  std::map<Group, std::vector<double>> groups;
   for (const LinkRow& l : *links)
-    if (l.row.count > 0) groups[{l.row.op, l.row.bytes}].push_back(l.row.p99_ns);
-  std::map<std::pair<std::string, uint64_t>, double> median;
+    if (l.row.count > 0) groups[{&l.op(), l.row.bytes}].push_back(l.row.p99_ns);
+  std::map<Group, double> median;
   for (auto& g : groups) {
     if (g.second.size() < 2) continue;
     std::sort(g.second.begin(), g.second.end());
@@ -407,7 +414,7 @@ void mark_outliers(std::vector<LinkRow>* links) {
   for (LinkRow& l : *links) {
     l.outlier_ratio = 0;
     if (l.row.count == 0) continue;
-    const auto m = median.find({l.row.op, l.row.bytes});
+    const auto m = median.find({&l.op(), l.row.bytes});
     if (m == median.end()) continue;
     if (m->second > 0)
       l.outlier_ratio = l.row.p99_ns / m->second;
@@ -418,7 +425,7 @@ void mark_outliers(std::vector<LinkRow>* links) {
 
 namespace {
 
-void add_row_totals(Job* job, const OpRow& o) {
+void add_row_totals(Job* job, const OpStats& o) {
   job->ops = sat_add(job->ops, o.issued());
   job->completed = sat_add(job->completed, o.count);
   if (!o.recv) job->bytes = sat_add(job->bytes, sat_mul(o.bytes, o.count));

@@ -272,9 +272,9 @@ void join_kernel(Job* job) {
     l.kernel_logged = false;
     l.retrans = l.drops = 0;
     for (const KernelNode& n : job->kernel) {
-      if (n.host != l.host) continue;
+      if (n.host != l.host()) continue;
       l.kernel_logged = true;
-      const LinkNet net = link_net(n, l.pid, l.local, l.remote);
+      const LinkNet net = link_net(n, l.pid(), l.local(), l.remote());
       l.retrans += net.retrans;
       l.drops += net.drops;
     }

@@ -81,8 +81,9 @@ class Reader {
   bool ok_ = true;
 };
 
-void put(Writer& w, const OpRow& o) {
-  w.str(o.op);
+// An OpStats after its op's name (the byte form of an OpRow, whether the
+// name is its own or a link row's).
+void put(Writer& w, const OpStats& o) {
   w.num(o.bytes);
   w.flag(o.size_unknown);
   for (uint64_t v : {o.count, o.errors, o.untimed, o.ring_full, o.unfinished, o.eagain, o.refused,
@@ -92,8 +93,7 @@ void put(Writer& w, const OpRow& o) {
   w.flag(o.recv);
 }
 
-void get(Reader& r, OpRow* o) {
-  o->op = r.str();
+void get(Reader& r, OpStats* o) {
   o->bytes = r.num<uint64_t>();
   o->size_unknown = r.flag();
   for (uint64_t* v : {&o->count, &o->errors, &o->untimed, &o->ring_full, &o->unfinished, &o->eagain,
@@ -102,6 +102,16 @@ void get(Reader& r, OpRow* o) {
   for (double* v : {&o->avg_ns, &o->min_ns, &o->max_ns, &o->p50_ns, &o->p99_ns, &o->gbps})
     *v = r.num<double>();
   o->recv = r.flag();
+}
+
+void put(Writer& w, const OpRow& o) {
+  w.str(o.op);
+  put(w, static_cast<const OpStats&>(o));
+}
+
+void get(Reader& r, OpRow* o) {
+  o->op = r.str();
+  get(r, static_cast<OpStats*>(o));
 }
 
 void put(Writer& w, const NicReport& n) {
@@ -212,8 +222,9 @@ void get(Reader& r, ProcessReport* p) {
 }
 
 void put(Writer& w, const LinkRow& l) {
-  for (const std::string* s : {&l.host, &l.rank, &l.local, &l.remote}) w.str(*s);
-  w.num<int64_t>(l.pid);
+  for (const std::string* s : {&l.host(), &l.rank(), &l.local(), &l.remote()}) w.str(*s);
+  w.num<int64_t>(l.pid());
+  w.str(l.op());
   put(w, l.row);
   w.num(l.outlier_ratio);
   w.flag(l.kernel_logged);
@@ -223,12 +234,28 @@ void put(Writer& w, const LinkRow& l) {
   w.num(l.posted.matched);
   w.num(l.posted.late);
   w.num(l.posted.late_median_ns);
-  w.str(l.posted.unknown);
+  w.str(l.posted.unknown());
 }
 
-void get(Reader& r, LinkRow* l) {
-  for (std::string* s : {&l->host, &l->rank, &l->local, &l->remote}) *s = r.str();
-  l->pid = static_cast<long>(r.num<int64_t>());
+// The names of the previous row decoded: a report's rows repeat them, and
+// interning (a lock and a hash) is skipped when they do.
+struct RowNames {
+  Interned host, rank, local, remote, op, unknown;
+  const RowOwner* owner = &no_owner();
+  static void take(Interned* held, std::string s) {
+    if (held->str() != s) *held = intern(s);
+  }
+};
+
+void get(Reader& r, LinkRow* l, RowNames* n) {
+  for (Interned* s : {&n->host, &n->rank, &n->local, &n->remote}) RowNames::take(s, r.str());
+  const long pid = static_cast<long>(r.num<int64_t>());
+  if (n->owner->host != n->host.str() || n->owner->rank != n->rank.str() || n->owner->pid != pid)
+    n->owner = &intern_owner(n->host.str(), n->rank.str(), pid);
+  l->set_owner(*n->owner);
+  l->set_link(n->local, n->remote);
+  RowNames::take(&n->op, r.str());
+  l->set_op(n->op);
   get(r, &l->row);
   l->outlier_ratio = r.num<double>();
   l->kernel_logged = r.flag();
@@ -238,7 +265,8 @@ void get(Reader& r, LinkRow* l) {
   l->posted.matched = r.num<uint64_t>();
   l->posted.late = r.num<uint64_t>();
   l->posted.late_median_ns = r.num<double>();
-  l->posted.unknown = r.str();
+  RowNames::take(&n->unknown, r.str());
+  l->posted.set_unknown(n->unknown);
 }
 
 }  // namespace
@@ -263,7 +291,8 @@ bool decode_parsed_report(const char* bytes, size_t size, size_t* pos, ParsedRep
   get(r, &p->report);
   // A row is at least its four string lengths, pid and op length.
   p->rows.resize(r.count(6 * sizeof(uint64_t)));
-  for (LinkRow& l : p->rows) get(r, &l);
+  RowNames names;
+  for (LinkRow& l : p->rows) get(r, &l, &names);
   p->link_count = static_cast<size_t>(r.num<uint64_t>());
   p->unlisted_locals = static_cast<size_t>(r.num<uint64_t>());
   if (!r.ok()) return false;

@@ -133,7 +133,7 @@ int64_t post_minus_issue(const Job& job, const Recv& rv, const Send& sd) {
 void no_verdict(Job* job, const std::vector<Recv>& recvs, const std::string& why) {
   for (const Recv& r : recvs) {
     PostEvidence& p = job->links[r.row].posted;
-    if (p.unknown.empty()) p.unknown = why;
+    if (p.unknown().empty()) p.set_unknown(why);
   }
 }
 
@@ -181,7 +181,7 @@ void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
     LinkRow& l = job->links[i];
     if (!l.row.recv) continue;
     l.posted = PostEvidence();
-    rows[row_key(l.host, l.rank, l.pid, l.local, l.remote, l.row.op, l.row.bytes,
+    rows[row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(), l.row.bytes,
                  l.row.size_unknown)] = i;
   }
   Collected c;
@@ -199,14 +199,14 @@ void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
              std::to_string(job->ranks[r].pid)] = has_timeline[r];
   for (LinkRow& l : job->links) {
     if (!l.row.recv) continue;
-    if (!rank_has[l.host + '\n' + l.rank + '\n' + std::to_string(l.pid)])
-      l.posted.unknown = "no per-op timeline of this rank";
+    if (!rank_has[l.host() + '\n' + l.rank() + '\n' + std::to_string(l.pid())])
+      l.posted.set_unknown("no per-op timeline of this rank");
   }
   if (c.full) {
     for (LinkRow& l : job->links)
       if (l.row.recv)
-        l.posted.unknown =
-            "more than " + std::to_string(opt.max_records) + " timeline records to match; none was";
+        l.posted.set_unknown("more than " + std::to_string(opt.max_records) +
+                             " timeline records to match; none was");
     return;
   }
   for (const auto& [key, by_remote] : c.recvs)
@@ -249,12 +249,12 @@ void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
     job->links[row].posted.late_median_ns = static_cast<double>(d[d.size() / 2]);
   }
   for (LinkRow& l : job->links)
-    if (l.row.recv && l.posted.unknown.empty() && l.posted.matched < l.row.count)
-      l.posted.unknown = l.posted.logged < l.row.count
-                             ? "only " + std::to_string(l.posted.logged) + " of " +
-                                   std::to_string(l.row.count) +
-                                   " receives in the per-op timeline (FABTRACE_OPS_MIN_BYTES?)"
-                             : "not matched";
+    if (l.row.recv && l.posted.unknown().empty() && l.posted.matched < l.row.count)
+      l.posted.set_unknown(l.posted.logged < l.row.count
+                               ? "only " + std::to_string(l.posted.logged) + " of " +
+                                     std::to_string(l.row.count) +
+                                     " receives in the per-op timeline (FABTRACE_OPS_MIN_BYTES?)"
+                               : "not matched");
 }
 
 }  // namespace fabtrace::report

@@ -191,12 +191,12 @@ constexpr NumField<NicReport> kNicPeak[] = {
     real_field("unbinned_busy_ns", &NicReport::unbinned_busy_ns),
     count_field("unbinned_bytes", &NicReport::unbinned_bytes)};
 
-constexpr NumField<OpRow> kOpCounts[] = {
+constexpr NumField<OpStats> kOpCounts[] = {
     count_field("count", &OpRow::count),           count_field("errors", &OpRow::errors),
     count_field("untimed", &OpRow::untimed),       count_field("ring_full", &OpRow::ring_full),
     count_field("unfinished", &OpRow::unfinished), count_field("eagain", &OpRow::eagain),
     count_field("refused", &OpRow::refused)};
-constexpr NumField<OpRow> kOpTimes[] = {
+constexpr NumField<OpStats> kOpTimes[] = {
     real_field("avg_ns", &OpRow::avg_ns), real_field("min_ns", &OpRow::min_ns),
     real_field("max_ns", &OpRow::max_ns), real_field("p50_ns", &OpRow::p50_ns),
     real_field("p99_ns", &OpRow::p99_ns), real_field("gbps", &OpRow::gbps)};
@@ -259,12 +259,12 @@ OpRow read_op_row(const json& o, const std::string& wo) {
   row.op = get_string(o, "op", wo, true);
   row.bytes = get_u64(o, "bytes", wo);
   row.size_unknown = get_bool(o, "size_unknown", wo);
-  read_numbers(o, wo, kOpCounts, &row);
+  read_numbers(o, wo, kOpCounts, static_cast<OpStats*>(&row));
   // Version 1 called completed_within_50us "imm".
   const char* fast = o.contains("imm") ? "imm" : "completed_within_50us";
   row.recv = o.contains(fast) || op_is_recv(op_from_name(row.op.c_str()));
   row.within_50us = get_u64(o, fast, wo);
-  read_numbers(o, wo, kOpTimes, &row);
+  read_numbers(o, wo, kOpTimes, static_cast<OpStats*>(&row));
   return row;
 }
 

@@ -203,7 +203,7 @@ SlowestOps find_slowest_ops(const Job& job, size_t n) {
   if (any_timeline)
     for (const LinkRow& l : job.links)
       if (l.row.count > 0)
-        p50[row_key(l.host, l.rank, l.pid, l.local, l.remote, l.row.op, l.row.bytes,
+        p50[row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(), l.row.bytes,
                     l.row.size_unknown)] = l.row.p50_ns;
   for (const Rank& r : job.ranks) {
     if (r.oplog_path.empty()) continue;

@@ -38,8 +38,9 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 
 // "node1 r0 10.0.0.1:5 -> 10.0.0.2:7 fi_tsend 4 KiB"
 std::string row_name(const LinkRow& l) {
-  return who(l.host, l.rank, l.pid) + "  " + short_addr(l.local) + (l.row.recv ? " <- " : " -> ") +
-         short_addr(l.remote) + "  " + printable(l.row.op) + " " + fmt_row_size(l.row);
+  return who(l.host(), l.rank(), l.pid()) + "  " + short_addr(l.local()) +
+         (l.row.recv ? " <- " : " -> ") + short_addr(l.remote()) + "  " + printable(l.op()) + " " +
+         fmt_row_size(l.row);
 }
 
 // Appends words to lines no wider than `width`, each continuation indented.
@@ -74,7 +75,7 @@ void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
     return field(a->row) > field(b->row);
   });
   for (size_t i = 0; i < rows.size() && i < n; ++i)
-    w->add(who(rows[i]->host, rows[i]->rank, rows[i]->pid) + " " + printable(rows[i]->row.op) +
+    w->add(who(rows[i]->host(), rows[i]->rank(), rows[i]->pid()) + " " + printable(rows[i]->op()) +
            " " + fmt_row_size(rows[i]->row) + " x" + fmt_count(field(rows[i]->row)));
   if (rows.size() > n) w->add("(+" + std::to_string(rows.size() - n) + " more rows)");
 }
@@ -111,7 +112,7 @@ std::string fmt_size(uint64_t b) {
   return printf_str("%.1f %s", d, units[u]);
 }
 
-std::string fmt_row_size(const OpRow& row) {
+std::string fmt_row_size(const OpStats& row) {
   return row.size_unknown ? "size unknown (posted " + fmt_size(row.bytes) + ")"
                           : fmt_size(row.bytes);
 }
@@ -250,7 +251,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   }
   {
     std::map<std::string, uint64_t> by_op;
-    for (const LinkRow& l : job.links) by_op[l.row.op] += l.row.issued();
+    for (const LinkRow& l : job.links) by_op[l.op()] += l.row.issued();
     std::vector<std::pair<std::string, uint64_t>> v(by_op.begin(), by_op.end());
     std::stable_sort(v.begin(), v.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -266,7 +267,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
         "untimed   " + fmt_count(job.untimed) + " ops by design (no completion, or context kept): ",
         kWidth);
     top_rows(
-        job, [](const OpRow& o) { return o.untimed; }, 3, &w);
+        job, [](const OpStats& o) { return o.untimed; }, 3, &w);
     w.done();
   }
 
@@ -377,7 +378,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
       std::string why;
       for (const LinkRow& l : job.links)
         if (l.row.recv && l.row.count && l.posted.matched < l.row.count && why.empty())
-          why = l.posted.unknown;
+          why = l.posted.unknown();
       s += "  unknown for " + plural(no_verdict, "receive", "receives") + " in " +
            plural(no_verdict_rows, "row", "rows") + ", e.g.: " + why + "\n";
       s += "  (the evidence: FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 on every rank)\n";
@@ -396,11 +397,11 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     top_rows(job, field, 3, &w);
     w.done();
   };
-  line(job.errors, "completions in error", [](const OpRow& o) { return o.errors; });
-  line(job.eagain, "EAGAIN refusals (back-pressure)", [](const OpRow& o) { return o.eagain; });
-  line(job.refused, "other refusals at issue", [](const OpRow& o) { return o.refused; });
+  line(job.errors, "completions in error", [](const OpStats& o) { return o.errors; });
+  line(job.eagain, "EAGAIN refusals (back-pressure)", [](const OpStats& o) { return o.eagain; });
+  line(job.refused, "other refusals at issue", [](const OpStats& o) { return o.refused; });
   line(job.unfinished, "unfinished ops (never completed)",
-       [](const OpRow& o) { return o.unfinished; });
+       [](const OpStats& o) { return o.unfinished; });
   const auto per_rank = [&](uint64_t total, const char* what, auto field, const char* fix) {
     if (!total) return;
     any = true;

@@ -55,7 +55,7 @@ std::string fmt_ns(double ns);     // "850 ns", "12.3 us", "4.56 ms", "1.234 s"
 std::string fmt_size(uint64_t b);  // message sizes: "64 B", "4 KiB", "1.5 MiB", "1000 B"
 // A row's size: fmt_size, or "size unknown (posted 4 KiB)" for a receive row
 // whose completions carried no length.
-std::string fmt_row_size(const OpRow& row);
+std::string fmt_row_size(const OpStats& row);
 std::string fmt_bytes(uint64_t b);  // volumes: "512 B", "4.1 kB", "163.8 MB", "2.0 GB"
 std::string fmt_count(uint64_t n);  // "1234567" -> "1,234,567"
 std::string fmt_gbps(double gbps);  // "1.234 GB/s"

@@ -20,13 +20,13 @@ namespace {
 template <typename F>
 void link_fields(const LinkRow& l, F& f) {
   const auto num = [](double v) { return std::isfinite(v) ? v : 0.0; };
-  const OpRow& o = l.row;
-  f("host", l.host);
-  f("rank", l.rank);
-  f("pid", static_cast<int64_t>(l.pid));
-  f("local", l.local);
-  f("remote", l.remote);
-  f("op", o.op);
+  const OpStats& o = l.row;
+  f("host", l.host());
+  f("rank", l.rank());
+  f("pid", static_cast<int64_t>(l.pid()));
+  f("local", l.local());
+  f("remote", l.remote());
+  f("op", l.op());
   f("bytes", o.bytes);
   f("count", o.count);
   f("errors", o.errors);
@@ -49,7 +49,7 @@ void link_fields(const LinkRow& l, F& f) {
   f("posted_matched", l.posted.matched);
   f("posted_late", l.posted.late);
   f("posted_late_median_ns", num(l.posted.late_median_ns));
-  f("posted_unknown", l.posted.unknown);
+  f("posted_unknown", l.posted.unknown());
   // The link's TCP retransmits and drops from its node's kernel log (the same
   // on every row of the link; 0 and kernel_logged=false without a session).
   f("kernel_logged", l.kernel_logged);

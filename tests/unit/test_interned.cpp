@@ -1,0 +1,81 @@
+// Interned names (userspace/report/interned.h): one copy per value, whoever
+// asks and from whichever thread, so that rows may compare and group them by
+// address.
+#include "userspace/report/interned.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "userspace/report/job.h"
+
+namespace fabtrace::report {
+namespace {
+
+TEST(Interned, OneCopyPerValue) {
+  const std::string a = "fi_sockaddr_in://10.0.0.1:4000";
+  const Interned x = intern(a), y = intern(std::string("fi_sockaddr_in://10.0.0.1:") + "4000");
+  EXPECT_EQ(x, y);
+  EXPECT_EQ(&x.str(), &y.str());
+  EXPECT_EQ(x.str(), a);
+  EXPECT_NE(intern(a + "1"), x);
+  EXPECT_EQ(Interned().str(), "");
+  EXPECT_EQ(Interned(), intern(""));
+}
+
+TEST(Interned, OwnersAreOneValue) {
+  const RowOwner& a = intern_owner("node1", "3", 77);
+  EXPECT_EQ(&a, &intern_owner(std::string("node") + "1", "3", 77));
+  EXPECT_NE(&a, &intern_owner("node1", "3", 78));
+  EXPECT_NE(&a, &intern_owner("node1", "4", 77));
+  EXPECT_EQ(a.host, "node1");
+  EXPECT_EQ(a.rank, "3");
+  EXPECT_EQ(a.pid, 77);
+  EXPECT_EQ(no_owner().host, "");
+}
+
+TEST(Interned, ThreadsGetTheSameCopies) {
+  constexpr int kThreads = 4, kValues = 2000;
+  // got[t][v]: what thread t got for value v (threads ask in different orders).
+  std::vector<std::vector<const std::string*>> got(kThreads,
+                                                   std::vector<const std::string*>(kValues));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t)
+    pool.emplace_back([t, &got] {
+      for (int i = 0; i < kValues; ++i) {
+        const int v = t % 2 ? kValues - 1 - i : i;
+        got[t][v] = &intern("thread-test-" + std::to_string(v)).str();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int v = 0; v < kValues; ++v) {
+    EXPECT_EQ(*got[0][v], "thread-test-" + std::to_string(v));
+    for (int t = 1; t < kThreads; ++t) EXPECT_EQ(got[t][v], got[0][v]) << t << " " << v;
+  }
+}
+
+TEST(Interned, LinkRowsReadTheirNamesBack) {
+  LinkRow l;
+  EXPECT_EQ(l.host(), "");
+  EXPECT_EQ(l.op(), "");
+  EXPECT_EQ(l.posted.unknown(), "");
+  l.set_owner("node2", "NA", 4242);
+  l.set_link("a", "b");
+  l.set_op("fi_tsend");
+  l.posted.set_unknown("not matched");
+  EXPECT_EQ(l.host(), "node2");
+  EXPECT_EQ(l.rank(), "NA");
+  EXPECT_EQ(l.pid(), 4242);
+  EXPECT_EQ(l.local(), "a");
+  EXPECT_EQ(l.remote(), "b");
+  EXPECT_EQ(l.op(), "fi_tsend");
+  EXPECT_EQ(l.posted.unknown(), "not matched");
+  // A job holds 1M of these: 464 bytes and 64 more of heap before the names
+  // were interned (README, "at scale").
+  EXPECT_LE(sizeof(LinkRow), 232u);
+}
+
+}  // namespace
+}  // namespace fabtrace::report
