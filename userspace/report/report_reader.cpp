@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "common/input_limits.h"
 #include "common/op_kinds.h"
+#include "userspace/report/json_tree.h"
 
 namespace fabtrace::report {
 
@@ -39,41 +39,42 @@ const char* file_problem_name(FileProblem p) {
 
 namespace {
 
-using nlohmann::json;
-
 // Thrown by the field readers below; caught in parse_process_report.
 struct BadField {
   std::string what;
 };
 
-std::string type_name(const json& v) { return v.type_name(); }
+using Node = JsonNode;
+
+// The member `key` of obj; false when absent.
+bool member(const Node& obj, const char* key, Node* out) { return obj.find(key, out); }
 
 // A non-negative JSON integer (a float only when it is one); null (NaN or inf
 // in the writer) reads as 0. Bounded by the callers below.
-uint64_t get_number(const json& obj, const char* key, const std::string& where, bool required) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) {
+uint64_t get_number(const Node& obj, const char* key, const std::string& where, bool required) {
+  Node it;
+  if (!member(obj, key, &it)) {
     if (required) throw BadField{where + key + " is missing"};
     return 0;
   }
-  if (it->is_null()) return 0;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_number_integer()) {
-    if (it->get<int64_t>() < 0) throw BadField{where + key + " is negative"};
-    return static_cast<uint64_t>(it->get<int64_t>());
+  if (it.is_null()) return 0;
+  if (it.is_number_unsigned()) return it.get_u64();
+  if (it.is_number_integer()) {
+    if (it.get_i64() < 0) throw BadField{where + key + " is negative"};
+    return static_cast<uint64_t>(it.get_i64());
   }
-  if (it->is_number_float()) {
+  if (it.is_number_float()) {
     uint64_t v = 0;
     // Checked before the cast: a double beyond uint64 would make it undefined.
-    if (!double_to_count(it->get<double>(), &v))
-      throw BadField{where + key + " is not a count (" + it->dump() + ")"};
+    if (!double_to_count(it.get_double(), &v))
+      throw BadField{where + key + " is not a count (" + it.dump() + ")"};
     return v;
   }
-  throw BadField{where + key + " is " + type_name(*it) + ", not a number"};
+  throw BadField{where + key + " is " + it.type_name() + ", not a number"};
 }
 
 // A count (at most limits::kMaxCount).
-uint64_t get_u64(const json& obj, const char* key, const std::string& where,
+uint64_t get_u64(const Node& obj, const char* key, const std::string& where,
                  bool required = false) {
   const uint64_t v = get_number(obj, key, where, required);
   if (!count_ok(v)) throw BadField{where + key + " is out of range (" + std::to_string(v) + ")"};
@@ -81,7 +82,7 @@ uint64_t get_u64(const json& obj, const char* key, const std::string& where,
 }
 
 // A time in ns (at most limits::kMaxTimeNs).
-uint64_t get_time_ns(const json& obj, const char* key, const std::string& where) {
+uint64_t get_time_ns(const Node& obj, const char* key, const std::string& where) {
   const uint64_t v = get_number(obj, key, where, false);
   if (!time_ns_ok(v))
     throw BadField{where + key + " is beyond any clock (" + std::to_string(v) + ")"};
@@ -90,64 +91,71 @@ uint64_t get_time_ns(const json& obj, const char* key, const std::string& where)
 
 // A finite number in [lo, hi] (by default a non-negative time in ns, a
 // rate or a share: every double of a report is one of those).
-double get_double(const json& obj, const char* key, const std::string& where, double lo = 0.0,
+double get_double(const Node& obj, const char* key, const std::string& where, double lo = 0.0,
                   double hi = static_cast<double>(limits::kMaxTimeNs)) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return 0.0;
-  if (!it->is_number()) throw BadField{where + key + " is " + type_name(*it) + ", not a number"};
-  const double v = it->get<double>();
-  if (!finite_in(v, lo, hi)) throw BadField{where + key + " is out of range (" + it->dump() + ")"};
+  Node it;
+  if (!member(obj, key, &it) || it.is_null()) return 0.0;
+  if (!it.is_number()) throw BadField{where + key + " is " + it.type_name() + ", not a number"};
+  const double v = it.get_double();
+  if (!finite_in(v, lo, hi)) throw BadField{where + key + " is out of range (" + it.dump() + ")"};
   return v;
 }
 
-bool get_bool(const json& obj, const char* key, const std::string& where) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return false;
-  if (!it->is_boolean()) throw BadField{where + key + " is " + type_name(*it) + ", not a boolean"};
-  return it->get<bool>();
+bool get_bool(const Node& obj, const char* key, const std::string& where) {
+  Node it;
+  if (!member(obj, key, &it) || it.is_null()) return false;
+  if (!it.is_boolean()) throw BadField{where + key + " is " + it.type_name() + ", not a boolean"};
+  return it.get_bool();
 }
 
-std::string get_string(const json& obj, const char* key, const std::string& where,
+std::string get_string(const Node& obj, const char* key, const std::string& where,
                        bool required = false) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) {
+  Node it;
+  if (!member(obj, key, &it)) {
     if (required) throw BadField{where + key + " is missing"};
     return "";
   }
-  if (it->is_string()) {
-    const std::string& v = it->get_ref<const std::string&>();
+  if (it.is_string()) {
+    const std::string_view v = it.str();
     if (v.size() > limits::kMaxStringBytes)
       throw BadField{where + key + " is " + std::to_string(v.size()) + " bytes long, more than " +
                      std::to_string(limits::kMaxStringBytes)};
-    return v;
+    return std::string(v);
   }
   // A launcher-given rank written as a number by another tool: accept it.
-  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
-  throw BadField{where + key + " is " + type_name(*it) + ", not a string"};
+  if (it.is_number_integer()) return std::to_string(it.get_i64());
+  throw BadField{where + key + " is " + it.type_name() + ", not a string"};
 }
 
-const json* get_array(const json& obj, const char* key, const std::string& where) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  if (!it->is_array()) throw BadField{where + key + " is " + type_name(*it) + ", not an array"};
-  return &*it;
+// The array `key` of obj; false when absent or null.
+bool get_array(const Node& obj, const char* key, const std::string& where, Node* arr) {
+  if (!member(obj, key, arr) || arr->is_null()) return false;
+  if (!arr->is_array()) throw BadField{where + key + " is " + arr->type_name() + ", not an array"};
+  return true;
 }
 
-const json& as_object(const json& v, const std::string& where) {
-  if (!v.is_object()) throw BadField{where + " is " + type_name(v) + ", not an object"};
+const Node& as_object(const Node& v, const std::string& where) {
+  if (!v.is_object()) throw BadField{where + " is " + v.type_name() + ", not an object"};
   return v;
+}
+
+// Calls each(element, index) for every element of an array.
+template <typename Each>
+void for_each_element(const Node& arr, Each&& each) {
+  size_t i = 0;
+  for (Node e = arr.first(); e.valid(); e = e.next(arr)) each(e, i++);
 }
 
 // Calls each(object, where) for every element of the array `key` of obj,
 // which must each be an object; `where` ("nics[2].") prefixes messages.
 template <typename Each>
-void for_each_object(const json& obj, const char* key, const std::string& where, Each&& each) {
-  const json* arr = get_array(obj, key, where);
-  if (!arr) return;
-  for (size_t i = 0; i < arr->size(); ++i) {
+void for_each_object(const Node& obj, const char* key, const std::string& where, Each&& each) {
+  Node arr;
+  if (!get_array(obj, key, where, &arr)) return;
+  for_each_element(arr, [&](const Node& e, size_t i) {
     const std::string w = where + key + "[" + std::to_string(i) + "]";
-    each(as_object((*arr)[i], w), w + ".");
-  }
+    each(as_object(e, w), w + ".");
+  });
 }
 
 // One number of a report struct: a count or a double (get_u64 / get_double's
@@ -169,7 +177,7 @@ constexpr NumField<T> real_field(const char* key, double T::*m) {
 }
 
 template <typename T, size_t N>
-void read_numbers(const json& obj, const std::string& where, const NumField<T> (&fields)[N], T* x) {
+void read_numbers(const Node& obj, const std::string& where, const NumField<T> (&fields)[N], T* x) {
   for (const NumField<T>& f : fields) {
     if (f.count)
       x->*f.count = get_u64(obj, f.key, where);
@@ -192,26 +200,25 @@ constexpr NumField<NicReport> kNicPeak[] = {
     count_field("unbinned_bytes", &NicReport::unbinned_bytes)};
 
 constexpr NumField<OpStats> kOpCounts[] = {
-    count_field("count", &OpRow::count),           count_field("errors", &OpRow::errors),
-    count_field("untimed", &OpRow::untimed),       count_field("ring_full", &OpRow::ring_full),
-    count_field("unfinished", &OpRow::unfinished), count_field("eagain", &OpRow::eagain),
-    count_field("refused", &OpRow::refused)};
+    count_field("count", &OpStats::count),           count_field("errors", &OpStats::errors),
+    count_field("untimed", &OpStats::untimed),       count_field("ring_full", &OpStats::ring_full),
+    count_field("unfinished", &OpStats::unfinished), count_field("eagain", &OpStats::eagain),
+    count_field("refused", &OpStats::refused)};
 constexpr NumField<OpStats> kOpTimes[] = {
-    real_field("avg_ns", &OpRow::avg_ns), real_field("min_ns", &OpRow::min_ns),
-    real_field("max_ns", &OpRow::max_ns), real_field("p50_ns", &OpRow::p50_ns),
-    real_field("p99_ns", &OpRow::p99_ns), real_field("gbps", &OpRow::gbps)};
+    real_field("avg_ns", &OpStats::avg_ns), real_field("min_ns", &OpStats::min_ns),
+    real_field("max_ns", &OpStats::max_ns), real_field("p50_ns", &OpStats::p50_ns),
+    real_field("p99_ns", &OpStats::p99_ns), real_field("gbps", &OpStats::gbps)};
 
-NicReport read_nic(const json& n, const std::string& w) {
+NicReport read_nic(const Node& n, const std::string& w) {
   NicReport x;
   x.domain = get_string(n, "domain", w);
-  if (const json* locals = get_array(n, "locals", w)) {
-    for (size_t k = 0; k < locals->size(); ++k) {
-      const json& a = (*locals)[k];
+  if (Node locals; get_array(n, "locals", w, &locals)) {
+    for_each_element(locals, [&](const Node& a, size_t k) {
       if (!a.is_string())
-        throw BadField{w + "locals[" + std::to_string(k) + "] is " + type_name(a) +
+        throw BadField{w + "locals[" + std::to_string(k) + "] is " + a.type_name() +
                        ", not a string"};
-      x.locals.push_back(a.get<std::string>());
-    }
+      x.locals.emplace_back(a.str());
+    });
   } else {
     // Version 1: the addresses joined with commas.
     const std::string joined = get_string(n, "local", w);
@@ -223,30 +230,30 @@ NicReport read_nic(const json& n, const std::string& w) {
     }
   }
   read_numbers(n, w, kNicTotals, &x);
-  if (const json* wins = get_array(n, "windows", w)) {
-    for (size_t k = 0; k < wins->size(); ++k) {
+  if (Node wins; get_array(n, "windows", w, &wins)) {
+    for_each_element(wins, [&](const Node& e, size_t k) {
       const std::string ww = w + "windows[" + std::to_string(k) + "]";
-      const json& e = (*wins)[k];
-      if (!e.is_array() || e.size() != 3 || !e[0].is_number() || !e[1].is_number() ||
-          !e[2].is_number())
+      const Node e0 = e.first(), e1 = e0.valid() ? e0.next(e) : Node(),
+                 e2 = e1.valid() ? e1.next(e) : Node();
+      if (!e.is_array() || e.size() != 3 || !e0.is_number() || !e1.is_number() || !e2.is_number())
         throw BadField{ww + " is not [index, busy_ns, bytes]"};
       NicWindow nw;
-      nw.index = e[0].get<uint64_t>();
-      nw.busy_ns = e[1].get<double>();
-      nw.bytes = e[2].get<uint64_t>();
+      nw.index = e0.get_u64();
+      nw.busy_ns = e1.get_double();
+      nw.bytes = e2.get_u64();
       x.windows.push_back(nw);
-    }
+    });
   }
   read_numbers(n, w, kNicPeak, &x);
   return x;
 }
 
-CqReport read_cq(const json& c, const std::string& w) {
+CqReport read_cq(const Node& c, const std::string& w) {
   CqReport x;
   x.id = static_cast<uint32_t>(get_u64(c, "id", w));
   x.polls = get_u64(c, "polls", w);
-  if (const auto g = c.find("gaps"); g != c.end() && !g->is_null()) {
-    const json& gaps = as_object(*g, w + "gaps");
+  if (Node g; member(c, "gaps", &g) && !g.is_null()) {
+    const Node& gaps = as_object(g, w + "gaps");
     for (int k = 0; k < kGapClasses; ++k) x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
   }
   x.max_gap_ns = get_double(c, "max_gap_ns", w);
@@ -254,7 +261,7 @@ CqReport read_cq(const json& c, const std::string& w) {
   return x;
 }
 
-OpRow read_op_row(const json& o, const std::string& wo) {
+OpRow read_op_row(const Node& o, const std::string& wo) {
   OpRow row;
   row.op = get_string(o, "op", wo, true);
   row.bytes = get_u64(o, "bytes", wo);
@@ -268,24 +275,25 @@ OpRow read_op_row(const json& o, const std::string& wo) {
   return row;
 }
 
-LinkReport read_link(const json& l, const std::string& w) {
+LinkReport read_link(const Node& l, const std::string& w) {
   LinkReport x;
   x.local = get_string(l, "local", w);
   x.remote = get_string(l, "remote", w);
-  for_each_object(l, "ops", w, [&](const json& o, const std::string& wo) {
+  for_each_object(l, "ops", w, [&](const Node& o, const std::string& wo) {
     x.rows.push_back(read_op_row(o, wo));
   });
   return x;
 }
 
-void parse_fields(const json& j, ProcessReport* r) {
+void parse_fields(const Node& j, ProcessReport* r) {
   r->host = get_string(j, "host", "", true);
   r->rank = get_string(j, "rank", "", true);
   {
-    const auto it = j.find("pid");
-    if (it == j.end()) throw BadField{"pid is missing"};
-    if (!it->is_number_integer()) throw BadField{"pid is " + type_name(*it) + ", not an integer"};
-    const int64_t pid = it->get<int64_t>();
+    Node it;
+    if (!member(j, "pid", &it)) throw BadField{"pid is missing"};
+    if (!it.is_number_integer())
+      throw BadField{std::string("pid is ") + it.type_name() + ", not an integer"};
+    const int64_t pid = it.get_i64();
     if (pid < INT32_MIN || pid > INT32_MAX) throw BadField{"pid is out of range"};
     r->pid = static_cast<long>(pid);
   }
@@ -294,8 +302,8 @@ void parse_fields(const json& j, ProcessReport* r) {
   r->start_mono_ns = get_time_ns(j, "start_mono_ns", "");
   r->start_wall_ns = get_time_ns(j, "start_wall_ns", "");
   r->duration_s = get_double(j, "duration_s", "", 0.0, limits::kMaxSeconds);
-  if (const auto c = j.find("clock"); c != j.end() && !c->is_null()) {
-    const json& clk = as_object(*c, "clock");
+  if (Node c; member(j, "clock", &c) && !c.is_null()) {
+    const Node& clk = as_object(c, "clock");
     r->tsc = get_string(clk, "source", "clock.") == "tsc";
     r->ns_per_tick =
         clk.contains("ns_per_tick")
@@ -309,10 +317,10 @@ void parse_fields(const json& j, ProcessReport* r) {
   r->cells_full = get_u64(j, "cells_full", "");
 
   for_each_object(j, "nics", "",
-                  [&](const json& n, const std::string& w) { r->nics.push_back(read_nic(n, w)); });
+                  [&](const Node& n, const std::string& w) { r->nics.push_back(read_nic(n, w)); });
   for_each_object(j, "cqs", "",
-                  [&](const json& c, const std::string& w) { r->cqs.push_back(read_cq(c, w)); });
-  for_each_object(j, "links", "", [&](const json& l, const std::string& w) {
+                  [&](const Node& c, const std::string& w) { r->cqs.push_back(read_cq(c, w)); });
+  for_each_object(j, "links", "", [&](const Node& l, const std::string& w) {
     r->links.push_back(read_link(l, w));
   });
 }
@@ -331,19 +339,23 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
   if (problem) *problem = FileProblem::kNone;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(why, problem, FileProblem::kEmpty, "empty file");
-  // Checked before parsing: a parsed document is walked recursively (dump(),
-  // comparisons), so depth is what would overflow the stack.
+  // Checked before parsing: the tree is walked recursively (dump()), so
+  // depth is what would overflow the stack.
   if (!json_depth_within(text.data(), text.size(), limits::kMaxJsonDepth))
     return fail(
         why, problem, FileProblem::kCorrupt,
         "corrupt: JSON nested deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  // One tree per parsing thread, kept between reports (see JsonTree::parse),
+  // unless a report made it larger than reports of 1024 links do.
+  thread_local JsonTree tree;
+  struct Trim {
+    ~Trim() { tree.trim(size_t{32} << 20); }
+  } trim_after;
+  if (JsonError e; !tree.parse(text, &e)) {
+    if (!e.syntax()) return fail(why, problem, FileProblem::kCorrupt, "corrupt: " + e.what);
     // nlohmann reports the byte where it gave up; at (or past) the end of the
     // text means the document is a valid prefix that stops early.
-    if (e.byte >= text.size() || std::strstr(e.what(), "unexpected end of input"))
+    if (e.byte >= text.size() || e.what.find("unexpected end of input") != std::string::npos)
       return fail(why, problem, FileProblem::kTruncated,
                   "truncated JSON: cut short after " + std::to_string(text.size()) +
                       " bytes (was the process killed while writing it?)");
@@ -351,28 +363,27 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
     return fail(why, problem, FileProblem::kCorrupt,
                 std::string(texty ? "corrupt" : "binary") +
                     ": not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
-  } catch (const std::exception& e) {
-    return fail(why, problem, FileProblem::kCorrupt, std::string("corrupt: ") + e.what());
   }
+  const Node j = tree.root();
   if (!j.is_object())
     return fail(why, problem, FileProblem::kForeign,
                 std::string("foreign: JSON ") + j.type_name() + ", not a fabtrace report");
-  const auto f = j.find("format");
-  if (f == j.end())
+  Node f;
+  if (!member(j, "format", &f))
     return fail(why, problem, FileProblem::kForeign,
                 "foreign: JSON without a \"format\" field, not a fabtrace report");
-  if (!f->is_string() || f->get<std::string>() != kReportFormat) {
-    std::string got = f->is_string() ? "\"" + f->get<std::string>() + "\"" : f->dump();
+  if (!f.is_string() || f.str() != kReportFormat) {
+    std::string got = f.is_string() ? "\"" + std::string(f.str()) + "\"" : f.dump();
     if (got.size() > 60) got = got.substr(0, 57) + "...";
     return fail(why, problem, FileProblem::kForeign,
                 "foreign: format is " + got + ", not \"" + kReportFormat + "\"");
   }
-  const auto v = j.find("version");
-  if (v == j.end() || !v->is_number_integer())
+  Node v;
+  if (!member(j, "version", &v) || !v.is_number_integer())
     return fail(why, problem, FileProblem::kCorrupt, "corrupt: no integer \"version\"");
-  if (v->get<int64_t>() > kReportVersion || v->get<int64_t>() < 1)
+  if (v.get_i64() > kReportVersion || v.get_i64() < 1)
     return fail(why, problem, FileProblem::kVersion,
-                "report format version " + std::to_string(v->get<int64_t>()) +
+                "report format version " + std::to_string(v.get_i64()) +
                     "; this fabtrace reads version " + std::to_string(kReportVersion) +
                     " (use a newer fabtrace)");
   try {

@@ -1,0 +1,126 @@
+// JsonTree (the report reader's SAX-built document) against nlohmann's DOM:
+// the same values, kinds, member lookups (the last of repeated keys), dump()
+// text, and the same errors where the DOM parser throws.
+#include "userspace/report/json_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/report_fixtures/synthetic_job.h"
+
+namespace fabtrace::report {
+namespace {
+
+using nlohmann::json;
+
+// Walks both documents together; every difference is a failure.
+void expect_same(const JsonNode& n, const json& j, const std::string& where) {
+  SCOPED_TRACE(where);
+  ASSERT_STREQ(n.type_name(), j.type_name());
+  EXPECT_EQ(n.is_null(), j.is_null());
+  EXPECT_EQ(n.is_boolean(), j.is_boolean());
+  EXPECT_EQ(n.is_number_integer(), j.is_number_integer());
+  EXPECT_EQ(n.is_number_unsigned(), j.is_number_unsigned());
+  EXPECT_EQ(n.is_number_float(), j.is_number_float());
+  EXPECT_EQ(n.dump(), j.dump());
+  if (j.is_number()) {
+    EXPECT_EQ(n.get_i64(), j.get<int64_t>());
+    EXPECT_EQ(n.get_double(), j.get<double>());
+    if (!j.is_number_float()) {
+      EXPECT_EQ(n.get_u64(), j.get<uint64_t>());
+    }
+  }
+  if (j.is_boolean()) {
+    EXPECT_EQ(n.get_bool(), j.get<bool>());
+  }
+  if (j.is_string()) {
+    EXPECT_EQ(n.str(), j.get<std::string>());
+  }
+  if (j.is_array()) {
+    ASSERT_EQ(n.size(), j.size());
+    size_t i = 0;
+    for (JsonNode c = n.first(); c.valid(); c = c.next(n), ++i)
+      expect_same(c, j[i], where + "[" + std::to_string(i) + "]");
+    EXPECT_EQ(i, j.size());
+  }
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      JsonNode c;
+      ASSERT_TRUE(n.find(k, &c)) << k;
+      expect_same(c, v, where + "." + k);
+    }
+    EXPECT_FALSE(n.contains("no such key"));
+  }
+}
+
+void expect_same_text(const std::string& text) {
+  SCOPED_TRACE(text.substr(0, 80));
+  JsonTree t;
+  JsonError e;
+  json j;
+  bool dom_ok = true;
+  size_t byte = 0;
+  int id = 0;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& x) {
+    dom_ok = false, byte = x.byte, id = x.id;
+  } catch (const json::exception& x) {
+    dom_ok = false, id = x.id;
+  }
+  ASSERT_EQ(t.parse(text, &e), dom_ok) << e.what;
+  if (dom_ok) {
+    expect_same(t.root(), j, "$");
+  } else {
+    EXPECT_EQ(e.id, id) << e.what;
+    if (e.syntax()) {
+      EXPECT_EQ(e.byte, byte) << e.what;
+    }
+  }
+}
+
+TEST(JsonTree, AnswersAsNlohmannsDomOnAReport) {
+  for (const ProcessReport& r : test::make_synthetic_job().reports)
+    expect_same_text(test::report_json_text(r));
+}
+
+TEST(JsonTree, AnswersAsNlohmannsDomOnEdgeCases) {
+  for (const char* text : {"null",
+                           "true",
+                           "[]",
+                           "{}",
+                           "\"x\\u00e9\\n\"",
+                           "-0",
+                           "0.0",
+                           "1e20",
+                           "-9223372036854775808",
+                           "18446744073709551615",
+                           "18446744073709551616",
+                           "[1,[2,[3,{}]],\"a\",null,false,-1.5e-7]",
+                           "{\"a\": 1, \"a\": \"second\"}",
+                           "{\"a\":{\"b\":[{\"c\":1},{\"c\":2}]},\"d\":3}",
+                           "1e400",
+                           "[1, 2",
+                           "{\"a\" 1}",
+                           "[1] x",
+                           "",
+                           "\x7f"
+                           "ELF",
+                           "{\"k\":tru}"})
+    expect_same_text(text);
+}
+
+TEST(JsonTree, RepeatedKeysKeepTheLast) {
+  JsonTree t;
+  JsonError e;
+  ASSERT_TRUE(t.parse("{\"a\": 1, \"b\": 2, \"a\": 3}", &e)) << e.what;
+  JsonNode a;
+  ASSERT_TRUE(t.root().find("a", &a));
+  EXPECT_EQ(a.get_u64(), 3u);
+  EXPECT_EQ(t.root().size(), 3u);
+}
+
+}  // namespace
+}  // namespace fabtrace::report
