@@ -7,6 +7,8 @@
 
 #include <mpi.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +31,30 @@ namespace {
 constexpr uint64_t kNoList = std::numeric_limits<uint64_t>::max();  // "stop": nothing to parse
 constexpr size_t kChunk = size_t{1} << 30;
 
+// Waits for a nonblocking collective without spinning: a process waiting
+// for another (process 0 writing the tables, the others reading their
+// timelines) would otherwise burn a core that the working one could use, as
+// Open MPI's blocking collectives poll.
+void wait_idle(MPI_Request* req) {
+  int done = 0;
+  for (unsigned spins = 0;; ++spins) {
+    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (spins > 100) {
+      const timespec nap{0, 200 * 1000};
+      nanosleep(&nap, nullptr);
+    }
+  }
+}
+
+uint64_t sum_on_root(uint64_t v) {
+  uint64_t total = 0;
+  MPI_Request req;
+  MPI_Ireduce(&v, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD, &req);
+  wait_idle(&req);
+  return total;
+}
+
 // Process 0's *bytes to every process, in rounds of kChunk.
 void bcast_bytes(std::string* bytes) {
   uint64_t size = bytes->size();
@@ -43,7 +69,9 @@ void bcast_bytes(std::string* bytes) {
 // ended early; nothing more follows).
 constexpr uint64_t kGo = 1, kStop = 0;
 uint64_t bcast_word(uint64_t v) {
-  MPI_Bcast(&v, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  MPI_Request req;
+  MPI_Ibcast(&v, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
+  wait_idle(&req);
   return v;
 }
 
@@ -96,10 +124,13 @@ void reduce_stats(report::PerfettoStats* s, int rank) {
   const std::vector<uint64_t*> c = counts_of(s);
   std::vector<uint64_t> mine(c.size()), sum(c.size());
   for (size_t i = 0; i < c.size(); ++i) mine[i] = *c[i];
-  MPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0,
-             MPI_COMM_WORLD);
+  MPI_Request req[2];
+  MPI_Ireduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0,
+              MPI_COMM_WORLD, &req[0]);
   uint32_t lanes = s->max_lanes, most = 0;
-  MPI_Reduce(&lanes, &most, 1, MPI_UINT32_T, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Ireduce(&lanes, &most, 1, MPI_UINT32_T, MPI_MAX, 0, MPI_COMM_WORLD, &req[1]);
+  wait_idle(&req[0]);
+  wait_idle(&req[1]);
   if (rank != 0) return;
   for (size_t i = 0; i < c.size(); ++i) *c[i] = sum[i];
   s->max_lanes = most;
@@ -204,14 +235,17 @@ void gather_bytes(const std::string& mine, int rank, int size, std::vector<std::
   const size_t chunk = std::min(
       kChunk, static_cast<size_t>(std::numeric_limits<int>::max()) / static_cast<size_t>(size));
   uint64_t rounds = (mine.size() + chunk - 1) / chunk, most = 0;
-  MPI_Allreduce(&rounds, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Request req;
+  MPI_Iallreduce(&rounds, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &req);
+  wait_idle(&req);
   if (rank == 0) all->assign(static_cast<size_t>(size), std::string());
   const size_t n = static_cast<size_t>(size);
   for (uint64_t r = 0; r < most; ++r) {
     const size_t from = std::min<size_t>(mine.size(), r * chunk);
     const int count = static_cast<int>(std::min(chunk, mine.size() - from));
     std::vector<int> counts(rank == 0 ? n : 0), displs(rank == 0 ? n : 0);
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+    wait_idle(&req);
     std::string buf;
     if (rank == 0) {
       int total = 0;
@@ -221,8 +255,9 @@ void gather_bytes(const std::string& mine, int rank, int size, std::vector<std::
       }
       buf.resize(static_cast<size_t>(total));
     }
-    MPI_Gatherv(mine.data() + from, count, MPI_CHAR, buf.data(), counts.data(), displs.data(),
-                MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Igatherv(mine.data() + from, count, MPI_CHAR, buf.data(), counts.data(), displs.data(),
+                 MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+    wait_idle(&req);
     if (rank == 0)
       for (size_t q = 0; q < n; ++q)
         (*all)[q].append(buf, static_cast<size_t>(displs[q]), static_cast<size_t>(counts[q]));
@@ -237,7 +272,14 @@ MpiReport::MpiReport() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-MpiReport::~MpiReport() { MPI_Finalize(); }
+MpiReport::~MpiReport() {
+  // MPI_Finalize waits for every process, polling: the processes done first
+  // wait here without spinning.
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  wait_idle(&req);
+  MPI_Finalize();
+}
 
 report::ReportParser MpiReport::parser(unsigned threads) {
   return [this, threads](const std::vector<std::string>& paths,
@@ -277,29 +319,31 @@ std::function<void(report::Job*)> MpiReport::matcher() {
     report::encode_job_context(*job, &ctx);
     bcast_bytes(&ctx);
     waiting_ = 3;
+    // In rounds of K ranks, so that process 0 holds K timelines at a time,
+    // not all: ranks first .. first + K - 1, rank first + q read by process q.
     const report::EvidenceOptions opt;
-    std::vector<report::RankTimeline> own;
-    for (uint32_t r = 0; r < job->ranks.size(); ++r)
-      if (mine(r) && !job->ranks[r].oplog_path.empty())
-        own.push_back(report::read_rank_timeline(*job, r, opt));
-    std::vector<std::string> theirs;
-    gather_bytes(std::string(), 0, size_, &theirs);
-    // In rank order: rank r's timeline is the next one of process r % K.
     report::ReceiveMatcher m(job, opt);
-    std::vector<size_t> at(static_cast<size_t>(size_), 0);
-    size_t next_own = 0;
-    for (uint32_t r = 0; r < job->ranks.size(); ++r) {
-      if (job->ranks[r].oplog_path.empty()) continue;
-      const size_t q = r % static_cast<size_t>(size_);
-      if (q == 0) {
-        m.add(own[next_own++]);
-        continue;
+    const size_t k = static_cast<size_t>(size_);
+    for (size_t first = 0; first < job->ranks.size(); first += k) {
+      report::RankTimeline own;
+      if (!job->ranks[first].oplog_path.empty())
+        own = report::read_rank_timeline(*job, static_cast<uint32_t>(first), opt);
+      std::vector<std::string> theirs;
+      gather_bytes(std::string(), 0, size_, &theirs);
+      for (size_t q = 0; q < k && first + q < job->ranks.size(); ++q) {
+        if (job->ranks[first + q].oplog_path.empty()) continue;
+        if (q == 0) {
+          m.add(own);
+          continue;
+        }
+        report::RankTimeline t;
+        size_t pos = 0;
+        const std::string& b = theirs[q];
+        if (!report::decode_rank_timeline(b.data(), b.size(), &pos, &t) || pos != b.size() ||
+            t.rank != first + q)
+          unreadable("timeline", static_cast<int>(q));
+        m.add(t);
       }
-      report::RankTimeline t;
-      const std::string& b = theirs[q];
-      if (!report::decode_rank_timeline(b.data(), b.size(), &at[q], &t) || t.rank != r)
-        unreadable("timeline", static_cast<int>(q));
-      m.add(t);
     }
     m.finish();
   };
@@ -323,8 +367,7 @@ report::SlowestOps MpiReport::slowest_ops(const report::Job& job, size_t n, bool
   report::SlowestPart part = report::slowest_part(job, share, n);
   std::vector<std::string> theirs;
   gather_bytes(std::string(), 0, size_, &theirs);
-  uint64_t seen = part.ops_seen, total = 0;
-  MPI_Reduce(&seen, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  const uint64_t total = sum_on_root(part.ops_seen);
   for (int q = 1; q < size_; ++q) {
     const std::string& b = theirs[static_cast<size_t>(q)];
     report::SlowestPart p;
@@ -405,12 +448,13 @@ int MpiReport::serve(unsigned threads) {
     bcast_bytes(&ctx);
     if (!report::decode_job_context(ctx.data(), ctx.size(), &job)) unreadable("job context", 0);
   }
-  {
+  const report::EvidenceOptions evidence;
+  for (size_t first = 0; first < job.ranks.size(); first += static_cast<size_t>(size_)) {
+    const size_t r = first + static_cast<size_t>(rank_);
     std::string bytes;
-    const report::EvidenceOptions opt;
-    for (uint32_t r = 0; r < job.ranks.size(); ++r)
-      if (mine(r) && !job.ranks[r].oplog_path.empty())
-        report::encode_rank_timeline(report::read_rank_timeline(job, r, opt), &bytes);
+    if (r < job.ranks.size() && !job.ranks[r].oplog_path.empty())
+      report::encode_rank_timeline(
+          report::read_rank_timeline(job, static_cast<uint32_t>(r), evidence), &bytes);
     gather_bytes(bytes, rank_, size_, nullptr);
   }
   // Step 3: the slowest ops of this process's ranks, and their trace files.
@@ -425,8 +469,7 @@ int MpiReport::serve(unsigned threads) {
     std::string bytes;
     report::encode_slowest_part(part, &bytes);
     gather_bytes(bytes, rank_, size_, nullptr);
-    uint64_t seen = part.ops_seen, total = 0;
-    MPI_Reduce(&seen, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    sum_on_root(part.ops_seen);
   }
   if (!plan.per_rank_trace) return 0;
   report::PerfettoOptions opt;

@@ -5,15 +5,17 @@
 //      0, which builds the job (the link rows stay there);
 //   2. process 0 broadcasts the job's context (report/job_context.h); every
 //      process reads its ranks' per-op timelines for the "posted late"
-//      matching, which process 0 does over all of them (gathered in rank order);
+//      matching, which process 0 does over all of them (gathered in rounds of
+//      K ranks, so in rank order, K timelines held at a time);
 //   3. every process finds the slowest ops of its ranks' timelines (its top N,
 //      gathered and merged under one total order; the ops read, an
 //      MPI_Reduce) and, with --trace-per-rank, writes its ranks' Perfetto
 //      files (their statistics merged with MPI_Reduce, their file lists and
 //      warnings gathered and put in rank order).
 // Process 0 writes everything else as the single-process report does, so the
-// outputs are the same bytes. Built only with MPI (FABTRACE_HAVE_MPI;
-// userspace/CMakeLists.txt).
+// outputs are the same bytes. A process waiting for another sleeps between
+// tests of its nonblocking collectives instead of polling a core. Built only with MPI
+// (FABTRACE_HAVE_MPI; userspace/CMakeLists.txt).
 #pragma once
 
 #include <cstddef>

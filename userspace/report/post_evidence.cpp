@@ -1,6 +1,7 @@
 #include "userspace/report/post_evidence.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -145,6 +146,7 @@ RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOption
   t.residual_ns = cal.residual_ns;
   const auto& links = rd.links();
   for (const auto& [id, l] : links) t.links.push_back({id, l.local, l.remote});
+  t.ops.reserve(static_cast<size_t>(std::min<uint64_t>(rd.ops_read(), opt.max_records)));
   bool full = false;
   t.read = rd.read_all(
       [&](const oplog::OpEntry* e, size_t n) {
@@ -196,23 +198,41 @@ void ReceiveMatcher::add(const RankTimeline& t) {
   c.records += t.records;
   if (c.records > opt_.max_records) c.full = true;
   if (c.full) return;
-  std::map<uint32_t, const RankTimeline::Link*> links;
-  for (const RankTimeline::Link& l : t.links) links[l.id] = &l;
+  // Where a link's ops go, looked up once per link and family (sends) or
+  // per link, op and size (receives), not once per op.
+  struct Where {
+    const RankTimeline::Link* link = nullptr;
+    std::vector<Send>* sends[2] = {nullptr, nullptr};
+  };
+  std::map<uint32_t, Where> links;
+  for (const RankTimeline::Link& l : t.links) links[l.id].link = &l;
+  constexpr size_t kNoRow = ~size_t{0};
+  std::map<std::tuple<uint32_t, uint8_t, uint64_t, bool>, std::pair<std::vector<Recv>*, size_t>>
+      recv_rows;
   for (const RankTimeline::Op& o : t.ops) {
     const auto l = links.find(o.link);
     if (l == links.end()) continue;
+    const RankTimeline::Link& link = *l->second.link;
     const OpKind kind = static_cast<OpKind>(o.kind);
     const Family sf = send_family(kind), rf = recv_family(kind);
     if (sf != kOther) {
-      c.sends[SendKey{l->second->local, l->second->remote, sf}].push_back(
-          Send{o.start, o.bytes, t.rank});
+      std::vector<Send>*& to = l->second.sends[sf];
+      if (!to) to = &c.sends[SendKey{link.local, link.remote, sf}];
+      to->push_back(Send{o.start, o.bytes, t.rank});
     } else if (rf != kOther) {
-      const auto row =
-          st_->rows.find(row_key(rank.host, rank.rank, rank.pid, l->second->local,
-                                 l->second->remote, op_name(kind), o.bytes, o.size_unknown));
-      if (row == st_->rows.end()) continue;
-      c.recvs[RecvKey{l->second->local, rf}][l->second->remote].push_back(
-          Recv{o.start, o.end, o.bytes, o.size_unknown, t.rank, row->second});
+      const auto [it, fresh] =
+          recv_rows.try_emplace(std::make_tuple(o.link, o.kind, o.bytes, o.size_unknown),
+                                std::pair<std::vector<Recv>*, size_t>(nullptr, kNoRow));
+      if (fresh) {
+        const auto row =
+            st_->rows.find(row_key(rank.host, rank.rank, rank.pid, link.local, link.remote,
+                                   op_name(kind), o.bytes, o.size_unknown));
+        if (row != st_->rows.end())
+          it->second = {&c.recvs[RecvKey{link.local, rf}][link.remote], row->second};
+      }
+      if (it->second.second == kNoRow) continue;
+      it->second.first->push_back(
+          Recv{o.start, o.end, o.bytes, o.size_unknown, t.rank, it->second.second});
     }
   }
 }
