@@ -266,6 +266,13 @@ void gather_bytes(const std::string& mine, int rank, int size, std::vector<std::
 
 }  // namespace
 
+std::vector<uint32_t> MpiReport::ranks_of(const report::Job& job) const {
+  std::vector<uint32_t> share;
+  for (uint32_t r = 0; r < job.ranks.size(); ++r)
+    if (mine(r)) share.push_back(r);
+  return share;
+}
+
 MpiReport::MpiReport() {
   MPI_Init(nullptr, nullptr);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -361,9 +368,7 @@ report::SlowestOps MpiReport::slowest_ops(const report::Job& job, size_t n, bool
   plan.long_gap_ms = opt.long_gap_ms;
   bcast_plan(&plan);
   waiting_ = 4;
-  std::vector<uint32_t> share;
-  for (uint32_t r = 0; r < job.ranks.size(); ++r)
-    if (mine(r)) share.push_back(r);
+  const std::vector<uint32_t> share = ranks_of(job);
   report::SlowestPart part = report::slowest_part(job, share, n);
   std::vector<std::string> theirs;
   gather_bytes(std::string(), 0, size_, &theirs);
@@ -461,9 +466,7 @@ int MpiReport::serve(unsigned threads) {
   if (bcast_word(kGo) == kStop) return 0;
   Plan plan;
   bcast_plan(&plan);
-  std::vector<uint32_t> share;
-  for (uint32_t r = 0; r < job.ranks.size(); ++r)
-    if (mine(r)) share.push_back(r);
+  const std::vector<uint32_t> share = ranks_of(job);
   {
     const report::SlowestPart part = report::slowest_part(job, share, plan.top);
     std::string bytes;

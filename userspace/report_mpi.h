@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -64,6 +65,8 @@ class MpiReport {
 
  private:
   bool mine(size_t i) const { return i % static_cast<size_t>(size_) == static_cast<size_t>(rank_); }
+  // This process's ranks of the job (indexes in Job::ranks).
+  std::vector<uint32_t> ranks_of(const report::Job& job) const;
   int rank_ = 0, size_ = 1;
   int waiting_ = 1;  // process 0: the step the others wait at (4: none)
 };
