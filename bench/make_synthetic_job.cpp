@@ -2,10 +2,13 @@
 // generator the report tests use) into a directory, for bench/report-scale:
 //
 //   make_synthetic_job DIR NODES RANKS_PER_NODE [--oplogs] [--counters]
+//                      [--ops-per-link K] [--varied] [--recvs]
 //
 // Without options only the ranks' report JSONs are written ("reports only"):
 // every rank has a fi_tsend row to every other rank, a fi_write row to the next
 // and one fi_trecv row, so a job of N ranks has N * (N + 1) link rows.
+// --oplogs adds per-op timelines (K fi_tsend records per link, default 10;
+// --varied: of differing lengths; --recvs: with the receives from "(any)").
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +18,10 @@
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s DIR NODES RANKS_PER_NODE [--oplogs] [--counters]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s DIR NODES RANKS_PER_NODE [--oplogs] [--counters] [--ops-per-link K]\n"
+                 "       [--varied] [--recvs]\n",
+                 argv[0]);
     return 2;
   }
   fabtrace::test::SyntheticOptions opt;
@@ -28,6 +34,16 @@ int main(int argc, char** argv) {
       opt.oplogs = true;
     } else if (!std::strcmp(argv[i], "--counters")) {
       opt.counters = true;
+    } else if (!std::strcmp(argv[i], "--varied")) {
+      opt.varied_durations = true;
+    } else if (!std::strcmp(argv[i], "--recvs")) {
+      opt.oplog_recvs = true;
+    } else if (!std::strcmp(argv[i], "--ops-per-link") && i + 1 < argc) {
+      opt.oplog_ops_per_link = std::atoi(argv[++i]);
+      if (opt.oplog_ops_per_link < 1 || opt.oplog_ops_per_link > 100000000) {
+        std::fprintf(stderr, "%s: --ops-per-link takes 1 .. 100000000\n", argv[0]);
+        return 2;
+      }
     } else {
       std::fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[i]);
       return 2;

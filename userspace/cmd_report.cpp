@@ -38,6 +38,7 @@ void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
                "                       [--kernel-events] [--otf2] [--threads N] [--mpi]\n"
+               "                       [--trace-per-rank]\n"
                "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
                "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
                "           trace go (default DIR/fabtrace-report)\n"
@@ -48,9 +49,13 @@ void usage(std::FILE* out) {
                "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n"
                "  --threads N  threads that read the ranks' reports (default: one per core);\n"
                "           the outputs are the same for any N\n"
-               "  --mpi    under mpirun -np K: the reports are parsed by the K processes\n"
-               "           (N threads each) and gathered by process 0, which writes the\n"
-               "           same outputs as without --mpi\n");
+               "  --trace-per-rank  the Perfetto trace as one file per rank,\n"
+               "           trace.r<rank>.pftrace (and trace.kernel.<host>.pftrace per node\n"
+               "           with a kernel log), instead of trace.pftrace\n"
+               "  --mpi    under mpirun -np K: the K processes share the ranks: each parses\n"
+               "           its share of the reports (N threads each), reads its ranks'\n"
+               "           per-op timelines and writes their per-rank trace files; process 0\n"
+               "           merges and writes the same outputs as without --mpi\n");
 }
 
 bool parse_size(const char* s, size_t* out) {
@@ -67,7 +72,7 @@ bool parse_size(const char* s, size_t* out) {
 int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
   bool have_dir = false, html = true, trace = true, kernel_events = false, otf2 = false;
-  bool mpi = false;
+  bool mpi = false, trace_per_rank = false;
   size_t top = 5, threads = 0;
   bool top_given = false;
   for (int i = 0; i < argc; ++i) {
@@ -125,6 +130,10 @@ int cmd_report(int argc, char** argv) {
       mpi = true;
       continue;
     }
+    if (!std::strcmp(a, "--trace-per-rank")) {
+      trace_per_rank = true;
+      continue;
+    }
     if (a[0] == '-' && a[1] != '\0') {
       std::fprintf(stderr, "fabtrace report: unknown option '%s'\n", a);
       usage(stderr);
@@ -167,19 +176,24 @@ int cmd_report(int argc, char** argv) {
   lopt.exclude_dirs.push_back(out_dir);
   lopt.threads = static_cast<unsigned>(threads);
 #if FABTRACE_HAVE_MPI
-  if (session) lopt.parser = session->parser(lopt.threads);
+  if (session) {
+    lopt.parser = session->parser(lopt.threads);
+    lopt.match_receives = session->matcher();
+  }
+  // The other processes wait for this one at each step: on the way out
+  // early, they are let go, and MPI is finalized.
+  const auto end_session = [&session] {
+    if (session) session->release();
+    session.reset();
+  };
+#else
+  const auto end_session = [] {};
 #endif
   report::Job job;
   std::string err;
   const bool loaded = report::load_job(dir, lopt, &job, &err);
-#if FABTRACE_HAVE_MPI
-  // The other processes are done once the reports are gathered: MPI is
-  // finalized now so that they exit instead of polling in MPI_Finalize
-  // (which waits for every process) while this one writes the outputs.
-  if (session) session->release();
-  session.reset();
-#endif
   if (!loaded) {
+    end_session();
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     return 1;
   }
@@ -187,6 +201,7 @@ int cmd_report(int argc, char** argv) {
     std::fprintf(stderr, "fabtrace report: skipped %s: %s\n", printable(s.path).c_str(),
                  printable(s.why).c_str());
   if (job.ranks.empty()) {
+    end_session();
     std::fprintf(stderr,
                  "fabtrace report: no usable fabtrace report (fabtrace.<host>.r<rank>.p<pid>.json) "
                  "under %s%s\n",
@@ -204,6 +219,7 @@ int cmd_report(int argc, char** argv) {
     std::string why;
     const int fd = open_own_dir(out_dir, true, &why);
     if (fd < 0) {
+      end_session();
       std::fprintf(stderr, "fabtrace report: cannot use the output directory %s\n",
                    printable(why).c_str());
       return 1;
@@ -217,8 +233,18 @@ int cmd_report(int argc, char** argv) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     rc = 1;
   }
-  // The slowest individual ops: one streaming pass over the per-op timelines.
-  const report::SlowestOps slowest = report::find_slowest_ops(job, top_given ? top : 10);
+  // The slowest individual ops: one streaming pass over the per-op timelines
+  // (--mpi: each process over its ranks').
+  report::PerfettoOptions popt;
+  popt.split_per_rank = trace_per_rank;
+  const size_t slow_n = top_given ? top : 10;
+#if FABTRACE_HAVE_MPI
+  const report::SlowestOps slowest =
+      session ? session->slowest_ops(job, slow_n, trace && trace_per_rank, out_dir, popt)
+              : report::find_slowest_ops(job, slow_n);
+#else
+  const report::SlowestOps slowest = report::find_slowest_ops(job, slow_n);
+#endif
   for (const std::string& w : slowest.warnings)
     std::fprintf(stderr, "fabtrace report: %s\n", printable(w).c_str());
   if (!slowest.covers.empty()) {
@@ -231,9 +257,21 @@ int cmd_report(int argc, char** argv) {
     }
   }
   std::vector<std::string> trace_files;
+  // Unless they write their ranks' trace files, the other processes are done:
+  // they exit instead of polling in MPI_Finalize (which waits for every
+  // process) while this one writes the rest.
+  const bool shared_trace = trace && trace_per_rank && FABTRACE_HAVE_MPI && mpi;
+  if (!shared_trace) end_session();
   if (trace) {
-    const report::PerfettoOptions opt;
-    if (!report::write_perfetto(job, out_dir, opt, &trace_files, &err)) {
+    bool ok;
+#if FABTRACE_HAVE_MPI
+    if (shared_trace)
+      ok = session->per_rank_trace(job, out_dir, popt, &trace_files, &err);
+    else
+#endif
+      ok = report::write_perfetto(job, out_dir, popt, &trace_files, &err);
+    end_session();
+    if (!ok) {
       std::fprintf(stderr, "fabtrace report: the Perfetto trace: %s\n", err.c_str());
       rc = 1;
     }

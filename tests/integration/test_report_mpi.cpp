@@ -1,8 +1,12 @@
 // `mpirun -np 2 fabtrace report --mpi DIR` against `fabtrace report DIR`: the
 // same summary, the same stderr and the same output files, byte for byte, on
-// a synthetic job with timelines, counters and a corrupt report; an unusable
-// DIR ends every process (none waits for the others). Without MPI in the
-// build, --mpi is refused with one line.
+// synthetic jobs with timelines, counters and a corrupt report; with per-op
+// timelines across ranks read by several processes (receives matched to sends
+// in other processes' timelines, the slowest ops merged, a timeline cut
+// short) and per-rank Perfetto files written by several processes (which
+// decode, each standing alone); an unusable DIR ends every process (none
+// waits for the others). Without MPI in the build, --mpi is refused with one
+// line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "tests/integration/harness.h"
+#include "tests/report_fixtures/perfetto_decode.h"
 #include "tests/report_fixtures/synthetic_job.h"
 
 namespace fabtrace::test {
@@ -21,7 +26,8 @@ namespace {
 // file written, as one string; the exit code in *rc. `mpi`: K processes
 // under mpirun (loopback only: shared memory and self).
 std::string report_outputs(const std::string& job, const std::string& out, int mpi_procs,
-                           const std::string& err_file, int* rc) {
+                           const std::string& err_file, int* rc,
+                           const std::vector<std::string>& extra = {}) {
   std::filesystem::remove_all(out);
   std::vector<std::string> argv{"sh", "-c", "exec \"$@\" 2>\"$0\"", err_file};
   Env env;
@@ -36,6 +42,7 @@ std::string report_outputs(const std::string& job, const std::string& out, int m
                              "self,vader", "-x", "LSAN_OPTIONS", "-np", std::to_string(mpi_procs)});
   }
   argv.insert(argv.end(), {FABTRACE_CLI, "report", job, "-o", out, "--threads", "1"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
   if (mpi_procs > 0) argv.emplace_back("--mpi");
   const RunResult r = run(argv, env, false, 240);
   *rc = r.exit_code;
@@ -47,6 +54,37 @@ std::string report_outputs(const std::string& job, const std::string& out, int m
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) all += "== " + f + "\n" + slurp(f);
   return all;
+}
+
+// Names the first difference between two runs' outputs rather than printing megabytes.
+void expect_same(const std::string& single, const std::string& mpi, const std::string& what) {
+  if (mpi == single) return;
+  const size_t at = static_cast<size_t>(
+      std::mismatch(single.begin(), single.begin() + std::min(single.size(), mpi.size()),
+                    mpi.begin())
+          .first -
+      single.begin());
+  const size_t from = at > 300 ? at - 300 : 0;
+  ADD_FAILURE() << what << " wrote other outputs; first difference at byte " << at
+                << "\nsingle: " << single.substr(from, 600)
+                << "\n--mpi:  " << mpi.substr(from, 600);
+}
+
+// A job whose ranks' timelines hold sends of differing lengths and receives
+// from "(any)", one timeline cut short.
+SyntheticJob timeline_job(const std::string& dir, int nodes, int ranks_per_node) {
+  SyntheticOptions o;
+  o.nodes = nodes;
+  o.ranks_per_node = ranks_per_node;
+  o.varied_durations = true;
+  o.oplog_recvs = true;
+  const SyntheticJob sj = make_synthetic_job(o);
+  write_synthetic_job(sj, dir);
+  return sj;
+}
+
+std::string oplog_of(const std::string& dir, const ProcessReport& r) {
+  return dir + "/fabtrace_ops." + r.host + ".r" + r.rank + ".p" + std::to_string(r.pid) + ".oplog";
 }
 
 TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
@@ -74,17 +112,97 @@ TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
   for (const ProcessReport& r : sj.reports)
     EXPECT_NE(single.find(r.host + "," + r.rank + "," + std::to_string(r.pid)), std::string::npos)
         << "rank " << r.rank << " missing from the single-process outputs";
-  if (mpi != single) {
-    // Name the first difference rather than printing megabytes.
-    const size_t at = static_cast<size_t>(
-        std::mismatch(single.begin(), single.begin() + std::min(single.size(), mpi.size()),
-                      mpi.begin())
-            .first -
-        single.begin());
-    const size_t from = at > 300 ? at - 300 : 0;
-    ADD_FAILURE() << "--mpi wrote other outputs; first difference at byte " << at
-                  << "\nsingle: " << single.substr(from, 600)
-                  << "\n--mpi:  " << mpi.substr(from, 600);
+  expect_same(single, mpi, "--mpi");
+}
+
+// Per-op timelines across 9 ranks, one cut short, read by 2 and by 3
+// processes, with per-rank trace files: the same bytes as one process.
+TEST(ReportMpi, TimelinesAndPerRankTracesAcrossProcesses) {
+  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  const std::string dir = make_temp_dir("report-mpi-timelines");
+  const SyntheticJob sj = timeline_job(dir + "/job", 3, 3);
+  {
+    const std::string cut = oplog_of(dir + "/job", sj.reports[4]);
+    const std::string bytes = slurp(cut);
+    ASSERT_GT(bytes.size(), 3000u);
+    std::ofstream(cut, std::ios::trunc | std::ios::binary) << bytes.substr(0, bytes.size() * 2 / 3);
+  }
+  const std::string out = dir + "/out";
+  const std::vector<std::string> opts{"--trace-per-rank", "--top", "4"};
+  int rc = -1;
+  const std::string single = report_outputs(dir + "/job", out, 0, dir + "/stderr", &rc, opts);
+  ASSERT_EQ(rc, 0) << single.substr(0, 4000);
+  // Known answers: a file per rank; the cut timeline named; the longest
+  // fi_tsend the generator made lasts 20 + 12 us; receives from (any) with
+  // several senders get no verdict, and say why.
+  for (const ProcessReport& r : sj.reports)
+    EXPECT_NE(single.find("== " + out + "/trace.r" + r.rank + ".pftrace"), std::string::npos)
+        << r.rank;
+  EXPECT_EQ(single.find("== " + out + "/trace.pftrace"), std::string::npos);
+  EXPECT_NE(single.find(oplog_of(dir + "/job", sj.reports[4]) + " is cut short"),
+            std::string::npos);
+  EXPECT_NE(single.find("fi_tsend 64 KiB  32.0 us"), std::string::npos);
+  EXPECT_NE(single.find("several senders' timelines have sends to this address"),
+            std::string::npos);
+  for (const int procs : {2, 3}) {
+    const std::string mpi = report_outputs(dir + "/job", out, procs, dir + "/stderr", &rc, opts);
+    ASSERT_EQ(rc, 0) << mpi.substr(0, 4000);
+    expect_same(single, mpi, "--mpi -np " + std::to_string(procs));
+  }
+}
+
+// Two ranks on two nodes, each process reading one: every receive's send is in
+// the other process's timeline. The generator posted the odd receives 5 us
+// after their send: 5 of 10 late, median 5 us, on both ranks.
+TEST(ReportMpi, ReceivesMatchSendsReadByAnotherProcess) {
+  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  const std::string dir = make_temp_dir("report-mpi-posted");
+  const SyntheticJob sj = timeline_job(dir + "/job", 2, 1);
+  const std::string out = dir + "/out";
+  int rc = -1;
+  const std::string single = report_outputs(dir + "/job", out, 0, dir + "/stderr", &rc);
+  ASSERT_EQ(rc, 0) << single.substr(0, 4000);
+  for (const ProcessReport& r : sj.reports)
+    EXPECT_NE(single.find(r.host + " r" + r.rank + "  0x10a0" + r.rank +
+                          " <- (any)  fi_trecv 64 KiB  5 of 10 matched posted late, median "
+                          "5.00 us after the send"),
+              std::string::npos)
+        << single.substr(0, 6000);
+  const std::string mpi = report_outputs(dir + "/job", out, 2, dir + "/stderr", &rc);
+  ASSERT_EQ(rc, 0) << mpi.substr(0, 4000);
+  expect_same(single, mpi, "--mpi -np 2");
+}
+
+// The per-rank files two processes wrote: each decodes and stands alone, holds
+// its rank's process track only, and a slice per record of its timeline.
+TEST(ReportMpi, PerRankTracesDecode) {
+  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  const std::string dir = make_temp_dir("report-mpi-decode");
+  const SyntheticJob sj = timeline_job(dir + "/job", 2, 2);
+  const std::string out = dir + "/out";
+  int rc = -1;
+  const std::string all =
+      report_outputs(dir + "/job", out, 2, dir + "/stderr", &rc, {"--trace-per-rank"});
+  ASSERT_EQ(rc, 0) << all.substr(0, 4000);
+  for (const ProcessReport& r : sj.reports) {
+    const std::string path = out + "/trace.r" + r.rank + ".pftrace";
+    const Decoded d = decode_trace(path);
+    ASSERT_TRUE(d.ok) << path << ": " << d.problem;
+    EXPECT_EQ(check_tracks(d), "") << path;
+    size_t processes = 0, begins = 0, ends = 0;
+    for (const Descriptor& x : d.descs)
+      if (x.process) {
+        ++processes;
+        EXPECT_EQ(x.pid, r.pid) << path;
+        EXPECT_EQ(x.name, "rank " + r.rank + " (" + r.host + ")") << path;
+      }
+    for (const Event& e : d.events) {
+      begins += e.type == 1;
+      ends += e.type == 2;
+    }
+    EXPECT_EQ(processes, 1u) << path;
+    EXPECT_EQ(begins, sj.oplog_ops_per_rank) << path;
+    EXPECT_EQ(ends, sj.oplog_ops_per_rank) << path;
   }
 }
 

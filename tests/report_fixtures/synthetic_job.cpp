@@ -92,6 +92,35 @@ void remove_tree(const std::string& dir) {
 }
 
 std::string report_name(const ProcessReport& r) { return "fabtrace." + stem(r) + ".json"; }
+// Rank g's receives from "(any)" (link `id`): the k-th send of every other
+// rank p to g (its link to g is the index of g among p's peers), posted 5 us
+// before (even k) or after (odd k) the send's issue on the wall clock, each
+// completing 30 us after its post.
+void add_receives(const SyntheticJob& job, int g, uint32_t id, std::vector<OplogLink>* links,
+                  std::vector<oplog::OpEntry>* ops) {
+  const ProcessReport& r = job.reports[static_cast<size_t>(g)];
+  links->push_back(OplogLink{id, SyntheticJob::address(g), "(any)"});
+  const int n = static_cast<int>(job.reports.size());
+  for (int p = 0; p < n; ++p) {
+    if (p == g) continue;
+    const ProcessReport& s = job.reports[static_cast<size_t>(p)];
+    const uint64_t link_at_p = static_cast<uint64_t>(g < p ? g : g - 1);
+    for (int k = 0; k < job.opt.oplog_ops_per_link; ++k) {
+      const uint64_t send_wall =
+          s.start_wall_ns + static_cast<uint64_t>(k) * 1000000 + link_at_p * 1000;
+      const uint64_t post = send_wall - r.start_wall_ns + r.start_mono_ns;
+      oplog::OpEntry e{};
+      e.start_ticks = k % 2 ? post + 5000 : post - 5000;
+      e.end_ticks = e.start_ticks + 30000;
+      e.bytes = 65536;
+      e.link_id = id;
+      e.tid = static_cast<uint32_t>(r.pid);
+      e.kind = static_cast<uint8_t>(OpKind::kTrecv);
+      ops->push_back(e);
+    }
+  }
+}
+
 std::string oplog_name(const ProcessReport& r) { return "fabtrace_ops." + stem(r) + ".oplog"; }
 std::string counter_name(const ProcessReport& r) { return "fabtrace_nic." + stem(r) + ".csv"; }
 
@@ -215,7 +244,8 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
   j.late_host = j.reports[1].host;
   j.late_rank = j.reports[1].rank;
   j.ops_dropped = opt.oplogs ? 7 : 0;
-  j.oplog_ops_per_rank = 10ULL * static_cast<uint64_t>(n - 1);
+  j.oplog_ops_per_rank = static_cast<uint64_t>(opt.oplog_ops_per_link) *
+                         static_cast<uint64_t>(n - 1) * (opt.oplog_recvs ? 2 : 1);
   j.octets_rate_per_s = opt.counters ? 1e9 : 0;
   return j;
 }
@@ -256,10 +286,12 @@ std::vector<std::string> write_synthetic_job(const SyntheticJob& job, const std:
       for (int p2 = 0; p2 < n; ++p2) {
         if (p2 == g) continue;
         links.push_back(OplogLink{id, SyntheticJob::address(g), SyntheticJob::address(p2)});
-        for (int k = 0; k < 10; ++k) {
+        for (int k = 0; k < job.opt.oplog_ops_per_link; ++k) {
           oplog::OpEntry e{};
           e.start_ticks = r.start_mono_ns + static_cast<uint64_t>(k) * 1000000 + id * 1000;
           e.end_ticks = e.start_ticks + 20000;
+          if (job.opt.varied_durations)
+            e.end_ticks += static_cast<uint64_t>((k * 7 + g) % 13) * 1000;
           e.bytes = 65536;
           e.link_id = id;
           e.tid = static_cast<uint32_t>(r.pid);
@@ -268,6 +300,7 @@ std::vector<std::string> write_synthetic_job(const SyntheticJob& job, const std:
         }
         ++id;
       }
+      if (job.opt.oplog_recvs) add_receives(job, g, id, &links, &ops);
       w.write_links(links);
       w.write_ops(ops.data(), ops.size());
       w.write_end(ops.size(), g == 1 ? 7 : 0, 0);

@@ -20,7 +20,8 @@
 //   - a stall: the CQ#1 of the first rank of the second node: a 250 ms poll
 //     gap ending 3.25 s after that rank's start (3.75 s into the job);
 //   - rank 1's fi_trecv: 90% completed within 50 us of posting (others 5%);
-//     the timelines hold no receives, so no "posted late" verdict;
+//     the timelines hold no receives (unless oplog_recvs), so no "posted
+//     late" verdict;
 //   - errors: 3 fi_tsend completions in error on rank 1 (to rank 0);
 //     EAGAIN: 120 on rank 0's fi_tsend to rank 1; 2 unfinished fi_write on the
 //     last rank; 7 timeline records dropped on rank 1.
@@ -40,6 +41,15 @@ struct SyntheticOptions {
   bool oplogs = true;
   bool counters = true;
   int counter_samples = 50;  // every 100 ms from each rank's start
+  // Timeline records per link (fi_tsend, 1 ms apart).
+  int oplog_ops_per_link = 10;
+  // The k-th fi_tsend of a link lasts 20 us + ((k * 7 + global rank) % 13) us
+  // instead of 20 us, so that the slowest ops differ.
+  bool varied_durations = false;
+  // Each rank's timeline also holds its fi_trecv receives from "(any)": the
+  // k-th send of every other rank to it, posted 5 us before that send was
+  // issued for even k, 5 us after it (late) for odd k.
+  bool oplog_recvs = false;
 };
 
 struct SyntheticJob {

@@ -198,6 +198,9 @@ struct LoadOptions {
   unsigned threads = 0;
   // When set, parses the reports instead of parse_reports(paths, threads).
   ReportParser parser;
+  // When set, called instead of match_receives_to_sends(job) once the job's
+  // tables are built (report_mpi.cpp: the timelines read by every process).
+  std::function<void(Job*)> match_receives;
 };
 bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error);
 

@@ -606,7 +606,10 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
   load_kernel_logs(found.kernel_logs, job);
   build_tables(job, /*take_rows=*/true, &staged);
-  match_receives_to_sends(job);
+  if (opt.match_receives)
+    opt.match_receives(job);
+  else
+    match_receives_to_sends(job);
   return true;
 }
 

@@ -155,6 +155,12 @@ class Builder {
   bool write_nic_windows(RankTrack& r);
   bool write_kernel(const KernelNode& n, int32_t order, const std::vector<RankTrack>& ranks);
   void warn(const std::string& s) { stats_->warnings.push_back(s); }
+  bool mine(size_t item) const { return !opt_.mine || opt_.mine(item); }
+  // The files and warnings added since the last call are item's.
+  void mark_item(size_t item) {
+    stats_->file_items.resize(files_->size(), static_cast<uint32_t>(item));
+    stats_->warning_items.resize(stats_->warnings.size(), static_cast<uint32_t>(item));
+  }
 
   const Job& job_;
   std::string dir_;

@@ -179,18 +179,25 @@ bool Builder::run(std::string* error) {
       if (used.count(base)) base += ".p" + std::to_string(rk.pid);
       for (int k = 2; used.count(base); ++k) base += "." + std::to_string(k);
       used.insert(base);
+      if (!mine(i)) continue;
+      next_uuid_ = (uint64_t{i} + 1) << 32;
       ok = open_base(base, rk.start_wall_ns != 0 ? rk.start_wall_ns : snap);
       if (ok) ok = write_rank(ranks[i]);
       if (ok) ok = finish_file();
+      mark_item(i);
     }
     // Each node's kernel tracks in a file of their own.
     for (size_t i = 0; ok && i < job_.kernel.size(); ++i) {
       std::string base = prefix + ".kernel." + file_token(job_.kernel[i].host);
       for (int k = 2; used.count(base); ++k) base += "." + std::to_string(k);
       used.insert(base);
+      const size_t item = ranks.size() + i;
+      if (!mine(item)) continue;
+      next_uuid_ = (uint64_t{item} + 1) << 32;
       ok = open_base(base, snap);
-      if (ok) ok = write_kernel(job_.kernel[i], static_cast<int32_t>(ranks.size() + i), ranks);
+      if (ok) ok = write_kernel(job_.kernel[i], static_cast<int32_t>(item), ranks);
       if (ok) ok = finish_file();
+      mark_item(item);
     }
   }
   if (!ok) {
@@ -225,6 +232,11 @@ bool write_perfetto(const report::Job& job, const std::string& out_dir, const Pe
                     std::vector<std::string>* files_written, std::string* error) {
   PerfettoStats stats;
   const bool ok = write_perfetto_stats(job, out_dir, opt, files_written, &stats, error);
+  print_perfetto_notes(stats);
+  return ok;
+}
+
+void print_perfetto_notes(const PerfettoStats& stats) {
   for (const std::string& w : stats.warnings)
     std::fprintf(stderr, "fabtrace: perfetto: %s\n", printable(w).c_str());
   if (stats.bad_times > 0)
@@ -236,7 +248,6 @@ bool write_perfetto(const report::Job& job, const std::string& out_dir, const Pe
     std::fprintf(stderr,
                  "fabtrace: perfetto: %llu ops not drawn: more than %u overlapping on one link\n",
                  static_cast<unsigned long long>(stats.overlap_dropped), kPerfettoMaxLanes);
-  return ok;
 }
 
 }  // namespace fabtrace::report

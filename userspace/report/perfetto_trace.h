@@ -29,11 +29,16 @@
 // Files: <out_dir>/trace.pftrace; when that would pass max_file_bytes it is
 // renamed trace.0.pftrace and the trace continues in trace.1.pftrace, ...;
 // with split_per_rank, trace.r<rank>.pftrace per rank (trace.r<rank>.<N>.pftrace
-// when one rank's part is too large). Every file stands alone (its own clock
-// snapshot, track descriptors and interned names).
+// when one rank's part is too large) and trace.kernel.<host>.pftrace per node
+// with a kernel log. Every file stands alone (its own clock snapshot, track
+// descriptors and interned names). Per rank, a rank's track ids do not depend
+// on the other ranks' files (its process tracks as in the single trace, the
+// rest from (rank index + 1) << 32), so any process can write any rank's file
+// and make the same bytes (fabtrace report --mpi --trace-per-rank).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +50,10 @@ struct PerfettoOptions {
   uint64_t max_file_bytes = 512ull << 20;
   double long_gap_ms = 10;
   bool split_per_rank = false;
+  // split_per_rank only: the files of item i (the ranks in Job order, then the
+  // nodes with a kernel log) are written only when mine(i) (unset: all), the
+  // others being another process's (fabtrace report --mpi).
+  std::function<bool(size_t item)> mine;
 };
 
 // Writes the trace of `job` under out_dir (created when missing). Unreadable
@@ -85,7 +94,14 @@ struct PerfettoStats {
   uint64_t kernel_flows = 0;          // intervals tied to the explained stall they caused
   uint32_t max_lanes = 0;             // most lanes any link needed
   std::vector<std::string> warnings;  // files skipped, one line each
+  // split_per_rank: the item (see PerfettoOptions::mine) of each file written
+  // and of each warning, so that several processes' lists merge in item order.
+  std::vector<uint32_t> file_items, warning_items;
 };
+
+// What write_perfetto says on stderr after the trace: its warnings, ops with
+// impossible times, ops not drawn.
+void print_perfetto_notes(const PerfettoStats& stats);
 
 // write_perfetto, also filling *stats (may be null).
 bool write_perfetto_stats(const report::Job& job, const std::string& out_dir,

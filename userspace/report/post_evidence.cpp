@@ -1,6 +1,7 @@
 #include "userspace/report/post_evidence.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -81,47 +82,6 @@ std::string row_key(const std::string& host, const std::string& rank, long pid,
          op + '\n' + std::to_string(bytes) + (size_unknown ? "?" : "");
 }
 
-// Reads one rank's timeline into `c`. False (with *why) when it cannot be read.
-bool collect(const Job& job, uint32_t r, const std::map<std::string, size_t>& rows,
-             const EvidenceOptions& opt, Collected* c, std::string* why) {
-  const Rank& rank = job.ranks[r];
-  OplogReader rd;
-  if (!rd.open(rank.oplog_path, why) || !rd.scan(why)) return false;
-  const Calibration cal = rd.calib();
-  c->residual_ns[r] = cal.residual_ns;
-  const auto& links = rd.links();
-  const bool ok = rd.read_all(
-      [&](const oplog::OpEntry* e, size_t n) {
-        for (size_t i = 0; i < n && !c->full; ++i) {
-          if (e[i].error) continue;  // a receive in error matched no message
-          const OpKind kind = static_cast<OpKind>(e[i].kind);
-          const auto l = links.find(e[i].link_id);
-          if (l == links.end()) continue;
-          const int64_t start = static_cast<int64_t>(cal.to_mono_ns(e[i].start_ticks));
-          const int64_t end = static_cast<int64_t>(cal.to_mono_ns(e[i].end_ticks));
-          if (++c->records > opt.max_records) {
-            c->full = true;
-            break;
-          }
-          const Family sf = send_family(kind), rf = recv_family(kind);
-          if (sf != kOther) {
-            c->sends[SendKey{l->second.local, l->second.remote, sf}].push_back(
-                Send{start, e[i].bytes, r});
-          } else if (rf != kOther) {
-            const bool unknown = (e[i].flags & oplog::kOpSizeUnknown) != 0;
-            const auto row =
-                rows.find(row_key(rank.host, rank.rank, rank.pid, l->second.local, l->second.remote,
-                                  op_name(kind), e[i].bytes, unknown));
-            if (row == rows.end()) continue;
-            c->recvs[RecvKey{l->second.local, rf}][l->second.remote].push_back(
-                Recv{start, end, e[i].bytes, unknown, r, row->second});
-          }
-        }
-      },
-      why);
-  return ok;
-}
-
 // Post time of the receive minus issue time of the send, on the aligned clock:
 // one host's ranks share CLOCK_MONOTONIC; across hosts each rank's anchors.
 int64_t post_minus_issue(const Job& job, const Recv& rv, const Send& sd) {
@@ -175,23 +135,120 @@ void pair(Job* job, const Collected& c, std::vector<Recv> recvs, const std::vect
 
 }  // namespace
 
-void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
-  std::map<std::string, size_t> rows;
+RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOptions& opt) {
+  RankTimeline t;
+  t.rank = r;
+  const Rank& rank = job.ranks[r];
+  OplogReader rd;
+  std::string why;
+  if (!rd.open(rank.oplog_path, &why) || !rd.scan(&why)) return t;
+  const Calibration cal = rd.calib();
+  t.residual_ns = cal.residual_ns;
+  const auto& links = rd.links();
+  for (const auto& [id, l] : links) t.links.push_back({id, l.local, l.remote});
+  t.ops.reserve(static_cast<size_t>(std::min<uint64_t>(rd.ops_read(), opt.max_records)));
+  bool full = false;
+  t.read = rd.read_all(
+      [&](const oplog::OpEntry* e, size_t n) {
+        for (size_t i = 0; i < n && !full; ++i) {
+          if (e[i].error) continue;  // a receive in error matched no message
+          if (links.find(e[i].link_id) == links.end()) continue;
+          if (++t.records > opt.max_records) {
+            full = true;  // the matching is off whatever the other ranks hold
+            break;
+          }
+          const OpKind kind = static_cast<OpKind>(e[i].kind);
+          if (send_family(kind) == kOther && recv_family(kind) == kOther) continue;
+          t.ops.push_back({e[i].link_id, e[i].kind, (e[i].flags & oplog::kOpSizeUnknown) != 0,
+                           static_cast<int64_t>(cal.to_mono_ns(e[i].start_ticks)),
+                           static_cast<int64_t>(cal.to_mono_ns(e[i].end_ticks)), e[i].bytes});
+        }
+      },
+      &why);
+  return t;
+}
+
+struct ReceiveMatcher::State {
+  std::map<std::string, size_t> rows;  // receive rows by row_key
+  Collected c;
+  std::vector<bool> has_timeline;
+};
+
+ReceiveMatcher::ReceiveMatcher(Job* job, const EvidenceOptions& opt)
+    : job_(job), opt_(opt), st_(std::make_unique<State>()) {
   for (size_t i = 0; i < job->links.size(); ++i) {
     LinkRow& l = job->links[i];
     if (!l.row.recv) continue;
     l.posted = PostEvidence();
-    rows[row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(), l.row.bytes,
-                 l.row.size_unknown)] = i;
+    st_->rows[row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(), l.row.bytes,
+                      l.row.size_unknown)] = i;
   }
-  Collected c;
-  c.residual_ns.assign(job->ranks.size(), 0.0);
-  std::vector<bool> has_timeline(job->ranks.size(), false);
-  for (uint32_t r = 0; r < job->ranks.size(); ++r) {
-    if (job->ranks[r].oplog_path.empty()) continue;
-    std::string why;
-    has_timeline[r] = collect(*job, r, rows, opt, &c, &why);
+  st_->c.residual_ns.assign(job->ranks.size(), 0.0);
+  st_->has_timeline.assign(job->ranks.size(), false);
+}
+
+ReceiveMatcher::~ReceiveMatcher() = default;
+
+void ReceiveMatcher::add(const RankTimeline& t) {
+  if (t.rank >= job_->ranks.size()) return;
+  Collected& c = st_->c;
+  const Rank& rank = job_->ranks[t.rank];
+  st_->has_timeline[t.rank] = t.read;
+  c.residual_ns[t.rank] = t.residual_ns;
+  c.records += t.records;
+  if (c.records > opt_.max_records) c.full = true;
+  if (c.full) return;
+  // Where a link's ops go, looked up once per link and family (sends) or
+  // per link, op and size (receives), not once per op.
+  struct Where {
+    const RankTimeline::Link* link = nullptr;
+    std::vector<Send>* sends[2] = {nullptr, nullptr};
+  };
+  std::map<uint32_t, Where> links;
+  for (const RankTimeline::Link& l : t.links) links[l.id].link = &l;
+  constexpr size_t kNoRow = ~size_t{0};
+  std::map<std::tuple<uint32_t, uint8_t, uint64_t, bool>, std::pair<std::vector<Recv>*, size_t>>
+      recv_rows;
+  for (const RankTimeline::Op& o : t.ops) {
+    const auto l = links.find(o.link);
+    if (l == links.end()) continue;
+    const RankTimeline::Link& link = *l->second.link;
+    const OpKind kind = static_cast<OpKind>(o.kind);
+    const Family sf = send_family(kind), rf = recv_family(kind);
+    if (sf != kOther) {
+      std::vector<Send>*& to = l->second.sends[sf];
+      if (!to) to = &c.sends[SendKey{link.local, link.remote, sf}];
+      to->push_back(Send{o.start, o.bytes, t.rank});
+    } else if (rf != kOther) {
+      const auto [it, fresh] =
+          recv_rows.try_emplace(std::make_tuple(o.link, o.kind, o.bytes, o.size_unknown),
+                                std::pair<std::vector<Recv>*, size_t>(nullptr, kNoRow));
+      if (fresh) {
+        const auto row =
+            st_->rows.find(row_key(rank.host, rank.rank, rank.pid, link.local, link.remote,
+                                   op_name(kind), o.bytes, o.size_unknown));
+        if (row != st_->rows.end())
+          it->second = {&c.recvs[RecvKey{link.local, rf}][link.remote], row->second};
+      }
+      if (it->second.second == kNoRow) continue;
+      it->second.first->push_back(
+          Recv{o.start, o.end, o.bytes, o.size_unknown, t.rank, it->second.second});
+    }
   }
+}
+
+void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
+  ReceiveMatcher m(job, opt);
+  for (uint32_t r = 0; r < job->ranks.size(); ++r)
+    if (!job->ranks[r].oplog_path.empty()) m.add(read_rank_timeline(*job, r, opt));
+  m.finish();
+}
+
+void ReceiveMatcher::finish() {
+  Job* job = job_;
+  const EvidenceOptions& opt = opt_;
+  const Collected& c = st_->c;
+  const std::vector<bool>& has_timeline = st_->has_timeline;
   // Rows of ranks without a timeline.
   std::map<std::string, bool> rank_has;  // host, rank, pid -> timeline read
   for (uint32_t r = 0; r < job->ranks.size(); ++r)

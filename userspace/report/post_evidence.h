@@ -26,6 +26,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "userspace/report/job.h"
 
@@ -41,5 +45,49 @@ struct EvidenceOptions {
 // per-op timelines (Rank::oplog_path). Rows of ranks without one, or whose
 // senders have none, say so in posted.unknown.
 void match_receives_to_sends(Job* job, const EvidenceOptions& opt = EvidenceOptions());
+
+// The same in two steps, so that the timelines can be read by other processes
+// (fabtrace report --mpi): what the matching takes from one rank's timeline
+// (read_rank_timeline, needing only job.ranks), then the matching over every
+// rank's, added in rank order.
+struct RankTimeline {
+  uint32_t rank = 0;  // index in Job::ranks
+  bool read = false;  // opened and read to its end
+  double residual_ns = 0;
+  uint64_t records = 0;  // ops counted against max_records (no more kept past it)
+  struct Link {
+    uint32_t id = 0;
+    std::string local, remote;
+  };
+  std::vector<Link> links;
+  struct Op {  // a send or a receive not in error, times on the rank's CLOCK_MONOTONIC
+    uint32_t link = 0;
+    uint8_t kind = 0;
+    bool size_unknown = false;
+    int64_t start = 0, end = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<Op> ops;
+};
+RankTimeline read_rank_timeline(const Job& job, uint32_t rank, const EvidenceOptions& opt);
+
+class ReceiveMatcher {
+ public:
+  ReceiveMatcher(Job* job, const EvidenceOptions& opt);
+  ~ReceiveMatcher();
+  // The timeline of every rank with an oplog, in rank order.
+  void add(const RankTimeline& t);
+  void finish();
+
+ private:
+  struct State;
+  Job* job_;
+  EvidenceOptions opt_;
+  std::unique_ptr<State> st_;
+};
+
+// The byte form of a RankTimeline (post_evidence_codec.cpp), between MPI processes.
+void encode_rank_timeline(const RankTimeline& t, std::string* out);
+bool decode_rank_timeline(const char* bytes, size_t size, size_t* pos, RankTimeline* t);
 
 }  // namespace fabtrace::report

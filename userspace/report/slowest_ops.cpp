@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/op_kinds.h"
@@ -55,16 +56,18 @@ std::string row_key(const std::string& host, const std::string& rank, long pid,
 }
 
 void keep_slowest(std::vector<SlowOp>* v, size_t n) {
-  std::sort(v->begin(), v->end(),
-            [](const SlowOp& a, const SlowOp& b) { return a.dur_ns > b.dur_ns; });
+  std::sort(v->begin(), v->end(), slower_op);
   if (v->size() > n) v->resize(n);
 }
 
 struct RankPass {
   const Job& job;
+  uint32_t index;  // in job.ranks
   const Rank& rank;
-  const std::unordered_map<std::string, double>& p50;
-  SlowestOps* out;
+  size_t top;
+  SlowestPart* out;
+
+  void warn(std::string w) const { out->warnings.emplace_back(index, std::move(w)); }
 
   std::string op_name_of(const OplogReader& rd, uint8_t kind) const {
     const auto& names = rd.header().op_names;
@@ -101,12 +104,6 @@ struct RankPass {
             ? static_cast<double>(s.start_wall_ns - static_cast<int64_t>(job.first_wall_ns)) / 1e9
             : 0;
     s.dur_ns = b > a ? static_cast<double>(b - a) : 0;
-    const auto p =
-        p50.find(row_key(s.host, s.rank, s.pid, s.local, s.remote, s.op, s.bytes, s.size_unknown));
-    if (p != p50.end() && p->second > 0) {
-      s.row_p50_ns = p->second;
-      s.ratio = s.dur_ns / p->second;
-    }
     return s;
   }
 
@@ -114,7 +111,7 @@ struct RankPass {
     OplogReader rd;
     std::string err;
     if (!rd.open(rank.oplog_path, &err) || !rd.scan(&err)) {
-      out->warnings.push_back("slowest ops: skipped " + err);
+      warn("slowest ops: skipped " + err);
       return;
     }
     const OplogCalib cal = rd.has_calib() ? rd.calib() : OplogCalib();
@@ -122,7 +119,7 @@ struct RankPass {
     if (rank.start_wall_ns == 0 && rd.has_calib() && cal.real0_ns != 0)
       offset = static_cast<int64_t>(cal.real0_ns) - static_cast<int64_t>(cal.mono0_ns);
 
-    TopN ops(out->n), recvs(out->n);
+    TopN ops(top), recvs(top);
     TimelineCover cover;
     cover.host = rank.host;
     cover.rank = rank.rank;
@@ -151,17 +148,17 @@ struct RankPass {
           }
         },
         &err);
-    if (!ok) out->warnings.push_back("slowest ops: " + err);
-    if (rd.truncated()) out->warnings.push_back(rank.oplog_path + " is cut short");
+    if (!ok) warn("slowest ops: " + err);
+    if (rd.truncated()) warn(rank.oplog_path + " is cut short");
     cover.outside = rd.end_outside_window();
     out->ops_seen += cover.ops;
     spans(changes, &cover);
-    out->covers.push_back(std::move(cover));
+    out->covers.emplace_back(index, std::move(cover));
 
     for (const oplog::OpEntry& e : ops.take()) out->ops.push_back(resolve(rd, cal, offset, e));
     for (const oplog::OpEntry& e : recvs.take()) out->recvs.push_back(resolve(rd, cal, offset, e));
-    keep_slowest(&out->ops, out->n);
-    keep_slowest(&out->recvs, out->n);
+    keep_slowest(&out->ops, top);
+    keep_slowest(&out->recvs, top);
   }
 
   // The captured spans from the changes: on from the start when no window was
@@ -191,25 +188,77 @@ struct RankPass {
 
 }  // namespace
 
-SlowestOps find_slowest_ops(const Job& job, size_t n) {
+bool slower_op(const SlowOp& a, const SlowOp& b) {
+  if (a.dur_ns != b.dur_ns) return a.dur_ns > b.dur_ns;
+  return std::tie(a.start_wall_ns, a.host, a.rank, a.pid, a.tid, a.local, a.remote, a.op, a.bytes,
+                  a.size_unknown, a.error, a.start_mono_ns) <
+         std::tie(b.start_wall_ns, b.host, b.rank, b.pid, b.tid, b.local, b.remote, b.op, b.bytes,
+                  b.size_unknown, b.error, b.start_mono_ns);
+}
+
+SlowestPart slowest_part(const Job& job, const std::vector<uint32_t>& ranks, size_t n) {
+  SlowestPart part;
+  for (const uint32_t i : ranks)
+    if (i < job.ranks.size() && !job.ranks[i].oplog_path.empty())
+      RankPass{job, i, job.ranks[i], n, &part}.run();
+  return part;
+}
+
+void merge_slowest_parts(SlowestPart* into, SlowestPart from, size_t n) {
+  for (SlowOp& o : from.ops) into->ops.push_back(std::move(o));
+  for (SlowOp& o : from.recvs) into->recvs.push_back(std::move(o));
+  keep_slowest(&into->ops, n);
+  keep_slowest(&into->recvs, n);
+  for (auto& c : from.covers) into->covers.push_back(std::move(c));
+  for (auto& w : from.warnings) into->warnings.push_back(std::move(w));
+  into->ops_seen += from.ops_seen;
+}
+
+SlowestOps finish_slowest(const Job& job, size_t n, SlowestPart all) {
   SlowestOps s;
   s.n = n;
   s.first_wall_ns = job.first_wall_ns;
-  // The rows' medians are only needed beside a per-op timeline: a job without
-  // any does not build a key per link row.
-  const bool any_timeline = std::any_of(job.ranks.begin(), job.ranks.end(),
-                                        [](const Rank& r) { return !r.oplog_path.empty(); });
+  s.ops_seen = all.ops_seen;
+  // Rank order; a rank's own warnings keep theirs (stable).
+  const auto by_rank = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::stable_sort(all.covers.begin(), all.covers.end(), by_rank);
+  std::stable_sort(all.warnings.begin(), all.warnings.end(), by_rank);
+  for (auto& c : all.covers) s.covers.push_back(std::move(c.second));
+  for (auto& w : all.warnings) s.warnings.push_back(std::move(w.second));
+  keep_slowest(&all.ops, n);
+  keep_slowest(&all.recvs, n);
+  s.ops = std::move(all.ops);
+  s.recvs = std::move(all.recvs);
+  if (s.ops.empty() && s.recvs.empty()) return s;
+  // The rows' medians, for the ops kept only.
   std::unordered_map<std::string, double> p50;
-  if (any_timeline)
-    for (const LinkRow& l : job.links)
-      if (l.row.count > 0)
-        p50[row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(), l.row.bytes,
-                    l.row.size_unknown)] = l.row.p50_ns;
-  for (const Rank& r : job.ranks) {
-    if (r.oplog_path.empty()) continue;
-    RankPass{job, r, p50, &s}.run();
+  std::unordered_map<std::string, bool> wanted;
+  for (const std::vector<SlowOp>* v : {&s.ops, &s.recvs})
+    for (const SlowOp& o : *v)
+      wanted[row_key(o.host, o.rank, o.pid, o.local, o.remote, o.op, o.bytes, o.size_unknown)] =
+          true;
+  for (const LinkRow& l : job.links) {
+    if (l.row.count == 0) continue;
+    const std::string k = row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(),
+                                  l.row.bytes, l.row.size_unknown);
+    if (wanted.count(k)) p50[k] = l.row.p50_ns;
   }
+  for (std::vector<SlowOp>* v : {&s.ops, &s.recvs})
+    for (SlowOp& o : *v) {
+      const auto p = p50.find(
+          row_key(o.host, o.rank, o.pid, o.local, o.remote, o.op, o.bytes, o.size_unknown));
+      if (p != p50.end() && p->second > 0) {
+        o.row_p50_ns = p->second;
+        o.ratio = o.dur_ns / p->second;
+      }
+    }
   return s;
+}
+
+SlowestOps find_slowest_ops(const Job& job, size_t n) {
+  std::vector<uint32_t> all(job.ranks.size());
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+  return finish_slowest(job, n, slowest_part(job, all, n));
 }
 
 }  // namespace fabtrace::report

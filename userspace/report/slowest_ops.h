@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "userspace/report/job.h"
@@ -58,8 +59,34 @@ struct SlowestOps {
   std::vector<std::string> warnings;  // files skipped or cut short, one line each
 };
 
-// The pass over every rank's oplog.
+// The pass over every rank's oplog: finish_slowest(job, n, slowest_part(job,
+// every rank, n)).
 SlowestOps find_slowest_ops(const Job& job, size_t n);
+
+// The pass over some ranks (`fabtrace report --mpi`: each process reads its
+// share of the oplogs), before the parts are merged. ops and recvs are the
+// part's n longest under slower_op() (a total order: the n longest of a union
+// are the n longest of its parts' n longest, however the ranks were split);
+// their p50 is not looked up yet (the link rows are where the parts meet).
+struct SlowestPart {
+  std::vector<SlowOp> ops, recvs;
+  std::vector<std::pair<uint32_t, TimelineCover>> covers;  // with the index in Job::ranks
+  std::vector<std::pair<uint32_t, std::string>> warnings;  // idem, in each rank's order
+  uint64_t ops_seen = 0;
+};
+SlowestPart slowest_part(const Job& job, const std::vector<uint32_t>& ranks, size_t n);
+// Adds `from` to *into, keeping the n longest.
+void merge_slowest_parts(SlowestPart* into, SlowestPart from, size_t n);
+// The job's SlowestOps from the merge of every rank's part: covers and
+// warnings in rank order, each op's row p50 and ratio from job.links.
+SlowestOps finish_slowest(const Job& job, size_t n, SlowestPart all);
+// Slower first; ops of equal length by every field printed, so that ops left
+// in the same place by it are indistinguishable in every output.
+bool slower_op(const SlowOp& a, const SlowOp& b);
+
+// The byte form of a part (slowest_ops_codec.cpp), between MPI processes.
+void encode_slowest_part(const SlowestPart& p, std::string* out);
+bool decode_slowest_part(const char* bytes, size_t size, size_t* pos, SlowestPart* p);
 
 // ---- outputs (slowest_ops_out.cpp)
 
