@@ -56,7 +56,8 @@ void usage(std::FILE* f) {
       "                 --pid ones with --only-pids; running ones too); costs a trap\n"
       "                 per op and two per CQ read; writes their per-rank reports\n"
       "  --uprobe-providers P,...  the providers whose functions are probed\n"
-      "                 (default tcp;ofi_rxm,shm)\n"
+      "                 (default tcp;ofi_rxm,shm; also tested: udp;ofi_rxd, sockets,\n"
+      "                 tcp; never a utility provider with its core, e.g. tcp;ofi_rxm,tcp)\n"
       "  --list         print every program and attach point and whether it attaches here\n");
 }
 

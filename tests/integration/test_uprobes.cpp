@@ -266,7 +266,15 @@ void uprobes_running_pingpong(const char* prov, bool tagged) {
   const Pingpong pp = start_pingpong(db, prov, tagged, iters);
   ASSERT_GT(pp.server, 0);
   ASSERT_GT(pp.client, 0);
-  ASSERT_TRUE(eventually([&] { return cpu_seconds(pp.client) >= 0.3; }, 120));
+  // Both busy-polling (state R), not blocked in fi_pingpong's control-socket
+  // exchange (state S): a read there with a timeout fails with EINTR when the
+  // process is stopped and continued (signal(7)), and fi_pingpong gives up.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return cpu_seconds(pp.client) >= 0.3 && proc_state(pp.client) == 'R' &&
+               proc_state(pp.server) == 'R';
+      },
+      120));
   for (const int pid : {pp.client, pp.server}) {
     int st = 0;
     ASSERT_EQ(waitpid(pid, &st, WNOHANG), 0) << "fi_pingpong ended before the freeze";
@@ -387,7 +395,12 @@ TEST(Record, UprobesOnlyPidsTcpRxm) {
   EXPECT_GT(field(rows, "fi_recv", "completions"), 0u);
   for (const char* op : {"fi_send", "fi_recv"}) {
     EXPECT_LE(field(rows, op, "pending"), 1u) << op;
-    EXPECT_EQ(field(rows, op, "completions") + field(rows, op, "pending"), accepted(rows, op))
+    // Accepted ops are completed or pending, but for at most one call in
+    // flight when the session read its maps (its entry counted, its return
+    // not seen: a NULL-context op is queued only when it returns accepted).
+    EXPECT_LE(field(rows, op, "completions") + field(rows, op, "pending"), accepted(rows, op))
+        << op;
+    EXPECT_GE(field(rows, op, "completions") + field(rows, op, "pending") + 1, accepted(rows, op))
         << op;
     EXPECT_EQ(field(rows, op, "unmatched"), 0u) << op;
   }
