@@ -1,5 +1,6 @@
 // What `fabtrace record --uprobes` costs a process that runs without the
-// preload, on the real providers: an empty CQ poll, and one send and one receive
+// preload, on the real providers (shm, tcp;ofi_rxm, udp;ofi_rxd, sockets: RDM
+// endpoints): an empty CQ poll, and one send and one receive
 // to the endpoint's own address with their completions polled. Run it once
 // with no session and once with `fabtrace record --uprobes` running
 // (bench/uprobes-cost does both, interleaved); the difference of the thread CPU
@@ -132,8 +133,12 @@ void BM_SendRecvSelf(benchmark::State& state, const char* prov) {
 
 BENCHMARK_CAPTURE(BM_EmptyPoll, shm, "shm");
 BENCHMARK_CAPTURE(BM_EmptyPoll, tcp_rxm, "tcp;ofi_rxm");
+BENCHMARK_CAPTURE(BM_EmptyPoll, udp_rxd, "udp;ofi_rxd");
+BENCHMARK_CAPTURE(BM_EmptyPoll, sockets, "sockets");
 BENCHMARK_CAPTURE(BM_SendRecvSelf, shm, "shm");
 BENCHMARK_CAPTURE(BM_SendRecvSelf, tcp_rxm, "tcp;ofi_rxm");
+BENCHMARK_CAPTURE(BM_SendRecvSelf, udp_rxd, "udp;ofi_rxd");
+BENCHMARK_CAPTURE(BM_SendRecvSelf, sockets, "sockets");
 
 }  // namespace
 

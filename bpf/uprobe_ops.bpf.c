@@ -225,6 +225,12 @@ int ft_up_op(struct pt_regs* regs) {
   const __u64 cookie = bpf_get_attach_cookie(regs);
   const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
   if (!tgid) return 0;
+  /* An op called from inside the application's (sockets' send calls its
+   * sendmsg directly, a utility provider's op its core's) is not an op of its
+   * own: it runs deeper in the stack than the recorded call. One at the same
+   * depth or above means that call's return was never seen: replaced. */
+  const struct ft_up_call* outer = bpf_map_lookup_elem(&up_call, &tid);
+  if (outer && FT_SP(regs) < outer->sp) return 0;
   const __u32 op = FT_UP_OP(cookie);
   struct ft_up_stats* s = stats_of(tgid, op);
   if (s) s->calls += 1;

@@ -56,7 +56,8 @@ void usage(std::FILE* f) {
       "                 --pid ones with --only-pids; running ones too); costs a trap\n"
       "                 per op and two per CQ read; writes their per-rank reports\n"
       "  --uprobe-providers P,...  the providers whose functions are probed\n"
-      "                 (default tcp;ofi_rxm,shm)\n"
+      "                 (default tcp;ofi_rxm,shm; also tested: udp;ofi_rxd, sockets,\n"
+      "                 tcp; never a utility provider with its core, e.g. tcp;ofi_rxm,tcp)\n"
       "  --list         print every program and attach point and whether it attaches here\n");
 }
 
@@ -211,6 +212,10 @@ int cmd_record(int argc, char** argv) {
   if (opt.bpf.uprobes) {
     for (const std::string& n : col.uprobe_notes())
       std::fprintf(stderr, "fabtrace record: uprobes: %s\n", n.c_str());
+    if (!opt.discover)
+      std::fprintf(stderr,
+                   "fabtrace record: uprobes: --only-pids: probes attached to the --pid "
+                   "processes only; a process started during the session is not probed\n");
     std::fprintf(stderr, "fabtrace record: uprobes: %zu provider functions probed\n",
                  col.uprobe_sites().size());
   }
@@ -274,6 +279,11 @@ int cmd_record(int argc, char** argv) {
     for (const UprobeRow& r : col.uprobe_rows())
       std::fprintf(stderr, "fabtrace record: uprobe pid %u %-12s %s\n", r.pid,
                    uprobe_op_name(r.op).c_str(), uprobe_stats_detail(r.record(0)).c_str());
+    for (const ScannedProcess& p : col.unprobed_later())
+      std::fprintf(stderr,
+                   "fabtrace record: uprobes: pid %d (%s) started during the session and maps "
+                   "libfabric: not probed (--only-pids)\n",
+                   static_cast<int>(p.pid), p.comm.c_str());
   }
   return child < 0 ? 0 : exit_code_of(status);
 #endif

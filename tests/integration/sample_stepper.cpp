@@ -18,6 +18,13 @@ Env sampled_env(const FakeCxiTree& tree, Env more) {
   return more;
 }
 
+RunResult run_sampled_tagged(const FakeCxiTree& tree, const SampleStepper& stepper,
+                             const std::string& dir, int count) {
+  return run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", std::to_string(count),
+              "--timeout", "100", "--hold-until", stepper.release_path()},
+             sampled_env(tree, {{"FABTRACE_DIR", dir}}), true, 240);
+}
+
 SampleStepper::SampleStepper(FakeCxiTree& tree, const std::string& watched_file, int steps,
                              std::string release_path)
     : tree_(tree), steps_(steps), release_(std::move(release_path)) {

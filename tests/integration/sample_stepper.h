@@ -29,6 +29,14 @@ namespace fabtrace::test {
 // on cxi0, plus `more`.
 Env sampled_env(const FakeCxiTree& tree, Env more);
 
+class SampleStepper;
+
+// ft_app's tagged family over tcp;ofi_rxm under the preload (`count` messages,
+// its files in `dir`), sampling `tree` as sampled_env says, its ranks held
+// until `stepper` has taken its steps.
+RunResult run_sampled_tagged(const FakeCxiTree& tree, const SampleStepper& stepper,
+                             const std::string& dir, int count);
+
 class SampleStepper {
  public:
   SampleStepper(FakeCxiTree& tree, const std::string& watched_file, int steps,

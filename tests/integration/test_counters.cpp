@@ -30,14 +30,7 @@ TEST(Counters, TracedRankSamplesItsNicOnTheReportClock) {
                         make_temp_dir("nic-release") + "/release");
   ASSERT_TRUE(stepper.watching()) << stepper.error();
   // Rank 0 is local rank 0: it samples cxi0 only.
-  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "300",
-                           "--timeout", "100", "--hold-until", stepper.release_path()},
-                          {{"FABTRACE_DIR", dir},
-                           {"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
-                           {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
-                           {"FABTRACE_NIC_MS", "5"},
-                           {"SLURM_LOCALID", "0"}},
-                          true, 240);
+  const RunResult r = run_sampled_tagged(tree, stepper, dir, 300);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(stepper.steps_taken(), 8);
   std::set<uint64_t> distinct;  // over both ranks

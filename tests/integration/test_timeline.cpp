@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/integration/cli_csv.h"
 #include "tests/integration/harness.h"
 
 namespace fabtrace::test {
@@ -25,17 +26,10 @@ std::vector<Row> export_rows(const std::string& oplog, std::string* stderr_out =
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (stderr_out) *stderr_out = r.output;
   std::vector<Row> rows;
-  std::istringstream in(r.output);
-  std::string line;
   bool header = false;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (!header) {
-      header =
-          line.rfind("start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid,size_known",
-                     0) == 0;
-      continue;
-    }
+  for (const std::string& line : csv_data_lines(
+           r.output, "start_ns,end_ns,dur_ns,op,bytes,local_nic,remote_nic,error,tid,size_known",
+           &header)) {
     if (line.find(',') == std::string::npos || line.rfind("[fabtrace]", 0) == 0) continue;
     std::vector<std::string> f;
     std::stringstream ss(line);

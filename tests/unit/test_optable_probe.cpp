@@ -208,10 +208,46 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
 TEST(OptableProbe, UnknownProviderIsANoteNotASite) {
   const OptableResult r = probe_optables({"no_such_provider"}, 20000);
   EXPECT_TRUE(r.sites.empty());
-  ASSERT_EQ(r.notes.size(), 5u);  // two threading variants, with and without RMA and
-                                  // atomics, and the layout
+  ASSERT_EQ(r.notes.size(), 4u);  // two threading variants of two endpoint types
   for (const std::string& n : r.notes) EXPECT_NE(n.find("no_such_provider"), std::string::npos);
   EXPECT_TRUE(r.layout.path.empty());
+}
+
+// Providers whose endpoints are not RDM utility ones: tcp's own endpoint is
+// MSG only (asked for RDM, libfabric offers tcp;ofi_rxm: not taken for tcp's)
+// and has no tagged ops; its CQ and endpoint are the utility ones (the same
+// layout as rxm's). sockets has RDM and MSG endpoints and its own CQ (no
+// layout, said in a note).
+TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
+  const OptableResult r = probe_optables({"tcp", "sockets"}, 20000);
+  for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+  for (const char* prov : {"tcp", "sockets"})
+    for (const auto& [table, op] : std::vector<std::pair<const char*, const char*>>{
+             {"domain", "cq_open"}, {"ep", "bind"}, {"msg", "send"}, {"msg", "recv"}})
+      EXPECT_NE(find_site(r.sites, prov, table, op), nullptr) << prov << " " << table << "." << op;
+  EXPECT_EQ(find_site(r.sites, "tcp", "tagged", "send"), nullptr);  // no FI_TAGGED on tcp's MSG
+  EXPECT_NE(find_site(r.sites, "sockets", "tagged", "send"), nullptr);
+  const OptableResult rxm = probe_optables({"tcp;ofi_rxm"}, 20000);
+  ASSERT_NE(find_site(rxm.sites, "tcp;ofi_rxm", "msg", "send"), nullptr);
+  EXPECT_NE(find_site(r.sites, "tcp", "msg", "send")->offset,
+            find_site(rxm.sites, "tcp;ofi_rxm", "msg", "send")->offset);
+  // The layout: tcp's (sockets has none), the same as rxm's.
+  ASSERT_FALSE(r.layout.path.empty()) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(r.layout == rxm.layout);
+  size_t no_layout = 0;
+  for (const std::string& n : r.notes)
+    no_layout += n.rfind("sockets: no utility CQ format function", 0) == 0;
+  EXPECT_EQ(no_layout, 1u);
+}
+
+// A utility provider and its core in one list: said, once.
+TEST(OptableProbe, UtilityProviderWithItsCoreIsANote) {
+  const OptableResult r = probe_optables({"tcp;ofi_rxm", "tcp"}, 20000);
+  size_t said = 0;
+  for (const std::string& n : r.notes)
+    said += n.find("tcp;ofi_rxm and tcp are probed together") != std::string::npos;
+  EXPECT_EQ(said, 1u);
+  EXPECT_FALSE(r.sites.empty());
 }
 
 // The utility layout the helper learns: tcp;ofi_rxm and shm are both built on

@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,7 +71,12 @@ bool Collector::start(std::string* error) {
   // --uprobes: where the providers' data path is, from a helper that opens them
   // (before any thread of ours exists: it forks).
   if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
+    const uint64_t t0 = mono_ns();
     OptableResult r = probe_optables(opt_.uprobe_providers, 20000);
+    char took[96];
+    std::snprintf(took, sizeof(took), "the helper read the op tables in %.2f s",
+                  static_cast<double>(mono_ns() - t0) / 1e9);
+    r.notes.push_back(took);
     opt_.bpf.uprobe_sites = std::move(r.sites);
     opt_.bpf.uprobe_layout = r.layout;
     uprobe_notes_ = std::move(r.notes);
@@ -126,7 +132,18 @@ bool Collector::start(std::string* error) {
 void Collector::scan() {
   last_scan_ = mono_ns();
   std::vector<ScannedProcess> found;
-  if (opt_.discover) found = scanner_.scan(getpid());
+  if (opt_.discover) {
+    found = scanner_.scan(getpid());
+  } else if (opt_.bpf.uprobes) {
+    // --only-pids: the others are not traced, but one that starts during the
+    // session is named, so that its missing rows are not taken for idleness.
+    for (ScannedProcess& p : scanner_.scan(getpid())) {
+      const bool listed = std::find(opt_.pids.begin(), opt_.pids.end(), p.pid) != opt_.pids.end();
+      if (listed || p.libfabric_path.empty() || !outside_.insert(p.pid).second) continue;
+      if (scanned_once_) unprobed_later_.push_back(std::move(p));
+    }
+  }
+  scanned_once_ = true;
   for (pid_t pid : opt_.pids) {
     ScannedProcess p;
     if (!scanner_.inspect(pid, &p)) {

@@ -60,6 +60,10 @@ class Collector {
   const std::vector<OpSite>& uprobe_sites() const { return session_.uprobe_sites(); }
   const std::vector<uint64_t>& uprobe_hits() const { return uprobe_hits_; }
   const std::vector<UprobeRow>& uprobe_rows() const { return uprobe_rows_; }
+  // --uprobes --only-pids: the processes mapping libfabric that a scan found
+  // started during the session (not at its first scan) and not listed: never
+  // probed (the probes are attached to the listed pids only), named by record.
+  const std::vector<ScannedProcess>& unprobed_later() const { return unprobed_later_; }
 
  private:
   void scan();
@@ -82,6 +86,9 @@ class Collector {
   std::vector<std::string> uprobe_notes_;
   std::vector<uint64_t> uprobe_hits_;
   std::vector<UprobeRow> uprobe_rows_;
+  std::set<pid_t> outside_;  // --uprobes --only-pids: libfabric processes not listed
+  std::vector<ScannedProcess> unprobed_later_;
+  bool scanned_once_ = false;
 };
 
 }  // namespace fabtrace

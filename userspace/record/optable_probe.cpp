@@ -309,9 +309,12 @@ bool read_calls_readfrom(fid_cq* cq) {
 
 namespace {
 
-// The provider's RDM msg+tagged info as an application would ask for it, or
-// NULL with *why.
-fi_info* provider_info(const std::string& prov, int threading, uint64_t caps, std::string* why) {
+// Provider `prov`'s info for an `ep_type` endpoint with `caps`, as an
+// application would ask for it, or NULL with *why. Only an info of that very
+// provider: asked for "tcp" with FI_EP_RDM, libfabric offers "tcp;ofi_rxm",
+// whose functions are another provider's.
+fi_info* provider_info(const std::string& prov, int threading, int ep_type, uint64_t caps,
+                       std::string* why) {
   Fabric& f = fabric_lib();
   if (!f.open(why)) return nullptr;
   fi_info* hints = f.dupinfo(nullptr);
@@ -319,19 +322,25 @@ fi_info* provider_info(const std::string& prov, int threading, uint64_t caps, st
     *why = "fi_dupinfo failed";
     return nullptr;
   }
-  hints->ep_attr->type = FI_EP_RDM;
+  hints->ep_attr->type = static_cast<fi_ep_type>(ep_type);
   hints->caps = caps;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints->domain_attr->threading = static_cast<fi_threading>(threading);
   hints->fabric_attr->prov_name = strdup(prov.c_str());
-  fi_info* info = nullptr;
-  const int ret = f.getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
+  fi_info* list = nullptr;
+  const int ret = f.getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &list);
   f.freeinfo(hints);
-  if (ret || !info) {
+  if (ret || !list) {
     *why = prov + ": fi_getinfo: " + std::to_string(ret);
     return nullptr;
   }
+  fi_info* info = nullptr;
+  for (const fi_info* i = list; i && !info; i = i->next)
+    if (i->fabric_attr && i->fabric_attr->prov_name && prov == i->fabric_attr->prov_name)
+      info = f.dupinfo(i);
+  f.freeinfo(list);
+  if (!info) *why = prov + ": fi_getinfo offers only other providers' endpoints of this type";
   return info;
 }
 
@@ -346,19 +355,70 @@ std::vector<uint64_t> words_at(const void* addr, size_t n) {
   return w;
 }
 
+// The layout (struct UprobeLayout) from one CQ of each format and an endpoint
+// whose transmit side is bound to cq[CONTEXT] and receive side to cq[TAGGED]:
+// past the fid_cq (fid, ops), the first word that is a different function of
+// one library file in each format's CQ, and the endpoint's words that hold its
+// two CQs.
+bool find_layout(fid_cq* const (&cq)[5], fid_ep* ep, UprobeLayout* out) {
+  constexpr size_t kWords = 128;  // the utility objects' fields searched (1 KiB)
+  UprobeLayout l;
+  std::vector<uint64_t> w[5];
+  for (int fmt = 1; fmt <= 4; ++fmt) w[fmt] = words_at(cq[fmt], kWords);
+  for (size_t i = sizeof(fid_cq) / 8; i < kWords && l.path.empty(); ++i) {
+    std::string path;
+    bool ok = true;
+    for (int fmt = 1; fmt <= 4 && ok; ++fmt) {
+      for (int o = 1; o < fmt; ++o) ok = ok && w[o][i] != w[fmt][i];
+      std::string p;
+      ok = ok && w[fmt][i] &&
+           code_location(reinterpret_cast<const void*>(w[fmt][i]), &p, &l.fmt_fn[fmt]) &&
+           (path.empty() || p == path);
+      path = p;
+    }
+    if (ok) {
+      l.path = real_path(path);
+      l.cq_fmt_off = i * 8;
+    }
+  }
+  const std::vector<uint64_t> e = words_at(ep, kWords);
+  for (size_t i = 0; i < kWords; ++i) {
+    if (!l.ep_cq_off[FT_UP_TX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_CONTEXT]))
+      l.ep_cq_off[FT_UP_TX] = i * 8;
+    if (!l.ep_cq_off[FT_UP_RX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_TAGGED]))
+      l.ep_cq_off[FT_UP_RX] = i * 8;
+  }
+  if (l.path.empty() || !l.ep_cq_off[FT_UP_TX] || !l.ep_cq_off[FT_UP_RX]) return false;
+  *out = l;
+  return true;
+}
+
 }  // namespace
 
-bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
-                         std::string* why, std::vector<std::string>* notes, bool rma_atomic) {
+const char* ep_type_name(int ep_type) { return ep_type == FI_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM"; }
+
+bool probe_provider_here(const std::string& prov, int threading, int ep_type,
+                         std::vector<OpSite>* out, std::string* why,
+                         std::vector<std::string>* notes, UprobeLayout* layout) {
   Fabric& f = fabric_lib();
-  const uint64_t caps = FI_MSG | FI_TAGGED | (rma_atomic ? FI_RMA | FI_ATOMIC : 0);
-  fi_info* info = provider_info(prov, threading, caps, why);
+  // RMA and atomics asked for with msg and tagged: one open finds all four
+  // tables (the msg and tagged ones are those of an open without them: the
+  // providers choose those by threading, not by these caps). A provider that
+  // offers fewer (no atomics, tcp's MSG endpoint no tagged) is opened with
+  // what it offers (no caps asked: its default ones).
+  fi_info* info = nullptr;
+  for (const uint64_t asked : {uint64_t{FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC},
+                               uint64_t{FI_MSG | FI_TAGGED}, uint64_t{0}})
+    if (!info) info = provider_info(prov, threading, ep_type, asked, why);
   if (!info) return false;
+  const uint64_t caps = info->caps;
+  const bool msg_ep = ep_type == FI_EP_MSG;
   int ret = 0;
   fid_fabric* fab = nullptr;
   fid_domain* dom = nullptr;
-  fid_cq* cq = nullptr;
+  fid_cq* cq[5] = {};  // [enum fi_cq_format], 1..4: the layout compares them
   fid_av* av = nullptr;
+  fid_eq* eq = nullptr;
   fid_ep* ep = nullptr;
   const char* step = "fi_fabric";
   ret = f.fabric(info->fabric_attr, &fab, nullptr);
@@ -366,14 +426,20 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
     step = "fi_domain";
     ret = fi_domain(fab, info, &dom, nullptr);
   }
-  if (!ret) {
+  for (int fmt = FI_CQ_FORMAT_CONTEXT; !ret && fmt <= FI_CQ_FORMAT_TAGGED; ++fmt) {
     step = "fi_cq_open";
     fi_cq_attr ca{};
-    ca.format = FI_CQ_FORMAT_CONTEXT;
+    ca.format = static_cast<fi_cq_format>(fmt);
     ca.wait_obj = FI_WAIT_NONE;
-    ret = fi_cq_open(dom, &ca, &cq, nullptr);
+    ret = fi_cq_open(dom, &ca, &cq[fmt], nullptr);
   }
-  if (!ret) {
+  if (!ret && msg_ep) {
+    // A connection-oriented endpoint reports its connection on an EQ.
+    step = "fi_eq_open";
+    fi_eq_attr ea{};
+    ea.wait_obj = FI_WAIT_NONE;
+    ret = fi_eq_open(fab, &ea, &eq, nullptr);
+  } else if (!ret) {
     step = "fi_av_open";
     fi_av_attr aa{};
     aa.type = FI_AV_MAP;
@@ -383,19 +449,22 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
     step = "fi_endpoint";
     ret = fi_endpoint(dom, info, &ep, nullptr);
   }
+  // Transmit and receive on two different CQs: the layout finds each pointer once.
   if (!ret) {
     step = "fi_ep_bind(cq)";
-    ret = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV);
+    ret = fi_ep_bind(ep, &cq[FI_CQ_FORMAT_CONTEXT]->fid, FI_TRANSMIT);
   }
+  if (!ret) ret = fi_ep_bind(ep, &cq[FI_CQ_FORMAT_TAGGED]->fid, FI_RECV);
   if (!ret) {
-    step = "fi_ep_bind(av)";
-    ret = fi_ep_bind(ep, &av->fid, 0);
+    step = msg_ep ? "fi_ep_bind(eq)" : "fi_ep_bind(av)";
+    ret = fi_ep_bind(ep, msg_ep ? &eq->fid : &av->fid, 0);
   }
   if (!ret) {
     step = "fi_enable";
     ret = fi_enable(ep);
   }
   if (!ret) {
+    fid_cq* const read_cq = cq[FI_CQ_FORMAT_CONTEXT];
     // The tables as they are after fi_enable: what the application calls.
     add_site(out, prov, "domain", "cq_open", fn_ptr(dom->ops->cq_open), FT_UP_ROLE_CQ_OPEN,
              OpKind::kCount, 0, 0);
@@ -404,31 +473,39 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
     // libfabric's utility CQ read is a tail call of readfrom through the op table
     // (its first instruction must be single-stepped, 8-10 us a hit here): where
     // it is, the readfrom probe sees every read and the read is not probed.
-    if (read_calls_readfrom(cq)) {
+    if (read_calls_readfrom(read_cq)) {
       if (notes)
         notes->push_back(prov +
                          ": cq.read calls cq.readfrom through the op table: readfrom's probe "
                          "covers both");
     } else {
-      add_site(out, prov, "cq", "read", fn_ptr(cq->ops->read), FT_UP_ROLE_CQ_READ, OpKind::kCount,
-               0, 0);
+      add_site(out, prov, "cq", "read", fn_ptr(read_cq->ops->read), FT_UP_ROLE_CQ_READ,
+               OpKind::kCount, 0, 0);
     }
-    add_site(out, prov, "cq", "readfrom", fn_ptr(cq->ops->readfrom), FT_UP_ROLE_CQ_READ,
+    add_site(out, prov, "cq", "readfrom", fn_ptr(read_cq->ops->readfrom), FT_UP_ROLE_CQ_READ,
              OpKind::kCount, 0, 0);
-    add_site(out, prov, "cq", "sread", fn_ptr(cq->ops->sread), FT_UP_ROLE_CQ_READ, OpKind::kCount,
-             0, 0);
-    add_site(out, prov, "cq", "sreadfrom", fn_ptr(cq->ops->sreadfrom), FT_UP_ROLE_CQ_READ,
+    add_site(out, prov, "cq", "sread", fn_ptr(read_cq->ops->sread), FT_UP_ROLE_CQ_READ,
              OpKind::kCount, 0, 0);
-    add_ops(out, prov, ep->msg, false);
-    add_ops(out, prov, ep->tagged, true);
+    add_site(out, prov, "cq", "sreadfrom", fn_ptr(read_cq->ops->sreadfrom), FT_UP_ROLE_CQ_READ,
+             OpKind::kCount, 0, 0);
+    if (caps & FI_MSG) add_ops(out, prov, ep->msg, false);
+    if (caps & FI_TAGGED) add_ops(out, prov, ep->tagged, true);
     if (caps & FI_RMA) add_table(out, prov, "rma", ep->rma, kRmaSlots);
     if (caps & FI_ATOMIC) add_table(out, prov, "atomic", ep->atomic, kAtomicSlots);
+    if (layout && !find_layout(cq, ep, layout)) {
+      layout->path.clear();
+      if (notes)
+        notes->push_back(prov +
+                         ": no utility CQ format function or endpoint CQ found in their memory");
+    }
   } else {
     *why = prov + ": " + step + ": " + std::to_string(ret);
   }
   if (ep) fi_close(&ep->fid);
   if (av) fi_close(&av->fid);
-  if (cq) fi_close(&cq->fid);
+  if (eq) fi_close(&eq->fid);
+  for (fid_cq* c : cq)
+    if (c) fi_close(&c->fid);
   if (dom) fi_close(&dom->fid);
   if (fab) fi_close(&fab->fid);
   f.freeinfo(info);
@@ -438,81 +515,6 @@ bool probe_provider_here(const std::string& prov, int threading, std::vector<OpS
 bool UprobeLayout::operator==(const UprobeLayout& o) const {
   return path == o.path && cq_fmt_off == o.cq_fmt_off && std::equal(fmt_fn, fmt_fn + 5, o.fmt_fn) &&
          ep_cq_off[0] == o.ep_cq_off[0] && ep_cq_off[1] == o.ep_cq_off[1];
-}
-
-bool learn_layout_here(const std::string& prov, UprobeLayout* out, std::string* why) {
-  constexpr size_t kWords = 128;  // the utility objects' fields searched (1 KiB)
-  fi_info* info = provider_info(prov, FI_THREAD_SAFE, FI_MSG | FI_TAGGED, why);
-  if (!info) return false;
-  Fabric& f = fabric_lib();
-  fid_fabric* fab = nullptr;
-  fid_domain* dom = nullptr;
-  fid_cq* cq[5] = {};
-  fid_av* av = nullptr;
-  fid_ep* ep = nullptr;
-  int ret = f.fabric(info->fabric_attr, &fab, nullptr);
-  if (!ret) ret = fi_domain(fab, info, &dom, nullptr);
-  for (int fmt = FI_CQ_FORMAT_CONTEXT; !ret && fmt <= FI_CQ_FORMAT_TAGGED; ++fmt) {
-    fi_cq_attr ca{};
-    ca.format = static_cast<fi_cq_format>(fmt);
-    ca.wait_obj = FI_WAIT_NONE;
-    ret = fi_cq_open(dom, &ca, &cq[fmt], nullptr);
-  }
-  fi_av_attr aa{};
-  aa.type = FI_AV_MAP;
-  if (!ret) ret = fi_av_open(dom, &aa, &av, nullptr);
-  if (!ret) ret = fi_endpoint(dom, info, &ep, nullptr);
-  // Transmit and receive on two different CQs: each pointer is found once.
-  if (!ret) ret = fi_ep_bind(ep, &cq[FI_CQ_FORMAT_CONTEXT]->fid, FI_TRANSMIT);
-  if (!ret) ret = fi_ep_bind(ep, &cq[FI_CQ_FORMAT_TAGGED]->fid, FI_RECV);
-  if (!ret) ret = fi_ep_bind(ep, &av->fid, 0);
-  if (!ret) ret = fi_enable(ep);
-  bool found = false;
-  if (ret) {
-    *why = prov + ": opening the layout's objects: " + std::to_string(ret);
-  } else {
-    UprobeLayout l;
-    std::vector<uint64_t> w[5];
-    for (int fmt = 1; fmt <= 4; ++fmt) w[fmt] = words_at(cq[fmt], kWords);
-    // Past the fid_cq (fid, ops): the first word that is a different function
-    // of one library file in each format's CQ.
-    for (size_t i = sizeof(fid_cq) / 8; i < kWords && l.path.empty(); ++i) {
-      std::string path;
-      bool ok = true;
-      for (int fmt = 1; fmt <= 4 && ok; ++fmt) {
-        for (int o = 1; o < fmt; ++o) ok = ok && w[o][i] != w[fmt][i];
-        std::string p;
-        ok = ok && w[fmt][i] &&
-             code_location(reinterpret_cast<const void*>(w[fmt][i]), &p, &l.fmt_fn[fmt]) &&
-             (path.empty() || p == path);
-        path = p;
-      }
-      if (ok) {
-        l.path = real_path(path);
-        l.cq_fmt_off = i * 8;
-      }
-    }
-    const std::vector<uint64_t> e = words_at(ep, kWords);
-    for (size_t i = 0; i < kWords; ++i) {
-      if (!l.ep_cq_off[FT_UP_TX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_CONTEXT]))
-        l.ep_cq_off[FT_UP_TX] = i * 8;
-      if (!l.ep_cq_off[FT_UP_RX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_TAGGED]))
-        l.ep_cq_off[FT_UP_RX] = i * 8;
-    }
-    found = !l.path.empty() && l.ep_cq_off[FT_UP_TX] && l.ep_cq_off[FT_UP_RX];
-    if (found)
-      *out = l;
-    else
-      *why = prov + ": no utility CQ format function or endpoint CQ found in their memory";
-  }
-  if (ep) fi_close(&ep->fid);
-  if (av) fi_close(&av->fid);
-  for (fid_cq* c : cq)
-    if (c) fi_close(&c->fid);
-  if (dom) fi_close(&dom->fid);
-  if (fab) fi_close(&fab->fid);
-  f.freeinfo(info);
-  return found;
 }
 
 std::string layout_line(const UprobeLayout& l) {
@@ -635,27 +637,38 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     close(fds[0]);
     std::string text;
     for (const std::string& p : providers) {
-      // With msg+tagged caps and again with RMA and atomics as well: a provider
-      // may choose its tables by caps, and may offer no RMA or atomics at all.
-      for (const bool rma_atomic : {false, true}) {
+      // Once per threading level and endpoint type: a provider may choose its
+      // tables by threading, and offer RDM or MSG endpoints (or both). The
+      // layout from the first open with FI_THREAD_SAFE (RDM where the provider
+      // has it, else MSG: the utility objects).
+      bool opened = false, layout_tried = false;
+      std::vector<std::string> failed;
+      UprobeLayout layout;
+      for (const int ep_type : {FI_EP_RDM, FI_EP_MSG}) {
         for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
           std::vector<OpSite> sites;
           std::vector<std::string> notes;
           std::string why;
-          const bool ok = probe_provider_here(p, threading, &sites, &why, &notes, rma_atomic);
+          const bool learn = threading == FI_THREAD_SAFE && !layout_tried;
+          const bool ok = probe_provider_here(p, threading, ep_type, &sites, &why, &notes,
+                                              learn ? &layout : nullptr);
           for (const std::string& n : notes) text += "#" + n + "\n";
           if (!ok) {
-            text += "#" + why +
-                    (threading == FI_THREAD_SAFE ? " (FI_THREAD_SAFE" : " (FI_THREAD_DOMAIN") +
-                    (rma_atomic ? ", FI_RMA|FI_ATOMIC)\n" : ")\n");
+            failed.push_back(
+                why + " (" + ep_type_name(ep_type) +
+                (threading == FI_THREAD_SAFE ? ", FI_THREAD_SAFE)" : ", FI_THREAD_DOMAIN)"));
             continue;
           }
+          opened = true;
+          layout_tried = layout_tried || learn;
           for (const OpSite& s : sites) text += site_line(s) + "\n";
         }
       }
-      UprobeLayout layout;
-      std::string why;
-      text += learn_layout_here(p, &layout, &why) ? layout_line(layout) + "\n" : "#" + why + "\n";
+      // An endpoint type the provider does not offer is no news; a provider
+      // that opened with neither is.
+      if (!opened)
+        for (const std::string& w : failed) text += "#" + w + "\n";
+      if (!layout.path.empty()) text += layout_line(layout) + "\n";
     }
     size_t off = 0;
     while (off < text.size()) {
@@ -727,6 +740,19 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
         "the providers' utility layouts differ: CQs opened before the session "
         "are not learnt");
   res.sites = dedupe_sites(all, &res.notes);
+  // A utility provider and its core probed together: the utility provider's
+  // own core objects (opened and driven from inside it) look like an
+  // application's, and its ops are counted twice.
+  for (const std::string& layered : providers) {
+    const size_t semi = layered.find(';');
+    if (semi == std::string::npos) continue;
+    const std::string core = layered.substr(0, semi);
+    if (std::find(providers.begin(), providers.end(), core) != providers.end())
+      res.notes.push_back(layered + " and " + core + " are probed together: a " + layered +
+                          " process's inner " + core +
+                          " endpoints and CQs look like an application's (its ops counted "
+                          "twice): probe them in separate sessions");
+  }
   return res;
 }
 

@@ -62,16 +62,21 @@ bool code_location(const void* addr, std::string* path, uint64_t* offset);
 // arguments and the stack are the same there.
 uint64_t probe_offset(const std::string& path, uint64_t offset);
 
+struct UprobeLayout;
+
 // Opens provider `prov` in this process as an application would and appends
-// the op-table functions it uses. `threading` is an enum fi_threading value.
-// False with *why when the provider cannot be opened here. A CQ read that
-// calls the CQ's readfrom through the op table is left out (readfrom's probe
-// sees it), with a note.
-// With `rma_atomic` it asks for FI_RMA and FI_ATOMIC as well and appends the
-// ep->rma and ep->atomic ops too.
-bool probe_provider_here(const std::string& prov, int threading, std::vector<OpSite>* out,
-                         std::string* why, std::vector<std::string>* notes = nullptr,
-                         bool rma_atomic = false);
+// the op-table functions it uses: once, with msg, tagged, RMA and atomic caps
+// (without the last two where the provider offers none), an `ep_type`
+// endpoint (FI_EP_RDM with an AV, FI_EP_MSG with an EQ) and `threading` (an
+// enum fi_threading value). False with *why when the provider cannot be
+// opened so here. A CQ read that calls the CQ's readfrom through the op table
+// is left out (readfrom's probe sees it), with a note. With `layout`, the
+// utility layout is learnt from the same objects (empty path when not found).
+bool probe_provider_here(const std::string& prov, int threading, int ep_type,
+                         std::vector<OpSite>* out, std::string* why,
+                         std::vector<std::string>* notes = nullptr, UprobeLayout* layout = nullptr);
+// "FI_EP_MSG" or "FI_EP_RDM", for notes.
+const char* ep_type_name(int ep_type);
 
 // Sites that share a function: one per (path, offset). Slots that name the same
 // function for different op kinds (a provider's fi_no_* stub in several
@@ -83,6 +88,11 @@ std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std:
 // struct ft_up_layout): the offset of the CQ's per-format function and each
 // format's function as a file offset of `path`, and the offsets of an
 // endpoint's transmit and receive CQ pointers. Empty path: not known.
+// probe_provider_here finds it by comparing the memory of one CQ of each
+// format (FI_CQ_FORMAT_CONTEXT .. TAGGED) and of an endpoint bound to two of
+// them (transmit, receive): the first word where the four CQs hold four
+// different functions of one library, and the words of the endpoint that hold
+// its two CQs.
 struct UprobeLayout {
   std::string path;
   uint64_t cq_fmt_off = 0;
@@ -90,13 +100,6 @@ struct UprobeLayout {
   uint64_t ep_cq_off[2] = {};
   bool operator==(const UprobeLayout& o) const;
 };
-
-// Opens provider `prov` here with one CQ of each format (FI_CQ_FORMAT_CONTEXT
-// .. TAGGED) and an endpoint bound to two of them (transmit, receive), and
-// finds the layout by comparing their memory: the first word where the four
-// CQs hold four different functions of one library, and the words of the
-// endpoint that hold its two CQs. False with *why when it cannot.
-bool learn_layout_here(const std::string& prov, UprobeLayout* out, std::string* why);
 
 // The pipe's line for a layout ("L\t<path>\t<numbers>") and its reader.
 std::string layout_line(const UprobeLayout& l);
@@ -108,7 +111,7 @@ struct OptableResult {
   UprobeLayout layout;             // the same for every provider opened, or empty
 };
 
-// Runs probe_provider_here for every provider and threading variant in a
+// Runs probe_provider_here for every provider, endpoint type and threading variant in a
 // forked child (the providers' threads, sockets and shared memory stay there
 // and go with it), and reads the sites back over a pipe. Call it while the
 // caller is single-threaded. The child is killed after timeout_ms.

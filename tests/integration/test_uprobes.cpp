@@ -1,0 +1,664 @@
+// `fabtrace record --uprobes`: processes that run without the preload, their
+// ops paired with their completions in the kernel (bpf/uprobe_ops.bpf.c), on
+// this machine's libfabric, as root.
+//
+// Ground truth is what the traced programs count themselves: fi_pingpong's
+// iterations and time per transfer, ft_app's result files (the ops it issued,
+// those refused and issued again), never the kernel rows' own arithmetic.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/harness.h"
+#include "tests/integration/record_session.h"
+
+namespace fabtrace::test {
+namespace {
+
+// fi_pingpong's own result line ("4k 200 =200 1.5m 2.77s 0.59 6930.36 0.00"):
+// the iterations it counted and its time per transfer (half a round trip).
+struct PingpongResult {
+  uint64_t iters = 0;
+  double usec_per_xfer = 0;
+  bool ok = false;
+};
+PingpongResult pingpong_result(const std::string& out) {
+  PingpongResult r;
+  std::istringstream in(out);
+  std::string line;
+  bool header = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("bytes", 0) == 0 && line.find("usec/xfer") != std::string::npos) {
+      header = true;
+      continue;
+    }
+    if (!header) continue;
+    std::istringstream f(line);
+    std::string bytes, sent, ack, total, time, mbs, usec;
+    if (f >> bytes >> sent >> ack >> total >> time >> mbs >> usec) {
+      // Counts are printed with a suffix from 1000 on ("50k", "2m").
+      const char unit = sent.empty() ? '\0' : sent.back();
+      r.iters = std::stoull(sent) * (unit == 'k' ? 1000 : unit == 'm' ? 1000000 : 1);
+      r.usec_per_xfer = std::stod(usec);
+      r.ok = ack == "=" + sent;
+    }
+    break;
+  }
+  return r;
+}
+
+// One process's uprobe_ops rows, by op name ("fi_send", "cq_read", ...).
+std::map<std::string, Event> uprobe_rows_of(const std::vector<Event>& ev, int pid) {
+  std::map<std::string, Event> rows;
+  for (const Event& e : ev)
+    if (e.kind == "uprobe_ops" && static_cast<int>(e.pid) == pid) rows[e.cause] = e;
+  return rows;
+}
+
+// Starts `fabtrace record -o DIR --uprobes ARGS...` (its output in DIR/LOG) and
+// waits until its probes are attached; the session's pid, or -1.
+int start_uprobe_session(const std::string& dir, const std::string& log,
+                         std::vector<std::string> args = {}) {
+  args.insert(args.begin(), "--uprobes");
+  return start_record(dir, log, args, "provider functions probed");
+}
+
+// fi_pingpong's server and client (without the preload) over `prov`, 4 KiB
+// messages, `ep` endpoints ("rdm", "msg"), their output in DIR/server.log and
+// DIR/client.log.
+struct Pingpong {
+  int server = -1, client = -1;
+};
+Pingpong start_pingpong(const std::string& dir, const char* prov, bool tagged, int iters,
+                        const char* ep = "rdm") {
+  Pingpong pp;
+  const std::string port = std::to_string(free_port());
+  std::vector<std::string> args = {"fi_pingpong",         "-p", prov,  "-e", ep, "-I",
+                                   std::to_string(iters), "-S", "4096"};
+  if (tagged) args.insert(args.end(), {"-m", "tagged"});
+  std::vector<std::string> sargs = args, cargs = args;
+  sargs.insert(sargs.end(), {"-B", port});
+  cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
+  pp.server = spawn(sargs, {}, dir + "/server.log", false);
+  if (pp.server <= 0 || !wait_listening(std::stoi(port))) return pp;
+  pp.client = spawn(cargs, {}, dir + "/client.log", false);
+  return pp;
+}
+
+// A `fabtrace record --uprobes` session over a whole fi_pingpong run (server and
+// client started after it, neither with the preload): per process, the kernel's
+// pairing must give exactly the program's own traffic. fi_pingpong (libfabric's
+// util/pingpong.c) posts one receive before its loop, then per iteration one
+// send (fi_send / fi_tsend: 4 KiB is not below any provider's inject size)
+// and one receive completed and posted again; at the end one fi_sendmsg /
+// fi_tsendmsg ("fin") and the last receive completed. So each side has
+// `iters` sends, 1 sendmsg and iters + 1 receives, all completed. With
+// `providers`, the session probes those (--uprobe-providers) instead of its
+// default ones.
+void uprobes_pingpong(const char* prov, bool tagged, const char* ep = "rdm",
+                      const char* providers = nullptr, int iters = 300) {
+  const std::string dir = make_temp_dir("rec-uprobes");
+  std::vector<std::string> args;
+  if (providers) args = {"--uprobe-providers", providers};
+  const int rec = start_uprobe_session(dir, "record.log", args);
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const Pingpong pp = start_pingpong(dir, prov, tagged, iters, ep);
+  const int server = pp.server, client = pp.client;
+  ASSERT_GT(server, 0);
+  ASSERT_GT(client, 0);
+  const int client_rc = wait_for(client, 240);
+  const int server_rc = wait_for(server, 240);
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  ASSERT_EQ(client_rc, 0) << slurp(dir + "/client.log");
+  ASSERT_EQ(server_rc, 0) << slurp(dir + "/server.log");
+  const std::string record_log = slurp(dir + "/record.log");
+
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  const std::string send = tagged ? "fi_tsend" : "fi_send";
+  const std::string sendmsg = tagged ? "fi_tsendmsg" : "fi_sendmsg";
+  const std::string recv = tagged ? "fi_trecv" : "fi_recv";
+  for (const auto& [who, pid] :
+       {std::make_pair("server", server), std::make_pair("client", client)}) {
+    SCOPED_TRACE(who);
+    const PingpongResult own = pingpong_result(slurp(dir + "/" + who + ".log"));
+    ASSERT_TRUE(own.ok) << slurp(dir + "/" + who + ".log");
+    ASSERT_EQ(own.iters, static_cast<uint64_t>(iters));
+    const auto rows = uprobe_rows_of(ev, pid);
+    ASSERT_TRUE(rows.count(send) && rows.count(sendmsg) && rows.count(recv) &&
+                rows.count("cq_read"))
+        << record_log;
+    const Event& s = rows.at(send);
+    const Event& sm = rows.at(sendmsg);
+    const Event& r = rows.at(recv);
+    const Event& polls = rows.at("cq_read");
+    // Completions: exactly the program's traffic, every one paired with its op.
+    EXPECT_EQ(s.num("completions"), own.iters);
+    EXPECT_EQ(sm.num("completions"), 1u);
+    EXPECT_EQ(r.num("completions"), own.iters + 1);
+    for (const Event* e : {&s, &sm, &r}) EXPECT_EQ(e->num("pending"), 0u) << e->cause;
+    // Issue attempts: as many or more (fi_pingpong issues a send again after
+    // -FI_EAGAIN); receives are never refused here.
+    EXPECT_GE(s.num("calls"), own.iters);
+    EXPECT_EQ(sm.num("calls"), 1u);
+    EXPECT_EQ(r.num("calls"), own.iters + 1);
+    EXPECT_EQ(s.num("bytes"), own.iters * 4096);
+    // Polls: every entry returned was one of these completions.
+    EXPECT_EQ(polls.num("unmatched"), 0u);
+    EXPECT_EQ(polls.num("unwalked"), 0u);
+    EXPECT_EQ(polls.num("entries"), 2 * own.iters + 2);
+    EXPECT_GE(polls.num("calls"), polls.num("entries"));  // fi_pingpong reads one at a time
+    // Latencies within the program's own round trip: a send completes before
+    // the reply to it arrives; a receive of the loop is posted just after the
+    // previous one completed, so it lasts about one round trip (the first one
+    // also waits for the connection set-up: the max is left out of the mean).
+    const double rtt_ns = 2 * own.usec_per_xfer * 1000;
+    EXPECT_GT(s.num("min_ns"), 0u);
+    EXPECT_LE(static_cast<double>(s.num("avg_ns")), rtt_ns);
+    const double recv_mean_but_max =
+        static_cast<double>(r.num("avg_ns") * r.num("completions") - r.num("max_ns")) /
+        static_cast<double>(r.num("completions") - 1);
+    EXPECT_LE(recv_mean_but_max, 2 * rtt_ns);
+    EXPECT_GT(recv_mean_but_max, 0.0);
+  }
+  // The per-rank reports record wrote from the same rows (source "uprobes"),
+  // read by `fabtrace report` as it reads the preload's: per process one link,
+  // whose op counts are the program's own.
+  const Cli cli = report_cli(dir, dir + "/out");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  const nlohmann::json links = load_json(dir + "/out/links.json");
+  for (const auto& [who, pid] :
+       {std::make_pair("server", server), std::make_pair("client", client)}) {
+    SCOPED_TRACE(who);
+    const auto reports = list_files(dir, "fabtrace.", ".p" + std::to_string(pid) + ".json");
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(load_json(reports.front()).at("source"), "uprobes");
+    std::map<std::string, nlohmann::json> by_op;
+    std::set<std::string> remotes;
+    for (const auto& l : links)
+      if (l.at("pid").get<int64_t>() == pid) {
+        by_op[l.at("op").get<std::string>()] = l;
+        remotes.insert(l.at("local").get<std::string>() + " " + l.at("remote").get<std::string>());
+      }
+    EXPECT_EQ(remotes.size(), 1u);  // one link
+    ASSERT_TRUE(by_op.count(send) && by_op.count(sendmsg) && by_op.count(recv)) << links.dump();
+    EXPECT_EQ(by_op.at(send).at("count").get<uint64_t>(), static_cast<uint64_t>(iters));
+    EXPECT_EQ(by_op.at(send).at("bytes").get<uint64_t>(), 4096u);
+    EXPECT_EQ(by_op.at(sendmsg).at("count").get<uint64_t>(), 1u);
+    EXPECT_EQ(by_op.at(recv).at("count").get<uint64_t>(), static_cast<uint64_t>(iters) + 1);
+    for (const auto& kv : by_op) EXPECT_EQ(kv.second.at("unfinished").get<uint64_t>(), 0u);
+  }
+  // The sites the traffic went through were attached and hit.
+  for (const std::string& what : {std::string(prov) + (tagged ? " tagged.send" : " msg.send"),
+                                  std::string(prov) + (tagged ? " tagged.recv" : " msg.recv")}) {
+    const size_t at = record_log.find(what + ": ");
+    ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
+    EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
+  }
+}
+
+// ---- --uprobes: a program started before the session.
+
+// The CPU time (user + system) process `pid` has used, in seconds.
+double cpu_seconds(int pid) {
+  const std::string st = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = st.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(st.substr(paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> f; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A session's row's accepted calls (issued and not refused).
+uint64_t accepted(const std::map<std::string, Event>& rows, const std::string& op) {
+  const auto it = rows.find(op);
+  return it == rows.end() ? 0 : it->second.num("calls") - it->second.num("refused");
+}
+uint64_t field(const std::map<std::string, Event>& rows, const std::string& op, const char* k) {
+  const auto it = rows.find(op);
+  return it == rows.end() ? 0 : it->second.num(k);
+}
+
+// fi_pingpong (server and client, without the preload) runs under session A,
+// both processes are frozen (SIGSTOP) part-way, A stops, session B starts (the
+// processes' CQs and endpoints were opened before it: B learns them from their
+// memory), and the processes run to their end under B. The program's own
+// count: fi_pingpong's totals per side (iters sends, 1 sendmsg, iters + 1
+// receives, each completed once: see uprobes_pingpong) minus the ops it issued
+// before the freeze, which session A counted (A saw the program from its start;
+// UprobesPingpong* check that such a session counts the program exactly). So
+// in B's window the program issued totals - A's accepted ops, and B must pair
+// exactly the ops it saw accepted, none pending, none unmatched; completions of
+// ops issued before the freeze are B's `early` entries (at most one per side:
+// fi_pingpong has at most one send and one receive outstanding).
+// What the freeze can split: a call whose entry A saw and whose return it did
+// not (the stop lands on the way out of a probe's trap): a send refused there
+// counts as accepted in A (sends: A + B within one of the totals), and a CQ
+// read split so returns its entry to neither session. B knows a CQ opened
+// before it from the first op of an endpoint bound to it: a completion read
+// before that is not seen either (entries: A + B within A's accepted ops not
+// completed of the totals).
+void uprobes_running_pingpong(const char* prov, bool tagged) {
+  const std::string da = make_temp_dir("rec-up-early-a"), db = make_temp_dir("rec-up-early-b");
+  const int a = start_uprobe_session(da, "record.log");
+  ASSERT_GT(a, 0) << slurp(da + "/record.log");
+  // Frozen once the client has used 0.3 s of CPU (it busy-polls: it is in
+  // its loop), well before its end whatever the machine's load: under the
+  // traps each iteration costs it at least about 30 us of CPU (two ops at
+  // about 15 us), so 20000 take at least 0.6 s.
+  const int iters = 20000;
+  const Pingpong pp = start_pingpong(db, prov, tagged, iters);
+  ASSERT_GT(pp.server, 0);
+  ASSERT_GT(pp.client, 0);
+  // Both busy-polling (state R), not blocked in fi_pingpong's control-socket
+  // exchange (state S): a read there with a timeout fails with EINTR when the
+  // process is stopped and continued (signal(7)), and fi_pingpong gives up.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return cpu_seconds(pp.client) >= 0.3 && proc_state(pp.client) == 'R' &&
+               proc_state(pp.server) == 'R';
+      },
+      120));
+  for (const int pid : {pp.client, pp.server}) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, WNOHANG), 0) << "fi_pingpong ended before the freeze";
+    kill(pid, SIGSTOP);
+  }
+  ASSERT_TRUE(
+      eventually([&] { return proc_state(pp.client) == 'T' && proc_state(pp.server) == 'T'; }, 30));
+  kill(a, SIGINT);
+  ASSERT_EQ(wait_for(a, 120), 0) << slurp(da + "/record.log");
+  const int b = start_uprobe_session(db, "record.log");
+  for (const int pid : {pp.client, pp.server}) kill(pid, SIGCONT);
+  ASSERT_GT(b, 0) << slurp(db + "/record.log");
+  const int client_rc = wait_for(pp.client, 300);
+  const int server_rc = wait_for(pp.server, 300);
+  kill(b, SIGINT);
+  ASSERT_EQ(wait_for(b, 120), 0) << slurp(db + "/record.log");
+  ASSERT_EQ(client_rc, 0) << slurp(db + "/client.log");
+  ASSERT_EQ(server_rc, 0) << slurp(db + "/server.log");
+  const std::string log_b = slurp(db + "/record.log");
+  EXPECT_NE(log_b.find("opened before the session: learnt ("), std::string::npos) << log_b;
+
+  bool ok_a = false, ok_b = false;
+  const std::vector<Event> ev_a = export_kernel(kernel_log_of(da), &ok_a);
+  const std::vector<Event> ev_b = export_kernel(kernel_log_of(db), &ok_b);
+  ASSERT_TRUE(ok_a && ok_b);
+  const std::string send = tagged ? "fi_tsend" : "fi_send";
+  const std::string sendmsg = tagged ? "fi_tsendmsg" : "fi_sendmsg";
+  const std::string recv = tagged ? "fi_trecv" : "fi_recv";
+  for (const auto& [who, pid] :
+       {std::make_pair("server", pp.server), std::make_pair("client", pp.client)}) {
+    SCOPED_TRACE(who);
+    const PingpongResult own = pingpong_result(slurp(db + "/" + who + ".log"));
+    ASSERT_TRUE(own.ok) << slurp(db + "/" + who + ".log");
+    ASSERT_EQ(own.iters, static_cast<uint64_t>(iters));
+    const auto ra = uprobe_rows_of(ev_a, pid), rb = uprobe_rows_of(ev_b, pid);
+    ASSERT_TRUE(rb.count(send) && rb.count(recv) && rb.count("cq_read")) << log_b;
+    // The freeze fell inside the run: both sessions saw receives.
+    ASSERT_GT(accepted(ra, recv), 0u);
+    ASSERT_GT(accepted(rb, recv), 0u);
+    // The ops the program issued in B's window: its totals minus A's.
+    const uint64_t recv_in_b = own.iters + 1 - accepted(ra, recv);
+    const uint64_t sendmsg_in_b = 1 - accepted(ra, sendmsg);
+    EXPECT_EQ(accepted(rb, recv), recv_in_b);
+    EXPECT_EQ(accepted(rb, sendmsg), sendmsg_in_b);
+    EXPECT_LE(own.iters - accepted(ra, send), accepted(rb, send) + 1);
+    EXPECT_GE(own.iters - accepted(ra, send), accepted(rb, send));
+    // Every op B saw accepted was paired with its completion; none other.
+    for (const std::string& op : {send, sendmsg, recv}) {
+      EXPECT_EQ(field(rb, op, "completions"), accepted(rb, op)) << op;
+      EXPECT_EQ(field(rb, op, "pending"), 0u) << op;
+      EXPECT_EQ(field(rb, op, "unmatched"), 0u) << op;
+    }
+    const Event& polls = rb.at("cq_read");
+    EXPECT_EQ(polls.num("unmatched"), 0u);
+    EXPECT_EQ(polls.num("unwalked"), 0u);
+    EXPECT_LE(polls.num("early"), 2u);
+    const uint64_t paired_b = field(rb, send, "completions") + field(rb, sendmsg, "completions") +
+                              field(rb, recv, "completions");
+    EXPECT_EQ(polls.num("entries"), paired_b + polls.num("early"));
+    // Entries: every completion seen once, but for those of ops A saw issued
+    // and not completed (pending, or in flight when A stopped: their
+    // completion is in a read split by the freeze, or read in B before the
+    // process's first op there made its CQ known).
+    const uint64_t seen = field(ra, "cq_read", "entries") + polls.num("entries");
+    uint64_t outstanding_a = 0;
+    for (const std::string& op : {send, sendmsg, recv})
+      outstanding_a += accepted(ra, op) - field(ra, op, "completions");
+    EXPECT_LE(seen, 2 * own.iters + 2);
+    EXPECT_GE(seen + outstanding_a, 2 * own.iters + 2);
+    // Paired with the right ops: a send completes within a round trip.
+    EXPECT_LE(static_cast<double>(field(rb, send, "avg_ns")), 2 * own.usec_per_xfer * 1000);
+  }
+}
+
+TEST(Record, UprobesRunningPingpongTcpRxmMsg) {
+  REQUIRE_ROOT();
+  uprobes_running_pingpong("tcp;ofi_rxm", false);
+}
+
+TEST(Record, UprobesRunningPingpongShmTagged) {
+  REQUIRE_ROOT();
+  uprobes_running_pingpong("shm", true);
+}
+
+// --uprobes --only-pids --pid CLIENT: the probes are attached to that process
+// only. fi_pingpong's server and client are both running when the session
+// starts; only the client's ops are counted (without the per-process attach
+// every process mapping the library is counted), and its completions pair
+// (learnt CQs: both were opened before the session). The run is cut while it
+// goes on: at most one op of each kind is left pending.
+TEST(Record, UprobesOnlyPidsTcpRxm) {
+  REQUIRE_ROOT();
+  const std::string dir = make_temp_dir("rec-up-pid");
+  const Pingpong pp = start_pingpong(dir, "tcp;ofi_rxm", false, 2000000);
+  ASSERT_GT(pp.server, 0);
+  ASSERT_GT(pp.client, 0);
+  const int rec = start_record(dir, "record.log",
+                               {"--uprobes", "--only-pids", "--pid", std::to_string(pp.client)},
+                               "provider functions probed");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  kill(rec, SIGINT);
+  const int rec_rc = wait_for(rec, 120);
+  for (const int pid : {pp.client, pp.server}) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, WNOHANG), 0) << "fi_pingpong ended before the session did";
+    kill(pid, SIGKILL);
+    wait_for(pid, 30);
+  }
+  ASSERT_EQ(rec_rc, 0) << slurp(dir + "/record.log");
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(uprobe_rows_of(ev, pp.server).empty());
+  const auto rows = uprobe_rows_of(ev, pp.client);
+  ASSERT_TRUE(rows.count("fi_send") && rows.count("fi_recv") && rows.count("cq_read"))
+      << slurp(dir + "/record.log");
+  EXPECT_GT(field(rows, "fi_recv", "completions"), 0u);
+  for (const char* op : {"fi_send", "fi_recv"}) {
+    EXPECT_LE(field(rows, op, "pending"), 1u) << op;
+    // Accepted ops are completed or pending, but for at most one call in
+    // flight when the session read its maps (its entry counted, its return
+    // not seen: a NULL-context op is queued only when it returns accepted).
+    EXPECT_LE(field(rows, op, "completions") + field(rows, op, "pending"), accepted(rows, op))
+        << op;
+    EXPECT_GE(field(rows, op, "completions") + field(rows, op, "pending") + 1, accepted(rows, op))
+        << op;
+    EXPECT_EQ(field(rows, op, "unmatched"), 0u) << op;
+  }
+  EXPECT_EQ(field(rows, "cq_read", "unmatched"), 0u);
+  EXPECT_LE(field(rows, "cq_read", "early"), 2u);
+}
+
+TEST(Record, UprobesPingpongTcpRxmMsg) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("tcp;ofi_rxm", false);
+}
+
+TEST(Record, UprobesPingpongTcpRxmTagged) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("tcp;ofi_rxm", true);
+}
+
+TEST(Record, UprobesPingpongShmMsg) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("shm", false);
+}
+
+TEST(Record, UprobesPingpongShmTagged) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("shm", true);
+}
+
+// Other providers, each probed alone (--uprobe-providers): udp;ofi_rxd (RDM
+// over udp), sockets (RDM and MSG endpoints), tcp's own MSG endpoint.
+TEST(Record, UprobesPingpongUdpRxdMsg) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("udp;ofi_rxd", false, "rdm", "udp;ofi_rxd");
+}
+
+TEST(Record, UprobesPingpongUdpRxdTagged) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("udp;ofi_rxd", true, "rdm", "udp;ofi_rxd");
+}
+
+// The sockets provider progresses in a thread of its own and answers slowly
+// here (tens of ms a round trip): fewer iterations.
+TEST(Record, UprobesPingpongSocketsMsg) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("sockets", false, "rdm", "sockets", 60);
+}
+
+TEST(Record, UprobesPingpongSocketsTagged) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("sockets", true, "rdm", "sockets", 60);
+}
+
+TEST(Record, UprobesPingpongSocketsMsgEndpoint) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("sockets", false, "msg", "sockets", 60);
+}
+
+TEST(Record, UprobesPingpongTcpMsgEndpoint) {
+  REQUIRE_ROOT();
+  uprobes_pingpong("tcp", false, "msg", "tcp");
+}
+
+// --uprobes --only-pids --pid IDLE: the session traces the listed process only,
+// so a libfabric process started after it began is not traced: the probes are
+// attached for IDLE alone (a fi_pingpong server waiting for a client that never
+// comes: it maps libfabric and issues nothing). A fi_pingpong pair started
+// after the session runs its traffic (its client's own count) while no probed
+// site is hit at all, the pair has no rows and no per-rank report, and record
+// names both processes as started during the session and not probed.
+TEST(Record, UprobesOnlyPidsLeavesLaterProcessesAlone) {
+  REQUIRE_ROOT();
+  const std::string dir = make_temp_dir("rec-up-later");
+  const std::string port = std::to_string(free_port());
+  const int idle = spawn({"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm", "-B", port}, {},
+                         dir + "/idle.log", false);
+  ASSERT_GT(idle, 0);
+  ASSERT_TRUE(wait_listening(std::stoi(port)));
+  const int rec =
+      start_uprobe_session(dir, "record.log", {"--only-pids", "--pid", std::to_string(idle)});
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  // Runs for as long as the session's /proc scans (every 0.5 s) need to see it.
+  const Pingpong pp = start_pingpong(dir, "tcp;ofi_rxm", false, 2000000);
+  ASSERT_GT(pp.server, 0);
+  ASSERT_GT(pp.client, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // The pair ran: its client busy-polls in its loop (it prints its own count
+  // only at its end), so it used CPU time.
+  const double client_cpu = cpu_seconds(pp.client);
+  kill(rec, SIGINT);
+  const int rec_rc = wait_for(rec, 120);
+  for (const int pid : {pp.client, pp.server, idle}) {
+    int st = 0;
+    EXPECT_EQ(waitpid(pid, &st, WNOHANG), 0) << "pid " << pid << " ended before the session did";
+    kill(pid, SIGKILL);
+    wait_for(pid, 30);
+  }
+  const std::string record_log = slurp(dir + "/record.log");
+  ASSERT_EQ(rec_rc, 0) << record_log;
+  EXPECT_NE(record_log.find("--only-pids: probes attached to the --pid processes only"),
+            std::string::npos)
+      << record_log;
+  EXPECT_GT(client_cpu, 0.05);
+  // Not one trap: every probed site's hit count is 0.
+  size_t sites = 0;
+  for (size_t at = record_log.find("fabtrace record: uprobe /"); at != std::string::npos;
+       at = record_log.find("fabtrace record: uprobe /", at + 1)) {
+    const size_t eol = record_log.find('\n', at);
+    const std::string line = record_log.substr(at, eol - at);
+    EXPECT_NE(line.find(": 0 hits"), std::string::npos) << line;
+    ++sites;
+  }
+  EXPECT_GT(sites, 0u) << record_log;
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  for (const int pid : {pp.client, pp.server}) {
+    SCOPED_TRACE(pid);
+    EXPECT_TRUE(uprobe_rows_of(ev, pid).empty());
+    EXPECT_TRUE(list_files(dir, "fabtrace.", ".p" + std::to_string(pid) + ".json").empty());
+    EXPECT_NE(record_log.find("uprobes: pid " + std::to_string(pid) +
+                              " (fi_pingpong) started during the session and maps libfabric: "
+                              "not probed (--only-pids)"),
+              std::string::npos)
+        << record_log;
+  }
+  EXPECT_EQ(record_log.find("uprobes: pid " + std::to_string(idle) + " ("), std::string::npos)
+      << record_log;
+}
+
+// ---- --uprobes: RMA and atomics (ep->rma, ep->atomic).
+
+// The ops of the RMA and atomic tables, by the names ft_app and the kernel log
+// both use, and the bytes one of them moves in ft_app's families: rma moves
+// --size bytes per op (its iovec variants split the same bytes), atomic one
+// FI_UINT64 per op (count 1 x 8 bytes).
+const std::set<std::string> kRmaOps = {"fi_write",     "fi_writev",       "fi_writemsg",
+                                       "fi_writedata", "fi_read",         "fi_readv",
+                                       "fi_readmsg",   "fi_inject_write", "fi_inject_writedata"};
+const std::set<std::string> kAtomicOps = {
+    "fi_atomic",          "fi_atomicv",          "fi_atomicmsg",       "fi_inject_atomic",
+    "fi_fetch_atomic",    "fi_fetch_atomicv",    "fi_fetch_atomicmsg", "fi_compare_atomic",
+    "fi_compare_atomicv", "fi_compare_atomicmsg"};
+
+// ft_app's `family` (rma or atomic) over `prov`, both ranks without the
+// preload, under `record --uprobes`. Ground truth: each rank's own result file
+// (its pid, the ops it issued - accepted - and those refused with -FI_EAGAIN
+// and issued again). Per process the kernel must count the same calls,
+// refusals and completions of every RMA/atomic op, with the bytes they moved,
+// none pending or unmatched, every CQ entry either paired or a peer's RMA
+// landing (fi_writedata's remote CQ data at the rma target).
+void uprobes_ft_app(const char* prov, const char* family) {
+  const std::string dir = make_temp_dir("rec-up-rma");
+  const int rec = start_uprobe_session(dir, "record.log");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const uint64_t count = 20, size = 4096;
+  const int app = spawn({FT_APP, "--prov", prov, "--test", family, "--count", std::to_string(count),
+                         "--size", std::to_string(size), "--result", dir + "/app"},
+                        {}, dir + "/app.log", false);
+  ASSERT_GT(app, 0);
+  const int app_rc = wait_for(app, 240);
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  if (app_rc == 77) GTEST_SKIP() << slurp(dir + "/app.log");
+  ASSERT_EQ(app_rc, 0) << slurp(dir + "/app.log");
+  const std::string record_log = slurp(dir + "/record.log");
+  bool ok = false;
+  const std::vector<Event> ev = export_kernel(kernel_log_of(dir), &ok);
+  ASSERT_TRUE(ok);
+  const bool rma = std::string(family) == "rma";
+  const std::set<std::string>& ops = rma ? kRmaOps : kAtomicOps;
+  const uint64_t op_bytes = rma ? size : sizeof(uint64_t);
+  uint64_t writedata_issued = 0;
+  std::map<int, nlohmann::json> by_rank;
+  for (const int rank : {0, 1})
+    by_rank[rank] = load_json(dir + "/app.r" + std::to_string(rank) + ".json");
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const nlohmann::json& own = by_rank[rank];
+    ASSERT_TRUE(own.at("ok").get<bool>()) << own.dump();
+    const int pid = own.at("pid").get<int>();
+    const auto rows = uprobe_rows_of(ev, pid);
+    std::map<std::string, uint64_t> issued, eagain;
+    for (const auto& [fn, n] : own.at("issued").items())
+      if (ops.count(fn)) issued[fn] = n.get<uint64_t>();
+    for (const auto& [fn, n] : own.at("eagain").items())
+      if (ops.count(fn)) eagain[fn] = n.get<uint64_t>();
+    if (rank == 0) {
+      // The initiator issued every variant the provider offers, count each.
+      ASSERT_FALSE(issued.empty()) << own.dump();
+      for (const auto& [fn, n] : issued) EXPECT_EQ(n, count) << fn;
+      writedata_issued = issued.count("fi_writedata") ? issued.at("fi_writedata") : 0;
+    }
+    for (const std::string& op : ops) {
+      SCOPED_TRACE(op);
+      const uint64_t n = issued.count(op) ? issued.at(op) : 0;
+      const uint64_t again = eagain.count(op) ? eagain.at(op) : 0;
+      if (n + again == 0) {
+        EXPECT_EQ(rows.count(op), 0u) << record_log;
+        continue;
+      }
+      ASSERT_TRUE(rows.count(op)) << record_log;
+      const Event& r = rows.at(op);
+      EXPECT_EQ(r.num("calls"), n + again);
+      EXPECT_EQ(r.num("refused"), again);
+      // An inject has no completion (and the kernel does not follow it further).
+      const uint64_t completed = op.rfind("fi_inject", 0) == 0 ? 0 : n;
+      EXPECT_EQ(r.num("completions"), completed);
+      EXPECT_EQ(r.num("bytes"), completed * op_bytes);
+      EXPECT_EQ(r.num("pending"), 0u);
+      EXPECT_EQ(r.num("unmatched"), 0u);
+      EXPECT_EQ(r.num("by_order"), 0u);  // ft_app passes a context with every op
+      if (completed) {
+        EXPECT_GT(r.num("min_ns"), 0u);
+      }
+    }
+  }
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto rows = uprobe_rows_of(ev, by_rank[rank].at("pid").get<int>());
+    ASSERT_TRUE(rows.count("cq_read")) << record_log;
+    const Event& polls = rows.at("cq_read");
+    uint64_t paired = 0;
+    for (const auto& [op, r] : rows)
+      if (op != "cq_read") paired += r.num("completions");
+    EXPECT_EQ(polls.num("unmatched"), 0u);
+    EXPECT_EQ(polls.num("unwalked"), 0u);
+    EXPECT_EQ(polls.num("early"), 0u);
+    // The target's remote CQ data entries: one per fi_writedata of the initiator.
+    EXPECT_EQ(polls.num("remote"), rank == 1 ? writedata_issued : 0u);
+    EXPECT_EQ(polls.num("entries"), paired + polls.num("remote"));
+  }
+  // The sites the traffic went through were attached and hit.
+  for (const std::string& what : {std::string(prov) + (rma ? " rma.write" : " atomic.write"),
+                                  std::string(prov) + (rma ? " rma.read" : " atomic.compwrite")}) {
+    const size_t at = record_log.find(what + ": ");
+    ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
+    EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
+  }
+}
+
+TEST(Record, UprobesRmaTcpRxm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("tcp;ofi_rxm", "rma");
+}
+
+TEST(Record, UprobesAtomicTcpRxm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("tcp;ofi_rxm", "atomic");
+}
+
+TEST(Record, UprobesRmaShm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("shm", "rma");
+}
+
+TEST(Record, UprobesAtomicShm) {
+  REQUIRE_ROOT();
+  uprobes_ft_app("shm", "atomic");
+}
+
+}  // namespace
+}  // namespace fabtrace::test
