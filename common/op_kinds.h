@@ -59,8 +59,15 @@ OpKind op_from_name(const char* name);
 // sender), so they are kept out of per-NIC bandwidth and get the late-receiver
 // statistic instead.
 constexpr bool op_is_recv(OpKind k) {
-  return k == OpKind::kRecv || k == OpKind::kRecvv || k == OpKind::kRecvmsg ||
-         k == OpKind::kTrecv || k == OpKind::kTrecvv || k == OpKind::kTrecvmsg;
+  // One bit test (the data path asks once per completion).
+  constexpr uint64_t kRecvKinds = uint64_t{1} << static_cast<int>(OpKind::kRecv) |
+                                  uint64_t{1} << static_cast<int>(OpKind::kRecvv) |
+                                  uint64_t{1} << static_cast<int>(OpKind::kRecvmsg) |
+                                  uint64_t{1} << static_cast<int>(OpKind::kTrecv) |
+                                  uint64_t{1} << static_cast<int>(OpKind::kTrecvv) |
+                                  uint64_t{1} << static_cast<int>(OpKind::kTrecvmsg);
+  static_assert(kOpKindCount <= 64, "one bit per kind");
+  return static_cast<unsigned>(k) < 64 && (kRecvKinds >> static_cast<unsigned>(k)) & 1;
 }
 
 }  // namespace fabtrace

@@ -23,9 +23,12 @@ constexpr uint64_t kLenUnknown = UINT64_MAX;
 // its NIC busy-time update to the caller, who applies one for the whole poll:
 // returns true when it did (the caller then needs rec->start and rec->bytes). `tl` is the
 // per-op timeline, when it is on.
-// Inline: it runs once per completion, inside the CQ shim's loop.
-inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_addr_t src,
-                        const DomainWrap* batch_nic, Timeline* tl) {
+// Inline (forced: the compiler kept it out of line): it runs once per
+// completion, inside the CQ shim's loop.
+__attribute__((always_inline)) inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now,
+                                                       uint64_t len, fi_addr_t src,
+                                                       const DomainWrap* batch_nic, Timeline* tl) {
+  const Runtime& rt = runtime();
   bool batched = false;
   const bool recv = op_is_recv(rec->kind);
   fi_addr_t peer = rec->peer;
@@ -50,12 +53,12 @@ inline bool complete_ok(Shard* s, OpRecord* rec, uint64_t now, uint64_t len, fi_
   if (c) {
     c->lat.record(dur);
     c->ok_bytes += bytes;
-    if (recv && dur < runtime().within_50us_ticks) ++c->within_50us;
+    if (recv && dur < rt.within_50us_ticks) ++c->within_50us;
   }
   if (tl) tl->append(s, c, rec, now, bytes, false, size_unknown ? oplog::kOpSizeUnknown : 0);
   // A slow op for a session to explain (receives wait for their sender by
   // design: only the ops this thread drives).
-  if (__builtin_expect(dur >= runtime().slow_ticks, 0) && !recv && probes::slow_op_on())
+  if (__builtin_expect(dur >= rt.slow_ticks, 0) && !recv && probes::slow_op_on())
     probes::fire_slow_op(rec, bytes, now);
   return batched;
 }

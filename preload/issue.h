@@ -27,7 +27,8 @@ void count_refusal(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, ssize
 template <typename Call>
 inline ssize_t issue(EpWrap* w, const Direction& d, bool completes, OpKind kind, void* ctx,
                      uint64_t bytes, fi_addr_t peer, Call&& call) {
-  OpRecord* rec = completes ? runtime().ring.claim() : nullptr;
+  Runtime& rt = runtime();
+  OpRecord* rec = completes ? rt.ring.claim() : nullptr;
   if (!rec) {
     const ssize_t ret = call(ctx);
     if (ret == 0)
@@ -42,7 +43,7 @@ inline ssize_t issue(EpWrap* w, const Direction& d, bool completes, OpKind kind,
   rec->cq = d.cq;
   rec->peer = peer;
   rec->bytes = bytes;
-  if (runtime().timeline_on) rec->tid = my_tid();
+  if (rt.timeline_on) rec->tid = my_tid();
   rec->start = now_ticks();
   // The completion may be polled by another thread before call() returns: the
   // record is not touched after a successful call.

@@ -111,20 +111,25 @@ struct PeriodWindow {
     --n;
   }
   // Adds [a, b] in which `nbytes` were completed. When the window is full and
-  // [a, b] is a new period, the oldest one is folded first. Inline for the two
-  // usual cases: after the newest period (a ping-pong makes one per op; in a
+  // [a, b] is a new period, the oldest one is folded first. Inline for the
+  // usual cases: into an empty window, after the newest period (a ping-pong makes one per op; in a
   // full window, the NIC's shared one always is, the oldest is folded first),
   // or overlapping only it; insert_slow decides the rest, with the same steps.
   void insert(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
-    if (__builtin_expect(n != 0 && b > a, 1)) {
-      const uint32_t last = (head + n - 1) & (N - 1);
-      if (a > end[last]) {  // periods are never before folded_end
-        if (n == N) fold_oldest();
+    if (__builtin_expect(b > a, 1)) {
+      if (__builtin_expect(n != 0, 1)) {
+        const uint32_t last = (head + n - 1) & (N - 1);
+        if (a > end[last]) {  // periods are never before folded_end
+          if (n == N) fold_oldest();
+          append(a, b, nbytes);
+          return;
+        }
+        if (a >= start[last]) {
+          extend_newest(last, b, nbytes);
+          return;
+        }
+      } else if (a >= folded_end) {  // the first period after a flush: a thread's 1 in kLocal
         append(a, b, nbytes);
-        return;
-      }
-      if (a >= start[last]) {
-        extend_newest(last, b, nbytes);
         return;
       }
     }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -112,6 +113,7 @@ void runtime_activate() {
     const double edges_ns[5] = {10e3, 100e3, 1e6, 10e6, 100e6};
     for (int i = 0; i < 5; ++i) rt.gap_edges[i] = cal.ns_to_ticks(edges_ns[i]);
     rt.stall_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.stall_us) * 1e3);
+    rt.gap_fast = std::min(rt.gap_edges[0], rt.stall_ticks);
     rt.slow_ticks = cal.ns_to_ticks(static_cast<double>(rt.cfg.slow_op_us) * 1e3);
     rt.ns_per_tick = cal.ns_per_tick;
     probes::configure(rt.ns_per_tick, rt.rank.text.c_str());

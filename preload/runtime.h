@@ -40,6 +40,7 @@ struct Runtime {
   uint64_t within_50us_ticks = 0;         // 50 us: receives completed sooner are counted
   uint64_t gap_edges[5] = {};             // 10us 100us 1ms 10ms 100ms
   uint64_t stall_ticks = UINT64_MAX;      // FABTRACE_STALL_US, for the cq_stall probe
+  uint64_t gap_fast = 0;                  // min(gap_edges[0], stall_ticks): a poll's common case
   uint64_t slow_ticks = UINT64_MAX;       // FABTRACE_SLOW_OP_US, for the slow_op probe
   double ns_per_tick = 1.0;               // from the first calibration (probe arguments)
   uint64_t start_ticks = 0;               // first fabric activity

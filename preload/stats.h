@@ -88,7 +88,8 @@ struct Shard {
 
 // One busy interval [a, b] of domain d's NIC, in which `bytes` were completed,
 // seen by the thread of shard s.
-inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a, uint64_t b, uint64_t bytes) {
+__attribute__((always_inline)) inline void nic_interval(Shard* s, DomainWrap* d, uint64_t a,
+                                                        uint64_t b, uint64_t bytes) {
   if (!s) return;
   if (d->id < kMaxNics) {
     NicLocal& l = s->nic[d->id];

@@ -35,15 +35,11 @@ CqWrap* cq_of(struct fid_cq* cq) { return FABTRACE_CONTAINER_OF(cq->ops, CqWrap,
 // The gap since the previous poll of this CQ by any thread, into this thread's
 // histogram. Concurrent pollers may both measure against the same previous
 // poll; that only shortens gaps, it never invents one.
-inline void poll_mark(CqWrap* w, Shard* s, uint64_t now) {
-  if (w->id == kNoCq || !s) return;
-  const uint64_t prev = w->last_poll.load(std::memory_order_relaxed);
-  w->last_poll.store(now, std::memory_order_relaxed);
-  PollStats& p = s->cq[w->id];
-  ++p.polls;
+__attribute__((noinline)) void poll_gap_slow(const Runtime& rt, PollStats& p, uint32_t cq,
+                                             uint64_t prev, uint64_t now) {
   if (!prev || now <= prev) return;
   const uint64_t gap = now - prev;
-  const uint64_t* e = runtime().gap_edges;
+  const uint64_t* e = rt.gap_edges;
   const int cls = gap < e[0]   ? 0
                   : gap < e[1] ? 1
                   : gap < e[2] ? 2
@@ -57,12 +53,31 @@ inline void poll_mark(CqWrap* w, Shard* s, uint64_t now) {
   }
   // A stall for a session to explain: the thread that ends it asks the kernel
   // what it went through since `prev`.
-  if (__builtin_expect(gap >= runtime().stall_ticks, 0) && probes::cq_stall_on())
-    probes::fire_cq_stall(w->id, prev, now);
+  if (__builtin_expect(gap >= rt.stall_ticks, 0) && probes::cq_stall_on())
+    probes::fire_cq_stall(cq, prev, now);
 }
 
-inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, const fi_addr_t* src) {
-  Runtime& rt = runtime();
+// Inline: a busy poller's every poll. The common case, a gap in the first
+// class that is neither a stall nor the longest yet (rt.gap_fast is the lower
+// of the first class's bound and the stall threshold), is one compare chain
+// and one increment; anything else takes poll_gap_slow's full path.
+__attribute__((always_inline)) inline void poll_mark(const Runtime& rt, CqWrap* w, Shard* s,
+                                                     uint64_t now) {
+  if (w->id == kNoCq || !s) return;
+  const uint64_t prev = w->last_poll.load(std::memory_order_relaxed);
+  w->last_poll.store(now, std::memory_order_relaxed);
+  PollStats& p = s->cq[w->id];
+  ++p.polls;
+  const uint64_t gap = now - prev;
+  if (__builtin_expect(prev != 0 && now > prev && gap < rt.gap_fast && gap <= p.max_gap, 1)) {
+    ++p.gaps[0];
+    return;
+  }
+  poll_gap_slow(rt, p, w->id, prev, now);
+}
+
+inline void consume(const Runtime& rt, CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now,
+                    const fi_addr_t* src) {
   Timeline* tl = rt.timeline_on ? &timeline() : nullptr;
   // This CQ's NIC: its ops completed by this poll are one busy interval
   // [earliest issue, now], added once with their bytes.
@@ -85,12 +100,6 @@ inline void consume(CqWrap* w, Shard* s, void* buf, ssize_t n, uint64_t now, con
   if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now, nic_bytes);
 }
 
-// One application poll. `read(pbuf, n)` is the provider's read of up to n
-// entries into pbuf: the application's buffer, or our stack when the provider
-// writes a longer format than the application asked for (cq_format.h); then
-// the application gets its entries copied in its own format. kBlocking
-// (fi_cq_sread*): the thread services the CQ from the call on, so the poll is
-// stamped when it starts, and its end is the CQ's latest poll.
 // --polls: every poll timed by BPF at its entry and exit (one load and branch
 // each while no session asks for it).
 struct PollProbe {
@@ -104,22 +113,24 @@ struct PollProbe {
   const uint32_t cq;
 };
 
+// One application poll. `read(pbuf, n)` is the provider's read of up to n
+// entries into pbuf: the application's buffer `buf`, or our own buffer when
+// the provider writes a longer format than the application asked for
+// (cq_format.h: poll_translated); the caller then copies the entries out in
+// the application's format. kBlocking (fi_cq_sread*): the thread services the
+// CQ from the call on, so the poll is stamped when it starts, and its end is
+// the CQ's latest poll. Inline into each shim, so that a poll is one call
+// frame: the provider's read is the only call on its way.
 template <bool kBlocking, typename Read>
-inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Read&& read) {
-  // A read made from inside one of our shims on this thread (libfabric's
-  // utility CQ reading through the op table) is part of the poll already made.
-  if (t_in_cq) return read(buf, count);
-  const bool gap = runtime().cfg.cqgap;
+__attribute__((always_inline)) inline ssize_t poll_into(CqWrap* w, void* buf, void* pbuf,
+                                                        size_t count, const fi_addr_t* src,
+                                                        Read&& read) {
+  const Runtime& rt = runtime();
+  const bool gap = rt.cfg.cqgap;
   Shard* s = nullptr;
   if (kBlocking) {
     s = my_shard();
-    if (gap) poll_mark(w, s, now_ticks());
-  }
-  struct fi_cq_msg_entry own[kCqChunk];
-  void* pbuf = buf;
-  if (w->translate && buf) {
-    pbuf = own;
-    if (count > kCqChunk) count = kCqChunk;
+    if (gap) poll_mark(rt, w, s, now_ticks());
   }
   const PollProbe probe(w);
   t_in_cq = true;  // the provider is C: nothing unwinds past the clear
@@ -127,46 +138,68 @@ inline ssize_t poll(CqWrap* w, void* buf, size_t count, const fi_addr_t* src, Re
   t_in_cq = false;
   probe.exit(n);
   // An empty poll with the gap statistics off has nothing to time or stamp,
-  // blocking or not: no clock read.
+  // blocking or not: no clock read. One clock read serves the gap and every
+  // completion of the poll.
   if (n <= 0 && !gap) return n;
   const uint64_t now = now_ticks();
   if (!kBlocking) {
     s = my_shard();
-    if (gap) poll_mark(w, s, now);
+    if (gap) poll_mark(rt, w, s, now);
   } else if (gap) {
     w->last_poll.store(now, std::memory_order_relaxed);
   }
-  if (n > 0 && buf) {
-    consume(w, s, pbuf, n, now, src);
-    if (pbuf != buf)
-      cq_entries_to_app(buf, w->entry_size, pbuf, w->prov_entry_size, static_cast<size_t>(n));
-  }
+  if (n > 0 && buf) consume(rt, w, s, pbuf, n, now, src);
   return n;
+}
+
+// A poll whose provider entries are longer than the application's: read into
+// our stack, then copied out (out of line: the common poll's frame stays small).
+template <bool kBlocking, typename Read>
+__attribute__((noinline)) ssize_t poll_translated(CqWrap* w, void* buf, size_t count,
+                                                  const fi_addr_t* src, Read read) {
+  struct fi_cq_msg_entry own[kCqChunk];
+  if (count > kCqChunk) count = kCqChunk;
+  const ssize_t n = poll_into<kBlocking>(w, buf, own, count, src, read);
+  if (n > 0) cq_entries_to_app(buf, w->entry_size, own, w->prov_entry_size, static_cast<size_t>(n));
+  return n;
+}
+
+template <bool kBlocking, typename Read>
+__attribute__((always_inline)) inline ssize_t poll(CqWrap* w, void* buf, size_t count,
+                                                   const fi_addr_t* src, Read read) {
+  // A read made from inside one of our shims on this thread (libfabric's
+  // utility CQ reading through the op table) is part of the poll already made.
+  if (t_in_cq) return read(buf, count);
+  if (__builtin_expect(w->translate && buf, 0))
+    return poll_translated<kBlocking>(w, buf, count, src, read);
+  return poll_into<kBlocking>(w, buf, buf, count, src, read);
 }
 
 // The four reads differ only in the provider call and whether they block.
 ssize_t cq_read(struct fid_cq* cq, void* buf, size_t count) {
   CqWrap* w = cq_of(cq);
   return poll<false>(w, buf, count, nullptr,
-                     [&](void* b, size_t n) { return w->real_ops->read(cq, b, n); });
+                     [w, cq](void* b, size_t n) { return w->real_ops->read(cq, b, n); });
 }
 
 ssize_t cq_readfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr) {
   CqWrap* w = cq_of(cq);
-  return poll<false>(w, buf, count, src_addr,
-                     [&](void* b, size_t n) { return w->real_ops->readfrom(cq, b, n, src_addr); });
+  return poll<false>(w, buf, count, src_addr, [w, cq, src_addr](void* b, size_t n) {
+    return w->real_ops->readfrom(cq, b, n, src_addr);
+  });
 }
 
 ssize_t cq_sread(struct fid_cq* cq, void* buf, size_t count, const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  return poll<true>(w, buf, count, nullptr,
-                    [&](void* b, size_t n) { return w->real_ops->sread(cq, b, n, cond, timeout); });
+  return poll<true>(w, buf, count, nullptr, [w, cq, cond, timeout](void* b, size_t n) {
+    return w->real_ops->sread(cq, b, n, cond, timeout);
+  });
 }
 
 ssize_t cq_sreadfrom(struct fid_cq* cq, void* buf, size_t count, fi_addr_t* src_addr,
                      const void* cond, int timeout) {
   CqWrap* w = cq_of(cq);
-  return poll<true>(w, buf, count, src_addr, [&](void* b, size_t n) {
+  return poll<true>(w, buf, count, src_addr, [w, cq, src_addr, cond, timeout](void* b, size_t n) {
     return w->real_ops->sreadfrom(cq, b, n, src_addr, cond, timeout);
   });
 }

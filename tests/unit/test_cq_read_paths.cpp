@@ -23,6 +23,7 @@
 #include <string>
 
 #include "bench/null_provider.h"
+#include "common/clock.h"
 #include "preload/objects.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
@@ -177,6 +178,63 @@ TEST_P(CqReadPaths, WithGapsOffNoPollIsCountedOrStampedAndCompletionsAreTimed) {
   EXPECT_EQ(polls(), p0);
   EXPECT_EQ(last_poll(), stamp);
   EXPECT_EQ(ok_bytes(), b0 + 200);
+}
+
+// The gap classes: a poll's gap goes to exactly one class, whichever path
+// (the common first-class case inline, the rest out of line) counts it, and
+// the longest gap is kept. The gaps are planted by setting the CQ's previous
+// poll to a time the test chose, so the expected class is the test's own; a
+// step during which the thread was held up long enough to move its gap to
+// another class (a loaded machine) is taken again.
+TEST_P(CqReadPaths, EachGapIsCountedInItsClassAndTheLongestIsKept) {
+  runtime().cfg.cqgap = true;
+  const Runtime& rt = runtime();
+  const uint64_t e0 = rt.gap_edges[0], e1 = rt.gap_edges[1];
+  ASSERT_GT(e0, 0u);
+  struct fi_cq_tagged_entry e[4];
+  const auto gaps = [&] {
+    PollStats sum;
+    for (const Shard* s = all_shards(); s; s = s->next) {
+      const PollStats& p = s->cq[w_->id];
+      for (int k = 0; k < PollStats::kClasses; ++k) sum.gaps[k] += p.gaps[k];
+      if (p.max_gap > sum.max_gap) sum.max_gap = p.max_gap;
+    }
+    return sum;
+  };
+  // One poll after a planted previous poll `ago` ticks back (0: none before);
+  // `slack` is how much longer than planted the gap may be and stay in its
+  // class. Returns the counts and the longest gap after it.
+  const auto poll_after = [&](uint64_t ago, uint64_t slack, PollStats* before) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      *before = gaps();
+      const uint64_t t0 = now_ticks();
+      w_->last_poll.store(ago ? t0 - ago : 0);
+      EXPECT_EQ(read(e, 4), -FI_EAGAIN);
+      if (now_ticks() - t0 < slack) break;
+    }
+    return gaps();
+  };
+  PollStats b;
+  PollStats g = poll_after(0, UINT64_MAX, &b);  // no previous poll: no gap
+  for (int k = 0; k < PollStats::kClasses; ++k) EXPECT_EQ(g.gaps[k], b.gaps[k]) << k;
+  // A gap in the second class, longer than any before it on this CQ here.
+  const uint64_t long_gap = e0 + (e1 - e0) / 2;
+  g = poll_after(long_gap, (e1 - e0) / 2, &b);
+  EXPECT_EQ(g.gaps[1], b.gaps[1] + 1);
+  for (int k = 0; k < PollStats::kClasses; ++k) {
+    if (k != 1) {
+      EXPECT_EQ(g.gaps[k], b.gaps[k]) << k;
+    }
+  }
+  EXPECT_GE(g.max_gap, long_gap);
+  // First-class gaps, shorter than the longest: counted in class 0 (the
+  // inline path), the longest unchanged.
+  for (const uint64_t ago : {e0 / 4, e0 / 8}) {
+    g = poll_after(ago, e0 / 2, &b);
+    EXPECT_EQ(g.gaps[0], b.gaps[0] + 1) << ago;
+    for (int k = 1; k < PollStats::kClasses; ++k) EXPECT_EQ(g.gaps[k], b.gaps[k]) << k;
+    EXPECT_EQ(g.max_gap, b.max_gap);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
