@@ -196,7 +196,7 @@ TEST(ReportMpi, PerRankTracesDecode) {
         EXPECT_EQ(x.pid, r.pid) << path;
         EXPECT_EQ(x.name, "rank " + r.rank + " (" + r.host + ")") << path;
       }
-    for (const Event& e : d.events) {
+    for (const TraceEvent& e : d.events) {
       begins += e.type == 1;
       ends += e.type == 2;
     }

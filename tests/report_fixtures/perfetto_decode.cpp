@@ -190,7 +190,7 @@ Decoded decode_trace(const std::string& path) {
     if (te) {
       std::vector<PbField> f, sub;
       pb_parse(te->b, &f);
-      Event ev;
+      TraceEvent ev;
       ev.ts = ts;
       ev.order = d.events.size();
       for (const PbField& x : f) {
@@ -243,7 +243,7 @@ Decoded decode_trace(const std::string& path) {
     if (x.parent && !known.count(x.parent)) d.bad("a track's parent is described after it");
     known.insert(x.uuid);
   }
-  for (const Event& e : d.events)
+  for (const TraceEvent& e : d.events)
     if (!known.count(e.track)) d.bad("an event on a track this file does not describe");
   return d;
 }
@@ -252,12 +252,12 @@ Decoded decode_trace(const std::string& path) {
 // (ts, file order) and replay each track's BEGIN/END. Reports tracks where an
 // END does not close a BEGIN, or slices nest (lanes must never overlap).
 std::string check_tracks(const Decoded& d) {
-  std::vector<const Event*> ev;
-  for (const Event& e : d.events) ev.push_back(&e);
+  std::vector<const TraceEvent*> ev;
+  for (const TraceEvent& e : d.events) ev.push_back(&e);
   std::stable_sort(ev.begin(), ev.end(),
-                   [](const Event* a, const Event* b) { return a->ts < b->ts; });
+                   [](const TraceEvent* a, const TraceEvent* b) { return a->ts < b->ts; });
   std::map<uint64_t, int> open;
-  for (const Event* e : ev) {
+  for (const TraceEvent* e : ev) {
     if (e->type == 1 && open[e->track]++ > 0) return "nested slices on one track";
     if (e->type == 2 && open[e->track]-- != 1) return "END without BEGIN";
   }

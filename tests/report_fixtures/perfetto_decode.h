@@ -15,7 +15,7 @@
 
 namespace fabtrace::test {
 
-struct Event {
+struct TraceEvent {
   uint64_t ts = 0;
   uint32_t type = 0;
   uint64_t track = 0;
@@ -43,7 +43,7 @@ struct Decoded {
   bool first_clears_state = false;
   std::vector<std::pair<uint32_t, uint64_t>> clocks;  // first packet's snapshot
   std::vector<Descriptor> descs;
-  std::vector<Event> events;
+  std::vector<TraceEvent> events;
   size_t interned_event_names = 0;
   void bad(const std::string& why) {
     if (ok) problem = why;

@@ -38,8 +38,8 @@ using test::check_tracks;
 using test::decode_trace;
 using test::Decoded;
 using test::Descriptor;
-using test::Event;
 using test::read_file;
+using test::TraceEvent;
 
 // ------------------------------------------------------------ protoc --decode_raw
 
@@ -358,9 +358,9 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
   EXPECT_EQ(d.descs.size(), 2u + 3 + 2 + 2 + 3 + 1);
 
   // N ops -> N begins and N ends; lanes as laid out by hand above.
-  std::map<uint64_t, std::vector<const Event*>> begins_by_track;
+  std::map<uint64_t, std::vector<const TraceEvent*>> begins_by_track;
   size_t begins = 0, ends = 0, instants = 0, values = 0;
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type == 1) {
       ++begins;
       begins_by_track[e.track].push_back(&e);
@@ -380,7 +380,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
 
   const auto starts = [&](uint64_t track) {
     std::vector<uint64_t> v;
-    for (const Event* e : begins_by_track[track]) v.push_back((e->ts - kWall0) / kUs);
+    for (const TraceEvent* e : begins_by_track[track]) v.push_back((e->ts - kWall0) / kUs);
     std::sort(v.begin(), v.end());
     return v;
   };
@@ -389,7 +389,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
   EXPECT_EQ(starts(lanes["lane 3"]->uuid), (std::vector<uint64_t>{20}));
 
   // Names and args of the slices; the error op: arg, and an instant at its end.
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type != 1) continue;
     const uint64_t rel = (e.ts - kWall0) / kUs;
     if (e.track == l0->uuid && rel == 0) {
@@ -407,7 +407,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
     }
   }
   bool saw_error = false;
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type == 3 && e.track == l1->uuid) {
       saw_error = true;
       EXPECT_EQ(e.name, "fi_read error");
@@ -418,7 +418,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
 
   // Two ranks with different monotonic clocks, one wall-clock timeline: rank
   // 1's op starts at the same wall instant as rank 0's op a.
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type == 1 && e.track == l2->uuid) {
       EXPECT_EQ(e.ts, kWall0);
       EXPECT_EQ(e.name, "fi_trecv");
@@ -430,7 +430,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
 
   // Stalls: CQ#2 of rank 0 at its end; CQ#0 of rank 1 from its start + 0.25 s.
   std::vector<std::pair<std::string, uint64_t>> stall_ev;
-  for (const Event& e : d.events)
+  for (const TraceEvent& e : d.events)
     if (e.type == 3 && e.name.find("poll gap") != std::string::npos)
       stall_ev.emplace_back(e.name, e.ts);
   std::sort(stall_ev.begin(), stall_ev.end());
@@ -448,7 +448,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
       counter_name[x.uuid] = x.name;
       EXPECT_EQ(x.parent, p0->uuid);
     }
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type != 4) continue;
     ASSERT_TRUE(counter_name.count(e.track));
     series[counter_name[e.track]].emplace_back(
@@ -488,8 +488,8 @@ TEST_F(PerfettoTrace, SplitPerRank) {
   EXPECT_TRUE(find_desc(d0, "rank 0 (h0)") && !find_desc(d0, "rank 1 (h1)"));
   EXPECT_TRUE(find_desc(d1, "rank 1 (h1)") && !find_desc(d1, "rank 0 (h0)"));
   size_t b0 = 0, b1 = 0;
-  for (const Event& e : d0.events) b0 += e.type == 1;
-  for (const Event& e : d1.events) b1 += e.type == 1;
+  for (const TraceEvent& e : d0.events) b0 += e.type == 1;
+  for (const TraceEvent& e : d1.events) b1 += e.type == 1;
   EXPECT_EQ(b0, r0_ops_.size());
   EXPECT_EQ(b1, r1_ops_.size());
 }
@@ -527,7 +527,7 @@ TEST_F(PerfettoTrace, SplitsLargeTraceIntoSelfContainedFiles) {
     EXPECT_EQ(check_tracks(d), "") << files[i];
     EXPECT_TRUE(d.first_clears_state);
     EXPECT_TRUE(find_desc(d, "rank 5 (big)"));
-    for (const Event& e : d.events) {
+    for (const TraceEvent& e : d.events) {
       begins += e.type == 1;
       ends += e.type == 2;
       errors += e.type == 3;
@@ -556,7 +556,7 @@ TEST_F(PerfettoTrace, OverlapBeyondMaxLanesIsCounted) {
   EXPECT_EQ(check_tracks(d), "");
   std::set<uint64_t> tracks;
   bool note = false;
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type == 1) tracks.insert(e.track);
     if (e.type == 3 && e.name.find("6 ops not drawn") == 0) note = true;
   }
@@ -583,7 +583,7 @@ TEST_F(PerfettoTrace, ReorderWindowPacksOutOfOrderOps) {
   EXPECT_EQ(check_tracks(d), "");
   // Within the track, the file order is the time order.
   uint64_t last = 0;
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     if (e.type != 1 && e.type != 2) continue;
     EXPECT_GE(e.ts, last);
     last = e.ts;
@@ -641,7 +641,7 @@ TEST_F(PerfettoTrace, NicBandwidthTrackFromTheTimeWindows) {
   EXPECT_TRUE(t->counter);
   EXPECT_EQ(t->parent, p->uuid);
   std::vector<std::pair<uint64_t, double>> got;
-  for (const Event& e : d.events)
+  for (const TraceEvent& e : d.events)
     if (e.track == t->uuid) got.push_back({(e.ts - kWall0) / 1000000, e.dvalue});
   const std::vector<std::pair<uint64_t, double>> want = {
       {0, 0.1}, {10, 0.2}, {20, 0.0}, {50, 0.05}, {60, 0.0}};
@@ -689,7 +689,7 @@ TEST(PerfettoKernel, NodeTracksAndFlowsFromCauseToStall) {
   // 6 retransmit records (7 segments) + 2 drops + 3 untraced retransmits, the slow op
   EXPECT_EQ(st.kernel_instants, 12u);
   uint64_t off_flow = 0, irq_slices = 0, two_segments = 0;
-  for (const Event& e : d.events) {
+  for (const TraceEvent& e : d.events) {
     const std::string& tn = track_name[e.track];
     if (e.type == 3 && e.name.rfind("retransmit 2 segments 10.", 0) == 0) ++two_segments;
     if (e.type == 1 && tn.find("off CPU") != std::string::npos) {
@@ -707,7 +707,7 @@ TEST(PerfettoKernel, NodeTracksAndFlowsFromCauseToStall) {
   EXPECT_EQ(two_segments, 1u);  // the fixture's one skb of two segments
   ASSERT_NE(off_flow, 0u);
   bool stall_has_cause = false;
-  for (const Event& e : d.events)
+  for (const TraceEvent& e : d.events)
     if (e.type == 3 && e.name.rfind("CQ#0 poll gap 50.2", 0) == 0) {
       EXPECT_EQ(e.args.at("why"), "preempted by stress-ng[4312] for 48.1 of 50.2 ms");
       ASSERT_EQ(e.flow_ends.size(), 1u);
@@ -772,7 +772,7 @@ TEST_F(PerfettoTrace, MarksAndPhasesOnTheRankTrack) {
     if (t.process) rank_track = t.uuid;
   }
   std::vector<std::string> seen;
-  for (const Event& e : d.events)
+  for (const TraceEvent& e : d.events)
     seen.push_back(std::to_string(e.type) + " " + track_name[e.track] + " " + e.name + " " +
                    std::to_string(e.ts - kWall0));
   EXPECT_EQ(seen, (std::vector<std::string>{"3 marks tid 5 iteration 7 20000",
