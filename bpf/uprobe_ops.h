@@ -19,7 +19,9 @@
 #define FT_UP_MAX_CQS 4096      /* the applications' CQs */
 #define FT_UP_MAX_STATS 8192    /* (process, op) rows */
 #define FT_UP_WALK_MAX 32       /* entries of one CQ read paired in the kernel */
-#define FT_UP_MAX_IOV 4         /* iovec entries summed for an op's length */
+#define FT_UP_NESTED_MAX_NS \
+  1000000ULL            /* an op call still in flight after 1 ms: its return was missed */
+#define FT_UP_MAX_IOV 4 /* iovec entries summed for an op's length */
 
 /* What a probed function is. */
 enum ft_up_role {
