@@ -201,22 +201,15 @@ report::PerfettoOptions share_options(report::PerfettoOptions opt, size_t ranks,
 bool bcast_list(std::vector<std::string>* paths, bool stop) {
   std::string bytes;
   uint64_t n = stop ? kNoList : paths->size();
-  for (size_t i = 0; !stop && i < paths->size(); ++i) {
-    const uint64_t len = (*paths)[i].size();
-    bytes.append(reinterpret_cast<const char*>(&len), sizeof len);
-    bytes += (*paths)[i];
-  }
+  report::byte_form::Writer w(&bytes);
+  for (size_t i = 0; !stop && i < paths->size(); ++i) w.str((*paths)[i]);
   MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   if (n == kNoList) return false;
   bcast_bytes(&bytes);
+  report::byte_form::Reader r(bytes.data(), bytes.size(), 0);
   paths->clear();
-  for (size_t at = 0; paths->size() < n && at + sizeof(uint64_t) <= bytes.size();) {
-    uint64_t len;
-    std::memcpy(&len, bytes.data() + at, sizeof len);
-    at += sizeof len;
-    paths->push_back(bytes.substr(at, len));
-    at += len;
-  }
+  for (uint64_t i = 0; i < n && r.ok(); ++i) paths->push_back(r.str());
+  if (!r.ok() || r.pos() != bytes.size()) unreadable("file list", 0);
   return true;
 }
 

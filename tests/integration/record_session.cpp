@@ -7,42 +7,11 @@
 #include <sstream>
 
 #include "tests/integration/cli_csv.h"
+#include "tests/report_fixtures/csv_records.h"
 
 namespace fabtrace::test {
 
 bool is_root() { return geteuid() == 0; }
-
-namespace {
-
-std::vector<std::string> csv_split(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
-}  // namespace
 
 std::string kernel_log_of(const std::string& dir) {
   const auto f = list_files(dir, "fabtrace_kernel.", ".klog");
@@ -54,7 +23,9 @@ std::vector<Event> export_kernel(const std::string& log, bool* ok) {
   if (ok) *ok = r.exit_code == 0;
   std::vector<Event> out;
   for (const std::string& line : csv_data_lines(r.output, "ts_ns,kind,")) {
-    const auto f = csv_split(line);
+    const std::vector<std::vector<std::string>> rec = parse_csv(line);
+    if (rec.size() != 1) continue;
+    const std::vector<std::string>& f = rec[0];
     if (f.size() != 11 || f[0].empty() || !isdigit(static_cast<unsigned char>(f[0][0]))) continue;
     Event e;
     e.ts = std::stoull(f[0]);

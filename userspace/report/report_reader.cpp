@@ -46,14 +46,11 @@ struct BadField {
 
 using Node = JsonNode;
 
-// The member `key` of obj; false when absent.
-bool member(const Node& obj, const char* key, Node* out) { return obj.find(key, out); }
-
 // A non-negative JSON integer (a float only when it is one); null (NaN or inf
 // in the writer) reads as 0. Bounded by the callers below.
 uint64_t get_number(const Node& obj, const char* key, const std::string& where, bool required) {
   Node it;
-  if (!member(obj, key, &it)) {
+  if (!obj.find(key, &it)) {
     if (required) throw BadField{where + key + " is missing"};
     return 0;
   }
@@ -94,7 +91,7 @@ uint64_t get_time_ns(const Node& obj, const char* key, const std::string& where)
 double get_double(const Node& obj, const char* key, const std::string& where, double lo = 0.0,
                   double hi = static_cast<double>(limits::kMaxTimeNs)) {
   Node it;
-  if (!member(obj, key, &it) || it.is_null()) return 0.0;
+  if (!obj.find(key, &it) || it.is_null()) return 0.0;
   if (!it.is_number()) throw BadField{where + key + " is " + it.type_name() + ", not a number"};
   const double v = it.get_double();
   if (!finite_in(v, lo, hi)) throw BadField{where + key + " is out of range (" + it.dump() + ")"};
@@ -103,7 +100,7 @@ double get_double(const Node& obj, const char* key, const std::string& where, do
 
 bool get_bool(const Node& obj, const char* key, const std::string& where) {
   Node it;
-  if (!member(obj, key, &it) || it.is_null()) return false;
+  if (!obj.find(key, &it) || it.is_null()) return false;
   if (!it.is_boolean()) throw BadField{where + key + " is " + it.type_name() + ", not a boolean"};
   return it.get_bool();
 }
@@ -111,7 +108,7 @@ bool get_bool(const Node& obj, const char* key, const std::string& where) {
 std::string get_string(const Node& obj, const char* key, const std::string& where,
                        bool required = false) {
   Node it;
-  if (!member(obj, key, &it)) {
+  if (!obj.find(key, &it)) {
     if (required) throw BadField{where + key + " is missing"};
     return "";
   }
@@ -129,7 +126,7 @@ std::string get_string(const Node& obj, const char* key, const std::string& wher
 
 // The array `key` of obj; false when absent or null.
 bool get_array(const Node& obj, const char* key, const std::string& where, Node* arr) {
-  if (!member(obj, key, arr) || arr->is_null()) return false;
+  if (!obj.find(key, arr) || arr->is_null()) return false;
   if (!arr->is_array()) throw BadField{where + key + " is " + arr->type_name() + ", not an array"};
   return true;
 }
@@ -252,7 +249,7 @@ CqReport read_cq(const Node& c, const std::string& w) {
   CqReport x;
   x.id = static_cast<uint32_t>(get_u64(c, "id", w));
   x.polls = get_u64(c, "polls", w);
-  if (Node g; member(c, "gaps", &g) && !g.is_null()) {
+  if (Node g; c.find("gaps", &g) && !g.is_null()) {
     const Node& gaps = as_object(g, w + "gaps");
     for (int k = 0; k < kGapClasses; ++k) x.gaps[k] = get_u64(gaps, kGapClassNames[k], w + "gaps.");
   }
@@ -290,7 +287,7 @@ void parse_fields(const Node& j, ProcessReport* r) {
   r->rank = get_string(j, "rank", "", true);
   {
     Node it;
-    if (!member(j, "pid", &it)) throw BadField{"pid is missing"};
+    if (!j.find("pid", &it)) throw BadField{"pid is missing"};
     if (!it.is_number_integer())
       throw BadField{std::string("pid is ") + it.type_name() + ", not an integer"};
     const int64_t pid = it.get_i64();
@@ -302,7 +299,7 @@ void parse_fields(const Node& j, ProcessReport* r) {
   r->start_mono_ns = get_time_ns(j, "start_mono_ns", "");
   r->start_wall_ns = get_time_ns(j, "start_wall_ns", "");
   r->duration_s = get_double(j, "duration_s", "", 0.0, limits::kMaxSeconds);
-  if (Node c; member(j, "clock", &c) && !c.is_null()) {
+  if (Node c; j.find("clock", &c) && !c.is_null()) {
     const Node& clk = as_object(c, "clock");
     r->tsc = get_string(clk, "source", "clock.") == "tsc";
     r->ns_per_tick =
@@ -369,7 +366,7 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
     return fail(why, problem, FileProblem::kForeign,
                 std::string("foreign: JSON ") + j.type_name() + ", not a fabtrace report");
   Node f;
-  if (!member(j, "format", &f))
+  if (!j.find("format", &f))
     return fail(why, problem, FileProblem::kForeign,
                 "foreign: JSON without a \"format\" field, not a fabtrace report");
   if (!f.is_string() || f.str() != kReportFormat) {
@@ -379,7 +376,7 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
                 "foreign: format is " + got + ", not \"" + kReportFormat + "\"");
   }
   Node v;
-  if (!member(j, "version", &v) || !v.is_number_integer())
+  if (!j.find("version", &v) || !v.is_number_integer())
     return fail(why, problem, FileProblem::kCorrupt, "corrupt: no integer \"version\"");
   if (v.get_i64() > kReportVersion || v.get_i64() < 1)
     return fail(why, problem, FileProblem::kVersion,

@@ -230,26 +230,26 @@ SlowestOps finish_slowest(const Job& job, size_t n, SlowestPart all) {
   s.ops = std::move(all.ops);
   s.recvs = std::move(all.recvs);
   if (s.ops.empty() && s.recvs.empty()) return s;
-  // The rows' medians, for the ops kept only.
+  // The rows' medians, for the ops kept only: their rows' keys first, then one
+  // pass over the link rows fills in the medians of those.
+  const auto key_of = [](const SlowOp& o) {
+    return row_key(o.host, o.rank, o.pid, o.local, o.remote, o.op, o.bytes, o.size_unknown);
+  };
   std::unordered_map<std::string, double> p50;
-  std::unordered_map<std::string, bool> wanted;
   for (const std::vector<SlowOp>* v : {&s.ops, &s.recvs})
-    for (const SlowOp& o : *v)
-      wanted[row_key(o.host, o.rank, o.pid, o.local, o.remote, o.op, o.bytes, o.size_unknown)] =
-          true;
+    for (const SlowOp& o : *v) p50.emplace(key_of(o), 0.0);
   for (const LinkRow& l : job.links) {
     if (l.row.count == 0) continue;
-    const std::string k = row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(),
-                                  l.row.bytes, l.row.size_unknown);
-    if (wanted.count(k)) p50[k] = l.row.p50_ns;
+    const auto p = p50.find(row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(),
+                                    l.row.bytes, l.row.size_unknown));
+    if (p != p50.end()) p->second = l.row.p50_ns;
   }
   for (std::vector<SlowOp>* v : {&s.ops, &s.recvs})
     for (SlowOp& o : *v) {
-      const auto p = p50.find(
-          row_key(o.host, o.rank, o.pid, o.local, o.remote, o.op, o.bytes, o.size_unknown));
-      if (p != p50.end() && p->second > 0) {
-        o.row_p50_ns = p->second;
-        o.ratio = o.dur_ns / p->second;
+      const double m = p50[key_of(o)];
+      if (m > 0) {
+        o.row_p50_ns = m;
+        o.ratio = o.dur_ns / m;
       }
     }
   return s;
