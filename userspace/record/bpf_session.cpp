@@ -240,16 +240,20 @@ struct BpfSession::Impl {
         bpf_program* prog;
         bool ret;
       };
+      // A function's return probe is attached before its entry probe: a
+      // uretprobe takes hold at a call's entry, so every call whose entry is
+      // seen then has its return seen too (the other way round, a call that
+      // returns in between leaves its entry's record behind).
       std::vector<Prog> progs;
       if (site.role == FT_UP_ROLE_OP) {
-        progs = {{up->progs.ft_up_op, false}};
         if (site.ctx != FT_UP_CTX_NONE) progs.push_back({up->progs.ft_up_op_ret, true});
+        progs.push_back({up->progs.ft_up_op, false});
       } else if (site.role == FT_UP_ROLE_EP_BIND) {
         progs = {{up->progs.ft_up_ep_bind, false}};
       } else if (site.role == FT_UP_ROLE_CQ_READ) {
-        progs = {{up->progs.ft_up_cq_read, false}, {up->progs.ft_up_cq_read_ret, true}};
+        progs = {{up->progs.ft_up_cq_read_ret, true}, {up->progs.ft_up_cq_read, false}};
       } else {
-        progs = {{up->progs.ft_up_cq_open, false}, {up->progs.ft_up_cq_open_ret, true}};
+        progs = {{up->progs.ft_up_cq_open_ret, true}, {up->progs.ft_up_cq_open, false}};
       }
       bool ok = true;
       const std::vector<pid_t> pids = attach_pids();
