@@ -83,8 +83,17 @@ FT_UP_MAP(up_stats, BPF_MAP_TYPE_PERCPU_HASH, FT_UP_MAX_STATS, struct ft_up_stat
 FT_UP_MAP(up_hits, BPF_MAP_TYPE_PERCPU_ARRAY, FT_UP_MAX_SITES, __u32, __u64);
 FT_UP_MAP(up_zero, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct ft_up_stats);
 
-/* An entry probe's process, its site's hit counted; 0 for the collector itself. */
+/* Set by the collector once every probe is attached (bpf_session.cpp): the
+ * probes are attached one by one, and until the last one is, a CQ read probed
+ * before the ops it completes would find none of them (or an op probed before
+ * the read that completes it would wait forever). Armed, they all start at
+ * once: only the ops in flight at that moment complete unseen. */
+__u32 ft_up_armed = 0;
+
+/* An entry probe's process, its site's hit counted; 0 for the collector itself
+ * or before the probes are armed. */
 static __always_inline __u32 hit(struct pt_regs* regs) {
+  if (!ft_up_armed) return 0;
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   if (tgid == ft_self_tgid) return 0;
   const __u32 site = FT_UP_SITE(bpf_get_attach_cookie(regs));

@@ -282,6 +282,8 @@ struct BpfSession::Impl {
     }
     if (up_sites.empty())
       note("uprobe_ops", "uprobe:*", "absent", "no provider function found to probe");
+    // Every probe in place: they start together (uprobe_ops.bpf.c).
+    __atomic_store_n(&up->bss->ft_up_armed, 1u, __ATOMIC_RELEASE);
   }
 
   // The pids a probe is attached for: every process (-1), or --only-pids'.
