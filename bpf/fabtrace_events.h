@@ -19,7 +19,7 @@
 #include <linux/types.h>
 #endif
 
-#define FT_RECORD_VERSION 2
+#define FT_RECORD_VERSION 3
 
 #define FT_COMM_LEN 16 /* TASK_COMM_LEN */
 #define FT_NAME_LEN 32 /* IRQ action names ("cxi0_comp3", "virtio0-input.0") */
@@ -70,7 +70,7 @@ enum ft_kind {
   FT_EV_POLL = 13,       /* one CQ poll (opt-in, --polls) */
   FT_EV_EXIT = 14,       /* a traced thread exited */
   FT_EV_MARK = 15,       /* the application's phase mark (include/fabtrace.h, USDT) */
-  FT_EV_UPROBE_OPS = 16, /* --uprobes: one process's ops of one kind, paired in BPF */
+  FT_EV_UPROBE_OPS = 16, /* --uprobes: one link's ops of one kind, paired in BPF */
   FT_EV_KINDS = 17       /* one past the last kind: sizes the counter arrays */
 };
 
@@ -275,10 +275,11 @@ struct ft_mark {
   char name[FT_MARK_NAME_LEN];
 };
 
-/* --uprobes (bpf/uprobe_ops.h): what the kernel paired for one process and one
- * op kind, from uprobes on the provider's op-table functions, without the
- * preload. Kept in a BPF map while the session runs; the collector writes one
- * FT_EV_UPROBE_OPS record per (process, op kind) when it stops. Latency is op
+/* --uprobes (bpf/uprobe_ops.h): what the kernel paired for one process's ops
+ * of one kind on one link (endpoint, peer), from uprobes on the provider's
+ * op-table functions, without the preload. Kept in a BPF map while the session
+ * runs; the collector writes one FT_EV_UPROBE_OPS record per (process, op
+ * kind, endpoint, peer) when it stops. Latency is op
  * entry -> the application's CQ read that returned its completion. The
  * histogram's bucket i counts latencies in [2^i, 2^(i+1)) ns (bucket 0 also 0,
  * the last one everything above). */
@@ -306,6 +307,8 @@ struct ft_uprobe_ops {
   __u32 op;        /* OpKind (common/op_kinds.h), or FT_UP_OP_POLLS (200) */
   __u32 pad;
   __u64 pending; /* ops issued whose completion was not seen (ops rows) */
+  __u64 ep;      /* the application's endpoint (struct fid_ep *); 0 in the polls row */
+  __u64 peer;    /* the ops' fi_addr_t; ~0 (FI_ADDR_UNSPEC): receives from any source */
   struct ft_up_stats s;
 };
 
@@ -359,7 +362,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
-FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 16 + 8 * (12 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (12 + FT_UP_HIST), "ft_uprobe_ops");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

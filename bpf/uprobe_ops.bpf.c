@@ -14,9 +14,16 @@
  *   providers call their readfrom, and their core's read, from inside it); at
  *   its return the returned entries are walked, each entry's first field
  *   (op_context) looked up and paired with its op.
- * Everything is folded into per-CPU statistics per (process, op kind), with a
- * log2 latency histogram; polls are counted, never recorded one by one. The
- * collector reads the maps when it stops (nothing goes through the ring buffer).
+ * - Per link, as the preload reports: each op's endpoint (its first argument)
+ *   and peer (its fi_addr_t) key its row. What they are comes from an entry +
+ *   return probe on the AV's insert (fi_addr_t -> the address inserted) and on
+ *   the endpoint's getname (endpoint -> its own address); the endpoint's bind
+ *   to an AV says which AV its fi_addr_t values index. The collector formats
+ *   the addresses.
+ * Everything is folded into per-CPU statistics per (process, op kind,
+ * endpoint, peer), with a log2 latency histogram; polls are counted, never
+ * recorded one by one. The collector reads the maps when it stops (nothing
+ * goes through the ring buffer).
  *
  * Attached per library file with no pid filter (every process mapping it, from
  * its start), by file offset: the library is stripped (userspace/record/
@@ -38,6 +45,9 @@ const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
  * functions). */
 const volatile struct ft_up_layout ft_layout = {};
 const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
+/* An AV insert site's address stride: the provider's address length (0: its
+ * addresses are NUL-terminated strings, FI_ADDR_STR, each as long as it is). */
+const volatile __u32 ft_site_addrlen[FT_UP_MAX_SITES] = {};
 
 #if defined(__TARGET_ARCH_arm64)
 #define FT_ARG(regs, n) ((regs)->regs[(n)-1])
@@ -54,14 +64,21 @@ const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 #define FT_RET(regs) ((regs)->ax)
 #endif
 
-/* One map of this program (the libbpf BTF-defined form, on one line each). */
-#define FT_UP_MAP(name, map_type, max, key_type, value_type) \
-  struct {                                                   \
-    __uint(type, map_type);                                  \
-    __uint(max_entries, max);                                \
-    __type(key, key_type);                                   \
-    __type(value, value_type);                               \
+/* One map of this program (the libbpf BTF-defined form, on one line each);
+ * grown: its memory taken as entries come (BPF_F_NO_PREALLOC), for large or
+ * rarely filled values. */
+#define FT_UP_MAP_FLAGS(name, map_type, flags, max, key_type, value_type) \
+  struct {                                                                \
+    __uint(type, map_type);                                               \
+    __uint(map_flags, flags);                                             \
+    __uint(max_entries, max);                                             \
+    __type(key, key_type);                                                \
+    __type(value, value_type);                                            \
   } name SEC(".maps")
+#define FT_UP_MAP(name, map_type, max, key_type, value_type) \
+  FT_UP_MAP_FLAGS(name, map_type, 0, max, key_type, value_type)
+#define FT_UP_MAP_GROWN(name, map_type, max, key_type, value_type) \
+  FT_UP_MAP_FLAGS(name, map_type, BPF_F_NO_PREALLOC, max, key_type, value_type)
 
 /* Ops waiting for their completion, by context (and, NULL contexts, by order). */
 FT_UP_MAP(up_pending, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PENDING, struct ft_up_key,
@@ -76,10 +93,21 @@ FT_UP_MAP(up_eps, BPF_MAP_TYPE_HASH, FT_UP_MAX_CQS, struct ft_up_key, struct ft_
 FT_UP_MAP(up_open, BPF_MAP_TYPE_HASH, 4096, __u32, struct ft_up_open);
 FT_UP_MAP(up_poll, BPF_MAP_TYPE_HASH, 16384, __u32, struct ft_up_poll);
 FT_UP_MAP(up_call, BPF_MAP_TYPE_HASH, 16384, __u32, struct ft_up_call);
-/* The statistics; hits per attach site (its index in the collector's list); an
- * all-zero row to start a statistics row from (never written). */
-FT_UP_MAP(up_stats, BPF_MAP_TYPE_PERCPU_HASH, FT_UP_MAX_STATS, struct ft_up_stat_key,
-          struct ft_up_stats);
+/* The statistics (their memory taken as rows appear: a per-CPU row is large);
+ * hits per attach site (its index in the collector's list); an all-zero row to
+ * start a statistics row from (never written); what could not be kept. */
+FT_UP_MAP_GROWN(up_stats, BPF_MAP_TYPE_PERCPU_HASH, FT_UP_MAX_STATS, struct ft_up_stat_key,
+                struct ft_up_stats);
+FT_UP_MAP(up_lost, BPF_MAP_TYPE_PERCPU_ARRAY, FT_UP_LOST_KINDS, __u32, __u64);
+/* What the endpoints and peers are: AV entries, endpoint names (their memory
+ * taken as they come: they are written at set-up only), the AV each endpoint
+ * is bound to; AV inserts and getnames in flight (by thread). */
+FT_UP_MAP_GROWN(up_av_addrs, BPF_MAP_TYPE_HASH, FT_UP_MAX_ADDRS, struct ft_up_av_key,
+                struct ft_up_addr);
+FT_UP_MAP_GROWN(up_ep_names, BPF_MAP_TYPE_HASH, FT_UP_MAX_ADDRS, struct ft_up_key,
+                struct ft_up_addr);
+FT_UP_MAP(up_ep_av, BPF_MAP_TYPE_HASH, FT_UP_MAX_CQS, struct ft_up_key, __u64);
+FT_UP_MAP(up_name_call, BPF_MAP_TYPE_HASH, 4096, __u32, struct ft_up_name_call);
 FT_UP_MAP(up_hits, BPF_MAP_TYPE_PERCPU_ARRAY, FT_UP_MAX_SITES, __u32, __u64);
 FT_UP_MAP(up_zero, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct ft_up_stats);
 
@@ -114,9 +142,18 @@ static __always_inline void* lookup_or_zero(void* map, const void* key) {
   return bpf_map_lookup_elem(map, key);
 }
 
-static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op) {
-  struct ft_up_stat_key k = {.tgid = tgid, .op = op};
-  return lookup_or_zero(&up_stats, &k);
+static __always_inline void lost(__u32 what) {
+  __u64* n = bpf_map_lookup_elem(&up_lost, &what);
+  if (n) *n += 1;
+}
+
+/* The row of (process, op, endpoint, peer); NULL, counted lost, when the map
+ * is full. */
+static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 ep, __u64 peer) {
+  struct ft_up_stat_key k = {.tgid = tgid, .op = op, .ep = ep, .peer = peer};
+  struct ft_up_stats* s = lookup_or_zero(&up_stats, &k);
+  if (!s) lost(FT_UP_LOST_STATS);
+  return s;
 }
 
 /* Takes (copies out of `map` and deletes) this thread's call in flight (struct
@@ -196,6 +233,13 @@ static __always_inline __u64 msg_ctx_off(__u32 ctxloc) {
   }
 }
 
+/* The op's peer, from where its fi_addr_t is (FT_UP_PEER_*); 0 for none. */
+static __always_inline __u64 op_peer(struct pt_regs* regs, __u32 peerloc) {
+  if (peerloc == FT_UP_PEER_MSG) return read_u64(arg_n(regs, 2) + FT_UP_MSG_ADDR_OFF);
+  if (peerloc >= 2 && peerloc <= 16) return arg_n(regs, (int)peerloc);
+  return 0;
+}
+
 /* The bytes an op moves, from where its length is (enum ft_up_len): an atomic's
  * elements times its datatype's size (an unknown datatype counts 0 bytes). */
 static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
@@ -246,11 +290,13 @@ int ft_up_op(struct pt_regs* regs) {
   if (outer && FT_SP(regs) < outer->sp && bpf_ktime_get_ns() - outer->start < FT_UP_NESTED_MAX_NS)
     return 0;
   const __u32 op = FT_UP_OP(cookie);
-  struct ft_up_stats* s = stats_of(tgid, op);
+  struct ft_up_call c = {};
+  c.ep = arg_n(regs, 1);
+  c.peer = op_peer(regs, FT_UP_PEERLOC(cookie));
+  struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer);
   if (s) s->calls += 1;
   if (FT_UP_CTXLOC(cookie) == FT_UP_CTX_NONE) return 0; /* inject: no completion will come */
 
-  struct ft_up_call c = {};
   c.bytes = op_bytes(regs, FT_UP_LENLOC(cookie));
   const __u32 ctxloc = FT_UP_CTXLOC(cookie);
   if (FT_UP_CTX_IS_STACK(ctxloc)) c.ctx = arg_n(regs, FT_UP_CTX_STACK_ARG(ctxloc));
@@ -271,7 +317,6 @@ int ft_up_op(struct pt_regs* regs) {
       break;
     }
   }
-  c.ep = arg_n(regs, 1);
   c.sp = FT_SP(regs);
   c.op = op;
   c.site = FT_UP_SITE(cookie);
@@ -283,7 +328,8 @@ int ft_up_op(struct pt_regs* regs) {
      * completion before this call returns); taken back if it is refused. An op
      * issued again after -FI_EAGAIN with the same context replaces it. */
     struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
-    struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = op, .site = c.site};
+    struct ft_up_pending p = {
+        .start = c.start, .bytes = c.bytes, .ep = c.ep, .peer = c.peer, .op = op, .site = c.site};
     bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
   }
   return 0;
@@ -324,7 +370,7 @@ int ft_up_op_ret(struct pt_regs* regs) {
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   const long ret = (long)FT_RET(regs);
   if (ret != 0) {
-    struct ft_up_stats* s = stats_of(tgid, c.op);
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer);
     if (s) s->refused += 1;
     if (c.ctx) {
       struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
@@ -339,10 +385,11 @@ int ft_up_op_ret(struct pt_regs* regs) {
   if (!ep) ep = learn_ep(tgid, c.ep);
   if (c.ctx) return 0;
   /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
-  struct ft_up_pending p = {.start = c.start, .bytes = c.bytes, .op = c.op, .site = c.site};
+  struct ft_up_pending p = {
+      .start = c.start, .bytes = c.bytes, .ep = c.ep, .peer = c.peer, .op = c.op, .site = c.site};
   const __u64 cq = ep ? ep->cq[c.cls & 1] : 0;
   if (!cq) {
-    struct ft_up_stats* s = stats_of(tgid, c.op);
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer);
     if (s) s->unmatched += 1;
     return 0;
   }
@@ -404,14 +451,23 @@ int ft_up_cq_open_ret(struct pt_regs* regs) {
   return 0;
 }
 
-/* bind(fid, bfid, flags): an application endpoint bound to an application CQ. */
+/* bind(fid, bfid, flags): an application endpoint bound to an application CQ,
+ * or to an AV (whose entries its ops' fi_addr_t values are). */
 SEC("uprobe")
 int ft_up_ep_bind(struct pt_regs* regs) {
   const __u32 tgid = hit(regs);
   if (!tgid) return 0;
   struct ft_up_key ck = {.tgid = tgid, .ptr = arg_n(regs, 2)};
   struct ft_up_cq* cq = bpf_map_lookup_elem(&up_cqs, &ck);
-  if (!cq) return 0; /* an AV, a counter, a CQ of another layer */
+  if (!cq) {
+    /* struct fid starts with its fclass. Anything else: a counter, an EQ, a CQ
+     * of another layer. */
+    if (ck.ptr && read_u64(ck.ptr) == FT_UP_FI_CLASS_AV) {
+      struct ft_up_key ek = {.tgid = tgid, .ptr = arg_n(regs, 1)};
+      bpf_map_update_elem(&up_ep_av, &ek, &ck.ptr, BPF_ANY);
+    }
+    return 0;
+  }
   const __u64 flags = arg_n(regs, 3);
   struct ft_up_key ek = {.tgid = tgid, .ptr = arg_n(regs, 1)};
   struct ft_up_ep* ep = lookup_or_zero(&up_eps, &ek);
@@ -519,7 +575,7 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   struct ft_up_poll pp;
   if (!take_call(&up_poll, regs, &pp, sizeof(pp))) return 0;
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS);
+  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0);
   if (ps) ps->calls += 1;
   if (ret <= 0) return 0;
   if (ps) ps->completions += (__u64)ret;
@@ -551,12 +607,12 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
     }
     const __u64 lat = now > p->start ? now - p->start : 0;
     const __u32 op = p->op;
-    const __u64 bytes = p->bytes;
+    const __u64 bytes = p->bytes, ep = p->ep, peer = p->peer;
     if (k.ptr)
       bpf_map_delete_elem(&up_pending, &k);
     else
       bpf_map_delete_elem(&up_seq_pending, &sk);
-    struct ft_up_stats* s = stats_of(tgid, op);
+    struct ft_up_stats* s = stats_of(tgid, op, ep, peer);
     if (!s) continue;
     s->completions += 1;
     if (!k.ptr) s->by_order += 1;
@@ -573,5 +629,94 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
     ps->remote += remote;
     if (ret > FT_UP_WALK_MAX) ps->unwalked += (__u64)ret - FT_UP_WALK_MAX;
   }
+  return 0;
+}
+
+/* ---- What the endpoints and the peers are. */
+
+/* An AV insert's or a getname's entry: (object, addresses, count or the
+ * length's place, fi_addr_t array) kept for its return. A call nested in one
+ * in flight (a utility provider's into its core's, through the same function)
+ * is not the application's. */
+static __always_inline int name_call(struct pt_regs* regs, __u64 count, __u64 out) {
+  if (!hit(regs)) return 0;
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  const struct ft_up_name_call* outer = bpf_map_lookup_elem(&up_name_call, &tid);
+  if (outer && FT_SP(regs) < outer->sp) return 0;
+  struct ft_up_name_call c = {};
+  c.sp = FT_SP(regs);
+  c.obj = arg_n(regs, 1);
+  c.addr = arg_n(regs, 2);
+  c.count = count;
+  c.out = out;
+  c.site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
+  bpf_map_update_elem(&up_name_call, &tid, &c, BPF_ANY);
+  return 0;
+}
+
+/* insert(av, addr, count, fi_addr, flags, context) */
+SEC("uprobe")
+int ft_up_av_insert(struct pt_regs* regs) {
+  return name_call(regs, arg_n(regs, 3), arg_n(regs, 4));
+}
+
+/* The entries inserted (the first FT_UP_INSERT_MAX of the call): each
+ * fi_addr_t the provider gave out (FI_ADDR_NOTAVAIL: that one failed) and the
+ * address at its place in the caller's array. */
+SEC("uretprobe")
+int ft_up_av_insert_ret(struct pt_regs* regs) {
+  struct ft_up_name_call c;
+  if (!take_call(&up_name_call, regs, &c, sizeof(c))) return 0;
+  /* insert returns int: the entries inserted, or an error. */
+  if ((int)FT_RET(regs) <= 0 || !c.out || !c.addr) return 0;
+  const __u32 stride = ft_site_addrlen[c.site & (FT_UP_MAX_SITES - 1)];
+  __u32 len = stride < FT_UP_ADDR_MAX ? stride : FT_UP_ADDR_MAX;
+  struct ft_up_av_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .av = c.obj};
+  struct ft_up_addr a = {};
+  a.site = c.site;
+  __u64 at = c.addr;
+  for (__u32 i = 0; i < FT_UP_INSERT_MAX; ++i) {
+    if (i >= c.count) break;
+    bool last = false;
+    k.fi_addr = read_u64(c.out + 8 * (__u64)i);
+    if (stride) {
+      if (len == 0 || len > FT_UP_ADDR_MAX) break;
+      if (bpf_probe_read_user(a.bytes, len, (const void*)at) != 0) break;
+      a.len = len;
+      at += stride;
+    } else {
+      /* FI_ADDR_STR: one string after the other. One cut at FT_UP_ADDR_MAX
+       * bytes ends the walk: where the next one starts is not known. */
+      const long n = bpf_probe_read_user_str(a.bytes, FT_UP_ADDR_MAX, (const void*)at);
+      if (n <= 0) break;
+      a.len = (__u32)n;
+      at += (__u64)n;
+      last = n >= FT_UP_ADDR_MAX;
+    }
+    if (k.fi_addr != FT_UP_ADDR_UNSPEC && bpf_map_update_elem(&up_av_addrs, &k, &a, BPF_ANY) != 0)
+      lost(FT_UP_LOST_ADDRS);
+    if (last) break;
+  }
+  return 0;
+}
+
+/* getname(fid, addr, addrlen): addrlen is a size_t *. */
+SEC("uprobe")
+int ft_up_getname(struct pt_regs* regs) { return name_call(regs, arg_n(regs, 3), 0); }
+
+SEC("uretprobe")
+int ft_up_getname_ret(struct pt_regs* regs) {
+  struct ft_up_name_call c;
+  if (!take_call(&up_name_call, regs, &c, sizeof(c))) return 0;
+  if ((int)FT_RET(regs) != 0 || !c.addr || !c.count) return 0;
+  const __u64 got = read_u64(c.count);
+  struct ft_up_addr a = {};
+  a.site = c.site;
+  __u32 len = got < FT_UP_ADDR_MAX ? (__u32)got : FT_UP_ADDR_MAX;
+  if (len == 0 || len > FT_UP_ADDR_MAX) return 0;
+  if (bpf_probe_read_user(a.bytes, len, (const void*)c.addr) != 0) return 0;
+  a.len = len;
+  struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = c.obj};
+  if (bpf_map_update_elem(&up_ep_names, &k, &a, BPF_ANY) != 0) lost(FT_UP_LOST_ADDRS);
   return 0;
 }

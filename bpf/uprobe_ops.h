@@ -17,19 +17,28 @@
 #define FT_UP_MAX_SITES 256     /* attach points (functions) of one session */
 #define FT_UP_MAX_PENDING 65536 /* ops issued, their completion not seen yet (LRU) */
 #define FT_UP_MAX_CQS 4096      /* the applications' CQs */
-#define FT_UP_MAX_STATS 8192    /* (process, op) rows */
-#define FT_UP_WALK_MAX 32       /* entries of one CQ read paired in the kernel */
+/* (process, op, endpoint, peer) rows: the map's most; the collector sizes it
+ * down to a memory budget on machines with many CPUs (a per-CPU value of
+ * 352 bytes per row and CPU, allocated as rows appear: BPF_F_NO_PREALLOC). */
+#define FT_UP_MAX_STATS 65536
+#define FT_UP_MAX_ADDRS 65536 /* AV entries and endpoint names (struct ft_up_addr) */
+#define FT_UP_ADDR_MAX 112    /* bytes kept of one address (sockaddr_in6: 28; shm's names) */
+#define FT_UP_INSERT_MAX 64   /* entries of one AV insert whose addresses are kept */
+#define FT_UP_WALK_MAX 32     /* entries of one CQ read paired in the kernel */
 #define FT_UP_NESTED_MAX_NS \
   1000000ULL            /* an op call still in flight after 1 ms: its return was missed */
 #define FT_UP_MAX_IOV 4 /* iovec entries summed for an op's length */
 
 /* What a probed function is. */
 enum ft_up_role {
-  FT_UP_ROLE_OP = 1,      /* a data-path op (ep->msg->send, ep->tagged->recv, ...) */
-  FT_UP_ROLE_CQ_READ = 2, /* cq->ops->read / readfrom: entry and return */
-  FT_UP_ROLE_CQ_OPEN = 3, /* domain->ops->cq_open: entry and return */
-  FT_UP_ROLE_EP_BIND = 4  /* ep->fid.ops->bind: which CQ an endpoint's ops complete to */
+  FT_UP_ROLE_OP = 1,        /* a data-path op (ep->msg->send, ep->tagged->recv, ...) */
+  FT_UP_ROLE_CQ_READ = 2,   /* cq->ops->read / readfrom: entry and return */
+  FT_UP_ROLE_CQ_OPEN = 3,   /* domain->ops->cq_open: entry and return */
+  FT_UP_ROLE_EP_BIND = 4,   /* ep->fid.ops->bind: which CQ (and AV) an endpoint uses */
+  FT_UP_ROLE_AV_INSERT = 5, /* av->ops->insert: entry and return: fi_addr_t -> address */
+  FT_UP_ROLE_GETNAME = 6    /* ep->cm->getname: entry and return: endpoint -> its address */
 };
+#define FT_UP_ROLE_LAST FT_UP_ROLE_GETNAME
 
 /* Which side of an endpoint an op is on (the CQ it completes to). */
 enum ft_up_class { FT_UP_TX = 0, FT_UP_RX = 1 };
@@ -50,6 +59,22 @@ enum ft_up_ctx {
 #define FT_UP_CTX_STACK(n) (0x10 | (n))
 #define FT_UP_CTX_IS_STACK(loc) (((loc)&0xf0) == 0x10)
 #define FT_UP_CTX_STACK_ARG(loc) ((loc)&0x0f ? (loc)&0x0f : 16)
+
+/* Where an op's peer (its fi_addr_t: dest_addr, src_addr, msg->addr) is:
+ * argument n (2..16, registers or the stack as for the context), or the
+ * message struct's (argument 2) ->addr; none for an op without one. */
+#define FT_UP_PEER_NONE 0
+#define FT_UP_PEER_ARG(n) (n)
+#define FT_UP_PEER_MSG 0x20
+/* struct fi_msg, fi_msg_tagged, fi_msg_rma, fi_msg_atomic: ->addr after
+ * msg_iov, desc and iov_count (rdma/fi_endpoint.h, fi_tagged.h, fi_rma.h,
+ * fi_atomic.h) on LP64. */
+#define FT_UP_MSG_ADDR_OFF 24
+/* fi_addr_t FI_ADDR_UNSPEC (rdma/fabric.h): a receive posted for any source;
+ * also FI_ADDR_NOTAVAIL, an AV entry the provider did not insert. */
+#define FT_UP_ADDR_UNSPEC (~0ULL)
+/* struct fid's fclass (rdma/fabric.h): a bind's object is an AV. */
+#define FT_UP_FI_CLASS_AV 11
 
 /* Where an op's length is. */
 enum ft_up_len {
@@ -85,16 +110,17 @@ enum ft_up_len {
 #define FT_UP_CQ_ATTR_FORMAT_OFF 16
 
 /* The attach cookie: site index, role, OpKind (common/op_kinds.h), where the
- * context and the length are. */
-#define FT_UP_COOKIE(site, role, op, ctx, len, cls)                                     \
+ * context, the length and the peer are. */
+#define FT_UP_COOKIE(site, role, op, ctx, len, cls, peer)                               \
   ((__u64)(site) | ((__u64)(role) << 16) | ((__u64)(op) << 24) | ((__u64)(ctx) << 32) | \
-   ((__u64)(len) << 40) | ((__u64)(cls) << 48))
+   ((__u64)(len) << 40) | ((__u64)(cls) << 48) | ((__u64)(peer) << 56))
 #define FT_UP_SITE(c) ((__u32)((c)&0xffff))
 #define FT_UP_ROLE(c) ((__u32)(((c) >> 16) & 0xff))
 #define FT_UP_OP(c) ((__u32)(((c) >> 24) & 0xff))
 #define FT_UP_CTXLOC(c) ((__u32)(((c) >> 32) & 0xff))
 #define FT_UP_LENLOC(c) ((__u32)(((c) >> 40) & 0xff))
 #define FT_UP_CLASS(c) ((__u32)(((c) >> 48) & 0xff))
+#define FT_UP_PEERLOC(c) ((__u32)(((c) >> 56) & 0xff))
 
 /* The rows of a process's statistics besides its ops (OpKind < 64). */
 #define FT_UP_OP_POLLS 200 /* CQ reads of the application's CQs */
@@ -169,7 +195,7 @@ struct ft_up_seq_key {
  * provider accepted (returned 0) waits for a completion. */
 struct ft_up_call {
   __u64 sp; /* first in each in-flight call: the stack pointer at its entry */
-  __u64 start, bytes, ctx, ep;
+  __u64 start, bytes, ctx, ep, peer;
   __u32 op, site, cls, pad;
 };
 
@@ -180,6 +206,7 @@ struct ft_up_ep {
 struct ft_up_pending {
   __u64 start; /* CLOCK_MONOTONIC ns at the op's entry */
   __u64 bytes;
+  __u64 ep, peer; /* its statistics row's */
   __u32 op;
   __u32 site;
 };
@@ -226,10 +253,47 @@ struct ft_up_poll {
   __u32 pad;
 };
 
-/* Statistics row key: (process, op kind or FT_UP_OP_POLLS). */
+/* Statistics row key: (process, op kind, endpoint, peer): the endpoint is the
+ * op's first argument (the application's struct fid_ep *), the peer its
+ * fi_addr_t (FT_UP_ADDR_UNSPEC: a receive from any source; 0 for an op without
+ * one). The polls row (op FT_UP_OP_POLLS) has endpoint and peer 0. */
 struct ft_up_stat_key {
   __u32 tgid;
   __u32 op;
+  __u64 ep;
+  __u64 peer;
+};
+
+/* What an address is (the collector formats it as the provider's straddr
+ * would, from the site's address format): AV entries (key: process, AV,
+ * fi_addr_t), endpoint names (key ft_up_key: process, endpoint). */
+struct ft_up_av_key {
+  __u32 tgid;
+  __u32 pad;
+  __u64 av;
+  __u64 fi_addr;
+};
+struct ft_up_addr {
+  __u32 len;  /* bytes of the address (kept: at most FT_UP_ADDR_MAX) */
+  __u32 site; /* the probe that saw it: its provider's address format */
+  __u8 bytes[FT_UP_ADDR_MAX];
+};
+
+/* An AV insert or a getname in flight (key: tid). */
+struct ft_up_name_call {
+  __u64 sp;
+  __u64 obj;   /* the AV; the endpoint */
+  __u64 addr;  /* the addresses inserted; getname's buffer */
+  __u64 count; /* entries inserted; getname: its size_t *addrlen */
+  __u64 out;   /* insert's fi_addr_t array */
+  __u32 site, pad;
+};
+
+/* Events the programs could not keep, in up_lost (per CPU). */
+enum ft_up_lost {
+  FT_UP_LOST_STATS = 0, /* a statistics row not created: the map was full */
+  FT_UP_LOST_ADDRS = 1, /* an AV entry or endpoint name not kept: full */
+  FT_UP_LOST_KINDS = 2
 };
 
 /* The histogram bucket of a latency: floor(log2(ns)) (0 for 0 and 1 ns), at

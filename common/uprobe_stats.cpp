@@ -1,5 +1,7 @@
 #include "common/uprobe_stats.h"
 
+#include <cstdio>
+
 #include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
 
@@ -9,6 +11,23 @@ std::string uprobe_op_name(uint32_t op) {
   if (op == FT_UP_OP_POLLS) return "cq_read";
   if (op < static_cast<uint32_t>(kOpKindCount)) return op_name(static_cast<OpKind>(op));
   return "op" + std::to_string(op);
+}
+
+void add_uprobe_stats(ft_up_stats* into, const ft_up_stats& c) {
+  ft_up_stats& r = *into;
+  r.calls += c.calls;
+  r.refused += c.refused;
+  r.completions += c.completions;
+  r.by_order += c.by_order;
+  r.bytes += c.bytes;
+  r.lat_sum_ns += c.lat_sum_ns;
+  if (c.lat_min_ns && (!r.lat_min_ns || c.lat_min_ns < r.lat_min_ns)) r.lat_min_ns = c.lat_min_ns;
+  if (c.lat_max_ns > r.lat_max_ns) r.lat_max_ns = c.lat_max_ns;
+  r.unmatched += c.unmatched;
+  r.unwalked += c.unwalked;
+  r.early += c.early;
+  r.remote += c.remote;
+  for (int b = 0; b < FT_UP_HIST; ++b) r.hist[b] += c.hist[b];
 }
 
 uint32_t uprobe_hist_bucket(uint64_t ns) { return ft_up_hist_bucket(ns); }
@@ -35,6 +54,12 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
     d += std::to_string(v);
   };
   const ft_up_stats& s = r.s;
+  if (r.op != FT_UP_OP_POLLS) {
+    char ep[32];
+    std::snprintf(ep, sizeof(ep), "0x%llx", static_cast<unsigned long long>(r.ep));
+    d = std::string("ep=") + ep +
+        ";peer=" + (r.peer == FT_UP_ADDR_UNSPEC ? std::string("any") : std::to_string(r.peer));
+  }
   kv("calls", s.calls);
   if (r.op == FT_UP_OP_POLLS) {
     kv("entries", s.completions);

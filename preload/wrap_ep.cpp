@@ -5,8 +5,8 @@
 
 #include <new>
 
+#include "common/addr_format.h"
 #include "common/clock.h"
-#include "preload/addr_format.h"
 #include "preload/inflight.h"
 #include "preload/op_tables.h"
 #include "preload/provider_call.h"

@@ -18,6 +18,7 @@
 #include "userspace/launch.h"
 
 #if FABTRACE_HAVE_BPF
+#include "bpf/uprobe_ops.h"
 #include "common/uprobe_stats.h"
 #include "userspace/record/collector.h"
 #endif
@@ -279,6 +280,14 @@ int cmd_record(int argc, char** argv) {
     for (const UprobeRow& r : col.uprobe_rows())
       std::fprintf(stderr, "fabtrace record: uprobe pid %u %-12s %s\n", r.pid,
                    uprobe_op_name(r.op).c_str(), uprobe_stats_detail(r.record(0)).c_str());
+    // Rows and addresses the programs could not keep: counted, never silent.
+    const std::vector<uint64_t>& lost = col.uprobe_lost();
+    if (lost.size() > FT_UP_LOST_ADDRS && (lost[FT_UP_LOST_STATS] || lost[FT_UP_LOST_ADDRS]))
+      std::fprintf(stderr,
+                   "fabtrace record: uprobes: %llu updates of a new link's row lost to a full "
+                   "statistics map (%u rows), %llu addresses not kept (their map full)\n",
+                   static_cast<unsigned long long>(lost[FT_UP_LOST_STATS]), col.uprobe_max_rows(),
+                   static_cast<unsigned long long>(lost[FT_UP_LOST_ADDRS]));
     for (const ScannedProcess& p : col.unprobed_later())
       std::fprintf(stderr,
                    "fabtrace record: uprobes: pid %d (%s) started during the session and maps "

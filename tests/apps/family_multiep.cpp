@@ -2,7 +2,10 @@
 // with its own address, all on the domain's CQs and AV. Endpoint i of each
 // rank sends --count messages to endpoint i of the other and receives as many.
 // The result says how many domains and endpoints the rank opened: a tracer
-// must count one NIC per domain, whatever its number of addresses.
+// must count one NIC per domain, whatever its number of addresses; and where
+// each op went (link_ops: each endpoint's address and its peer's, as the
+// provider prints them), which a tracer's links must match.
+#include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
@@ -36,6 +39,22 @@ std::vector<fid_ep*> open_more(Fabric& f, size_t n) {
     check(fi_enable(ep), "fi_enable");
   }
   return eps;
+}
+
+// `addr` as the AV's provider prints it (fi_av_straddr).
+std::string straddr(fid_av* av, const void* addr) {
+  char buf[256];
+  size_t len = sizeof(buf);
+  const char* s = fi_av_straddr(av, addr, buf, &len);
+  return s ? s : "?";
+}
+
+// The peer `a` as a tracer names it: its AV entry looked up, then printed.
+std::string peer_name(fid_av* av, fi_addr_t a) {
+  char raw[256];
+  size_t len = sizeof(raw);
+  if (fi_av_lookup(av, a, raw, &len) != 0 || len > sizeof(raw)) return "?";
+  return straddr(av, raw);
 }
 
 }  // namespace
@@ -104,6 +123,11 @@ void run_multiep(Env& env) {
         pending.push_back(ctx);
       }
     for (OpCtx* c : pending) env.wait_done(c);
+    for (size_t e = 0; e < eps.size(); ++e) {
+      const std::string local = straddr(f.av, get_name(&eps[e]->fid).data());
+      env.stats.link_ops(sfn, local, peer_name(f.av, peers[e]), n);
+      env.stats.link_ops(rfn, local, "(any)", n);
+    }
     env.sync("done");
   } catch (...) {
     for (fid_ep* ep : more) fi_close(&ep->fid);

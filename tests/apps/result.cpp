@@ -112,6 +112,7 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"received_sizes\":" + sizes(s.received_sizes);
   o += ",\"opened\":" + counts(s.opened);
   o += ",\"measured\":" + numbers(s.measured);
+  o += ",\"link_ops\":" + counts(s.link_ops);
   o += ",\"completions\":" + std::to_string(s.completions);
   o += ",\"error_completions\":" + std::to_string(s.error_completions);
   o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);

@@ -52,6 +52,12 @@ void Stats::measured(const char* what, double v) {
   s_.measured[what] = v;
 }
 
+void Stats::link_ops(const std::string& fn, const std::string& local, const std::string& remote,
+                     uint64_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  s_.link_ops[fn + "|" + local + "|" + remote] += n;
+}
+
 void Stats::completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.completions;

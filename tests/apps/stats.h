@@ -22,6 +22,11 @@ struct StatsSnapshot {
   std::map<std::string, std::map<uint64_t, uint64_t>> received_sizes;
   std::map<std::string, uint64_t> opened;  // objects a family opened: "domains", "endpoints"
   std::map<std::string, double> measured;  // what a family measured itself: "bw_MB_per_s"
+  // Accepted ops per link, "fn|local|remote" (the addresses as the provider's
+  // fi_av_straddr prints them, the peer's looked up in the AV as a tracer
+  // would; "(any)" for a receive from any source): families that spread ops
+  // over several links say where each went (multiep).
+  std::map<std::string, uint64_t> link_ops;
   uint64_t completions = 0;
   uint64_t error_completions = 0;
   uint64_t kept_context_errors = 0;  // error completions of those calls
@@ -48,6 +53,8 @@ class Stats {
   void received(const char* fn, uint64_t bytes);
   void opened(const char* what, uint64_t n);
   void measured(const char* what, double v);
+  void link_ops(const std::string& fn, const std::string& local, const std::string& remote,
+                uint64_t n);
   void completion();
   void error_completion();
   void kept_context_error();

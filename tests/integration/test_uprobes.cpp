@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -56,12 +58,50 @@ PingpongResult pingpong_result(const std::string& out) {
   return r;
 }
 
-// One process's uprobe_ops rows, by op name ("fi_send", "cq_read", ...).
+// One process's uprobe_ops rows, by op name ("fi_send", "cq_read", ...), its
+// links' rows of one op summed (a row per endpoint and peer in the log): counts
+// added, the extremes kept, the mean weighted by completions.
 std::map<std::string, Event> uprobe_rows_of(const std::vector<Event>& ev, int pid) {
+  static const std::set<std::string> kSummed = {"calls",    "refused", "completions", "by_order",
+                                                "bytes",    "pending", "unmatched",   "entries",
+                                                "unwalked", "early",   "remote"};
   std::map<std::string, Event> rows;
-  for (const Event& e : ev)
-    if (e.kind == "uprobe_ops" && static_cast<int>(e.pid) == pid) rows[e.cause] = e;
+  std::map<std::string, double> lat_sum;
+  for (const Event& e : ev) {
+    if (e.kind != "uprobe_ops" || static_cast<int>(e.pid) != pid) continue;
+    const auto it = rows.find(e.cause);
+    lat_sum[e.cause] += static_cast<double>(e.num("avg_ns") * e.num("completions"));
+    if (it == rows.end()) {
+      rows[e.cause] = e;
+      continue;
+    }
+    Event& r = it->second;
+    for (const std::string& k : kSummed)
+      if (e.detail.count(k)) r.detail[k] = std::to_string(r.num(k) + e.num(k));
+    if (e.num("completions") && (!r.detail.count("min_ns") || e.num("min_ns") < r.num("min_ns")))
+      r.detail["min_ns"] = e.detail.at("min_ns");
+    if (e.num("max_ns") > r.num("max_ns")) r.detail["max_ns"] = e.detail.at("max_ns");
+  }
+  for (auto& [op, r] : rows)
+    if (r.num("completions"))
+      r.detail["avg_ns"] = std::to_string(
+          static_cast<uint64_t>(lat_sum[op] / static_cast<double>(r.num("completions"))));
   return rows;
+}
+
+// A report link's labels with every run of digits made '#': the form of an
+// address without its port, IP or pid ("fi_sockaddr_in://#.#.#.#:#").
+std::string label_shape(const std::string& label) {
+  std::string out;
+  for (size_t i = 0; i < label.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(label[i]))) {
+      out += label[i];
+      continue;
+    }
+    out += '#';
+    while (i + 1 < label.size() && std::isdigit(static_cast<unsigned char>(label[i + 1]))) ++i;
+  }
+  return out;
 }
 
 // Starts `fabtrace record -o DIR --uprobes ARGS...` (its output in DIR/LOG) and
@@ -78,8 +118,9 @@ int start_uprobe_session(const std::string& dir, const std::string& log,
 struct Pingpong {
   int server = -1, client = -1;
 };
+// With `preload`, both run under the preload, their per-rank reports in DIR.
 Pingpong start_pingpong(const std::string& dir, const char* prov, bool tagged, int iters,
-                        const char* ep = "rdm") {
+                        const char* ep = "rdm", bool preload = false) {
   Pingpong pp;
   const std::string port = std::to_string(free_port());
   std::vector<std::string> args = {"fi_pingpong",         "-p", prov,  "-e", ep, "-I",
@@ -88,10 +129,53 @@ Pingpong start_pingpong(const std::string& dir, const char* prov, bool tagged, i
   std::vector<std::string> sargs = args, cargs = args;
   sargs.insert(sargs.end(), {"-B", port});
   cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
-  pp.server = spawn(sargs, {}, dir + "/server.log", false);
+  const Env env = {{"FABTRACE_DIR", dir}};
+  pp.server = spawn(sargs, preload ? env : Env{}, dir + "/server.log", preload);
   if (pp.server <= 0 || !wait_listening(std::stoi(port))) return pp;
-  pp.client = spawn(cargs, {}, dir + "/client.log", false);
+  pp.client = spawn(cargs, preload ? env : Env{}, dir + "/client.log", preload);
   return pp;
+}
+
+// The link labels (local, remote) of each process of a report directory's
+// per-rank reports (every link of a process: its set).
+std::map<int, std::set<std::pair<std::string, std::string>>> links_by_pid(const std::string& dir) {
+  std::map<int, std::set<std::pair<std::string, std::string>>> out;
+  for (const std::string& f : list_files(dir, "fabtrace.", ".json")) {
+    const nlohmann::json j = load_json(f);
+    for (const auto& l : j.at("links"))
+      out[j.at("pid").get<int>()].insert(
+          {l.at("local").get<std::string>(), l.at("remote").get<std::string>()});
+  }
+  return out;
+}
+
+// The link names of a session's per-rank reports (RDM endpoints: the endpoint's
+// getname and the peer's AV insert were seen): each side's local address is
+// the other's remote, the two differ, and they have the form the preload gives
+// the same program's links (a preloaded run of it, after the session: its
+// addresses differ by port or pid only, so their digits aside).
+void check_link_labels(const std::string& dir, const char* prov, bool tagged, int server,
+                       int client) {
+  auto links = links_by_pid(dir);
+  ASSERT_EQ(links[server].size(), 1u);
+  ASSERT_EQ(links[client].size(), 1u);
+  const auto s = *links[server].begin(), c = *links[client].begin();
+  EXPECT_EQ(s.first, c.second);
+  EXPECT_EQ(c.first, s.second);
+  EXPECT_NE(s.first, c.first);
+  const std::string pdir = make_temp_dir("rec-up-preloaded");
+  const Pingpong pp = start_pingpong(pdir, prov, tagged, 20, "rdm", true);
+  ASSERT_GT(pp.server, 0);
+  ASSERT_GT(pp.client, 0);
+  ASSERT_EQ(wait_for(pp.client, 120), 0) << slurp(pdir + "/client.log");
+  ASSERT_EQ(wait_for(pp.server, 120), 0) << slurp(pdir + "/server.log");
+  auto pre = links_by_pid(pdir);
+  ASSERT_EQ(pre[pp.client].size(), 1u) << pdir;
+  const auto p = *pre[pp.client].begin();
+  std::printf("uprobes: %s -> %s; preload: %s -> %s\n", c.first.c_str(), c.second.c_str(),
+              p.first.c_str(), p.second.c_str());
+  EXPECT_EQ(label_shape(c.first), label_shape(p.first));
+  EXPECT_EQ(label_shape(c.second), label_shape(p.second));
 }
 
 // A `fabtrace record --uprobes` session over a whole fi_pingpong run (server and
@@ -191,7 +275,7 @@ void uprobes_pingpong(const char* prov, bool tagged, const char* ep = "rdm",
         by_op[l.at("op").get<std::string>()] = l;
         remotes.insert(l.at("local").get<std::string>() + " " + l.at("remote").get<std::string>());
       }
-    EXPECT_EQ(remotes.size(), 1u);  // one link
+    EXPECT_EQ(remotes.size(), 1u);  // one link: one endpoint, its peer's fi_addr_t for all
     ASSERT_TRUE(by_op.count(send) && by_op.count(sendmsg) && by_op.count(recv)) << links.dump();
     EXPECT_EQ(by_op.at(send).at("count").get<uint64_t>(), static_cast<uint64_t>(iters));
     EXPECT_EQ(by_op.at(send).at("bytes").get<uint64_t>(), 4096u);
@@ -206,6 +290,7 @@ void uprobes_pingpong(const char* prov, bool tagged, const char* ep = "rdm",
     ASSERT_NE(at, std::string::npos) << what << "\n" << record_log;
     EXPECT_GT(std::stoull(record_log.substr(at + what.size() + 2)), 0u) << what;
   }
+  if (std::string(ep) == "rdm") check_link_labels(dir, prov, tagged, server, client);
 }
 
 // ---- --uprobes: a program started before the session.
@@ -658,6 +743,69 @@ TEST(Record, UprobesRmaShm) {
 TEST(Record, UprobesAtomicShm) {
   REQUIRE_ROOT();
   uprobes_ft_app("shm", "atomic");
+}
+
+// ---- --uprobes: one process, several links.
+
+// ft_app's multiep family, both ranks without the preload, under `record
+// --uprobes`: each rank opens four endpoints, and endpoint i sends --count
+// messages to the other rank's endpoint i and posts --count receives from any
+// source. Ground truth: each rank's own result file, which says how many ops
+// it issued on each link, naming the link as the preload would (its endpoint's
+// address and its peer's, printed by the provider's fi_av_straddr; "(any)").
+// The per-rank report record writes for the process must have exactly those
+// links with exactly those counts: one row per peer.
+void uprobes_multiep(const char* prov) {
+  const std::string dir = make_temp_dir("rec-up-multiep");
+  const int rec = start_uprobe_session(dir, "record.log");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const int app = spawn({FT_APP, "--prov", prov, "--test", "multiep", "--count", "25", "--size",
+                         "1024", "--result", dir + "/app"},
+                        {}, dir + "/app.log", false);
+  ASSERT_GT(app, 0);
+  const int app_rc = wait_for(app, 240);
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  if (app_rc == 77) GTEST_SKIP() << slurp(dir + "/app.log");
+  ASSERT_EQ(app_rc, 0) << slurp(dir + "/app.log");
+  for (const int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const nlohmann::json own = load_json(dir + "/app.r" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(own.at("ok").get<bool>()) << own.dump();
+    std::map<std::string, uint64_t> want;
+    std::set<std::string> fns;
+    for (const auto& [key, n] : own.at("link_ops").items()) {
+      want[key] = n.get<uint64_t>();
+      fns.insert(key.substr(0, key.find('|')));
+    }
+    // Four endpoints: four peers for the sends, "(any)" from each for the receives.
+    ASSERT_EQ(want.size(), 8u) << own.dump();
+    const std::string pid = std::to_string(own.at("pid").get<int>());
+    const auto reports = list_files(dir, "fabtrace.", ".p" + pid + ".json");
+    ASSERT_EQ(reports.size(), 1u);
+    const nlohmann::json rep = load_json(reports.front());
+    EXPECT_EQ(rep.at("source"), "uprobes");
+    std::map<std::string, uint64_t> got;
+    for (const auto& l : rep.at("links"))
+      for (const auto& o : l.at("ops")) {
+        const std::string fn = o.at("op").get<std::string>();
+        if (!fns.count(fn)) continue;
+        got[fn + "|" + l.at("local").get<std::string>() + "|" +
+            l.at("remote").get<std::string>()] += o.at("count").get<uint64_t>();
+        EXPECT_EQ(o.at("unfinished").get<uint64_t>(), 0u) << fn;
+      }
+    EXPECT_EQ(got, want) << rep.dump();
+  }
+}
+
+TEST(Record, UprobesMultiPeerTcpRxm) {
+  REQUIRE_ROOT();
+  uprobes_multiep("tcp;ofi_rxm");
+}
+
+TEST(Record, UprobesMultiPeerShm) {
+  REQUIRE_ROOT();
+  uprobes_multiep("shm");
 }
 
 }  // namespace

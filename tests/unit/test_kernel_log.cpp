@@ -561,7 +561,8 @@ TEST(KernelLog, MetaMustComeFirstWithThisRecordVersion) {
        "no kernel log header"},
       {raw("not_json", kernel_log::kMeta, "{" + fmt + ","), "no kernel log header"},
       {raw("array", kernel_log::kMeta, "[1,2]"), "no kernel log header"},
-      {raw("rv3", kernel_log::kMeta, "{" + fmt + ",\"record_version\":3}"), "record version 3"},
+      // A log of the previous layout (FT_EV_UPROBE_OPS without ep and peer).
+      {raw("rv2", kernel_log::kMeta, "{" + fmt + ",\"record_version\":2}"), "record version 2"},
       {raw("rv_missing", kernel_log::kMeta, "{" + fmt + "}"), "record version 0"},
       {raw("deep_array", kernel_log::kMeta, std::string(100000, '[')), "no kernel log header"},
   };

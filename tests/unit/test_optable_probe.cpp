@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <rdma/fi_domain.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "bpf/uprobe_ops.h"
+#include "common/addr_format.h"
 #include "common/op_kinds.h"
 #include "common/uprobe_stats.h"
 #include "tests/unit/scratch_dir.h"
@@ -118,6 +120,10 @@ TEST(OptableProbe, SiteLineRoundTrip) {
   OpSite s = site("tcp;ofi_rxm", "tagged", "send", FT_UP_ROLE_OP, OpKind::kTsend, 0x1a2b3c);
   s.ctx = FT_UP_CTX_ARG7;
   s.len = FT_UP_LEN_ARG3;
+  s.peer = FT_UP_PEER_ARG(5);
+  s.addr_format = FI_SOCKADDR_IN;
+  s.addrlen = 16;
+  s.straddr_form = kStraddrPlain;
   OpSite r;
   ASSERT_TRUE(parse_site_line(site_line(s), &r));
   EXPECT_EQ(r.provider, s.provider);
@@ -127,13 +133,19 @@ TEST(OptableProbe, SiteLineRoundTrip) {
   EXPECT_EQ(r.op_kind, s.op_kind);
   EXPECT_EQ(r.ctx, s.ctx);
   EXPECT_EQ(r.len, s.len);
+  EXPECT_EQ(r.peer, s.peer);
+  EXPECT_EQ(r.addr_format, s.addr_format);
+  EXPECT_EQ(r.addrlen, s.addrlen);
+  EXPECT_EQ(r.straddr_form, s.straddr_form);
   EXPECT_EQ(r.offset, s.offset);
   EXPECT_EQ(r.path, s.path);
   EXPECT_FALSE(parse_site_line("", &r));
-  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5", &r));               // no path
-  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\tx5\t/lib/x.so", &r));   // bad offset
-  EXPECT_FALSE(parse_site_line("a\tb\tc\t9\t2\t3\t4\t5\t/lib/x.so", &r));    // bad role
-  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\trelative.so", &r));  // not a path
+  EXPECT_TRUE(parse_site_line("a\tb\tc\t6\t2\t3\t4\t5\t0\t0\t0\t5\t/lib/x.so", &r));
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t0\t0\t0\t5", &r));  // no path
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t/lib/x.so", &r));   // too few numbers
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t0\t0\t0\tx5\t/lib/x.so", &r));  // offset
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t7\t2\t3\t4\t5\t0\t0\t0\t5\t/lib/x.so", &r));   // role
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t0\t0\t0\t5\trel.so", &r));      // relative
 }
 
 const OpSite* find_site(const std::vector<OpSite>& sites, const std::string& prov,
@@ -166,7 +178,9 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
                                                           {"atomic", "write"},
                                                           {"atomic", "readwrite"},
                                                           {"atomic", "compwrite"},
-                                                          {"atomic", "compwritemsg"}}) {
+                                                          {"atomic", "compwritemsg"},
+                                                          {"av", "insert"},
+                                                          {"cm", "getname"}}) {
       const OpSite* s = find_site(r.sites, prov, table, op);
       ASSERT_NE(s, nullptr) << prov << " " << table << "." << op;
       EXPECT_NE(s->path.find("libfabric.so"), std::string::npos) << s->path;
@@ -199,6 +213,22 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
   EXPECT_EQ(FT_UP_CTX_STACK_ARG(cw->ctx), 14u);
   EXPECT_EQ(FT_UP_LEN_KIND(cw->len), static_cast<uint32_t>(FT_UP_LEN_ACOUNT));
   EXPECT_EQ(FT_UP_LEN_DT_ARG(cw->len), 12u);
+  // Where each op's peer is (the fi_addr_t after the ones before it).
+  EXPECT_EQ(wd->peer, static_cast<uint32_t>(FT_UP_PEER_ARG(6)));
+  EXPECT_EQ(cw->peer, static_cast<uint32_t>(FT_UP_PEER_ARG(9)));
+  EXPECT_EQ(find_site(r.sites, "shm", "tagged", "recv")->peer, FT_UP_PEER_ARG(5));
+  EXPECT_EQ(find_site(r.sites, "shm", "msg", "inject")->peer, FT_UP_PEER_ARG(4));
+  EXPECT_EQ(find_site(r.sites, "shm", "tagged", "sendmsg")->peer, FT_UP_PEER_MSG);
+  EXPECT_EQ(find_site(r.sites, "shm", "atomic", "readwritev")->peer, FT_UP_PEER_ARG(8));
+  // The AV's insert and the getname carry the provider's address format and,
+  // for the insert, its stride: a sockaddr_in on tcp;ofi_rxm here, strings on shm.
+  const OpSite* rxm_insert = find_site(r.sites, "tcp;ofi_rxm", "av", "insert");
+  EXPECT_EQ(rxm_insert->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN));
+  EXPECT_EQ(rxm_insert->addrlen, sizeof(sockaddr_in));
+  const OpSite* shm_insert = find_site(r.sites, "shm", "av", "insert");
+  EXPECT_EQ(shm_insert->addr_format, static_cast<uint32_t>(FI_ADDR_STR));
+  EXPECT_EQ(shm_insert->addrlen, 0u);
+  EXPECT_NE(rxm_insert->offset, shm_insert->offset);
   // Every site is at most once.
   for (size_t i = 0; i < r.sites.size(); ++i)
     for (size_t j = i + 1; j < r.sites.size(); ++j)
@@ -226,6 +256,16 @@ TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
              {"domain", "cq_open"}, {"ep", "bind"}, {"msg", "send"}, {"msg", "recv"}})
       EXPECT_NE(find_site(r.sites, prov, table, op), nullptr) << prov << " " << table << "." << op;
   EXPECT_EQ(find_site(r.sites, "tcp", "tagged", "send"), nullptr);  // no FI_TAGGED on tcp's MSG
+  // sockets' own AV prints its addresses "ip:port", not as libfabric's
+  // utility code; its RDM and MSG endpoints share their getname (the MSG one,
+  // without an AV, takes the RDM one's form).
+  for (const char* what : {"insert", "getname"}) {
+    const OpSite* s = find_site(r.sites, "sockets", what[0] == 'i' ? "av" : "cm", what);
+    ASSERT_NE(s, nullptr) << what << " " << ::testing::PrintToString(r.notes);
+    EXPECT_EQ(s->straddr_form, static_cast<uint32_t>(kStraddrPlain)) << what;
+  }
+  EXPECT_EQ(find_site(r.sites, "tcp", "cm", "getname")->straddr_form,
+            static_cast<uint32_t>(kStraddrLibfabric));
   EXPECT_NE(find_site(r.sites, "sockets", "tagged", "send"), nullptr);
   const OptableResult rxm = probe_optables({"tcp;ofi_rxm"}, 20000);
   ASSERT_NE(find_site(rxm.sites, "tcp;ofi_rxm", "msg", "send"), nullptr);
@@ -313,9 +353,14 @@ TEST(UprobeStats, QuantilesAndDetail) {
   EXPECT_EQ(uprobe_hist_quantile(r.s, 0.99), 65536u);
   r.s.refused = 1;
   r.s.by_order = 10;
+  r.ep = 0x55aa00;
+  r.peer = 2;
   EXPECT_EQ(uprobe_stats_detail(r),
-            "calls=12;refused=1;completions=10;by_order=10;bytes=40960;pending=1;unmatched=0;"
-            "avg_ns=10000;min_ns=3000;max_ns=40000;p50_le_ns=4096;p99_le_ns=65536");
+            "ep=0x55aa00;peer=2;calls=12;refused=1;completions=10;by_order=10;bytes=40960;"
+            "pending=1;unmatched=0;avg_ns=10000;min_ns=3000;max_ns=40000;p50_le_ns=4096;"
+            "p99_le_ns=65536");
+  r.peer = FT_UP_ADDR_UNSPEC;  // a receive from any source
+  EXPECT_EQ(uprobe_stats_detail(r).substr(0, 24), "ep=0x55aa00;peer=any;cal");
   EXPECT_EQ(uprobe_op_name(r.op), "fi_tsend");
   ft_uprobe_ops p{};
   p.op = FT_UP_OP_POLLS;

@@ -1,12 +1,17 @@
 // uprobe_process_report: a process's kernel rows as the preload's per-rank
-// report (one link, one row per op kind), written and read back through the
-// report's own JSON writer and reader.
+// report (one link per endpoint and peer, one row per op kind), written and
+// read back through the report's own JSON writer and reader.
 #include "userspace/record/uprobe_report.h"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rdma/fabric.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "bpf/uprobe_ops.h"
@@ -17,10 +22,15 @@
 namespace fabtrace {
 namespace {
 
-UprobeRow row(uint32_t pid, OpKind op, uint64_t completions, uint64_t bytes_each) {
+constexpr uint64_t kEp = 0x5000, kPeer = 3;
+
+UprobeRow row(uint32_t pid, OpKind op, uint64_t completions, uint64_t bytes_each,
+              uint64_t peer = kPeer) {
   UprobeRow r;
   r.pid = pid;
   r.op = static_cast<uint32_t>(op);
+  r.ep = kEp;
+  r.peer = peer;
   r.s.calls = completions + 3;
   r.s.refused = 3;
   r.s.completions = completions;
@@ -30,6 +40,23 @@ UprobeRow row(uint32_t pid, OpKind op, uint64_t completions, uint64_t bytes_each
   r.s.lat_max_ns = 40000;
   r.s.hist[13] = completions;  // 8192..16383 ns
   return r;
+}
+
+// An endpoint named by its getname (a sockaddr_in), its AV and one peer in it.
+UprobeNames names_of(uint32_t pid) {
+  UprobeNames n;
+  sockaddr_in me{}, peer{};
+  me.sin_family = peer.sin_family = AF_INET;
+  me.sin_port = htons(5000);
+  peer.sin_port = htons(6000);
+  inet_pton(AF_INET, "10.0.0.1", &me.sin_addr);
+  inet_pton(AF_INET, "10.0.0.2", &peer.sin_addr);
+  n.ep_names[{pid, kEp}] = {std::string(reinterpret_cast<const char*>(&me), sizeof(me)),
+                            FI_SOCKADDR_IN};
+  n.ep_av[{pid, kEp}] = 0xa0;
+  n.av_addrs[{pid, 0xa0, kPeer}] = {std::string(reinterpret_cast<const char*>(&peer), sizeof(peer)),
+                                    FI_SOCKADDR_IN};
+  return n;
 }
 
 TEST(UprobeReport, OneLinkOneRowPerOpKindOfThatProcess) {
@@ -46,11 +73,13 @@ TEST(UprobeReport, OneLinkOneRowPerOpKindOfThatProcess) {
   ctx.start_mono_ns = 1000;
   ctx.start_wall_ns = 2000;
   ctx.duration_s = 2.5;
-  const ProcessReport r = uprobe_process_report(7, rows, ctx);
+  const ProcessReport r = uprobe_process_report(7, rows, names_of(7), ctx);
   EXPECT_EQ(r.source, "uprobes");
   EXPECT_EQ(r.rank, "NA");
   EXPECT_EQ(r.pid, 7);
   ASSERT_EQ(r.links.size(), 1u);
+  EXPECT_EQ(r.links[0].local, "fi_sockaddr_in://10.0.0.1:5000");
+  EXPECT_EQ(r.links[0].remote, "fi_sockaddr_in://10.0.0.2:6000");
   ASSERT_EQ(r.links[0].rows.size(), 2u);  // not the polls row, not pid 8
   const OpRow& s = r.links[0].rows[0];
   EXPECT_EQ(s.op, "fi_tsend");
@@ -65,7 +94,7 @@ TEST(UprobeReport, OneLinkOneRowPerOpKindOfThatProcess) {
   EXPECT_EQ(v.unfinished, 1u);
   EXPECT_DOUBLE_EQ(v.gbps, 0.0);
   // No op row: no link.
-  EXPECT_TRUE(uprobe_process_report(9, rows, ctx).links.empty());
+  EXPECT_TRUE(uprobe_process_report(9, rows, names_of(9), ctx).links.empty());
 
   // The report's own writer and reader carry it, source included.
   char* text = nullptr;
@@ -81,8 +110,51 @@ TEST(UprobeReport, OneLinkOneRowPerOpKindOfThatProcess) {
   ASSERT_TRUE(report::parse_process_report(json, &back, &err)) << err;
   EXPECT_EQ(back.source, "uprobes");
   ASSERT_EQ(back.links.size(), 1u);
+  EXPECT_EQ(back.links[0].local, "fi_sockaddr_in://10.0.0.1:5000");
   EXPECT_EQ(back.links[0].rows[0].count, 300u);
   EXPECT_EQ(back.links[0].rows[1].count, 301u);
+}
+
+// One endpoint sending to two peers and receiving from any: three links, each
+// with its own rows; two fi_addr_t values inserted with the same address are
+// one link (the preload names links by their labels), their rows summed; an
+// endpoint and a peer the session did not see named keep fallback labels.
+TEST(UprobeReport, OneLinkPerEndpointAndPeer) {
+  UprobeNames n = names_of(7);
+  n.av_addrs[{7, 0xa0, 4}] = n.av_addrs[{7, 0xa0, kPeer}];  // the same address again
+  std::vector<UprobeRow> rows = {row(7, OpKind::kTsend, 10, 64), row(7, OpKind::kTsend, 20, 64, 4),
+                                 row(7, OpKind::kTsend, 5, 64, 9),
+                                 row(7, OpKind::kTrecv, 35, 64, FT_UP_ADDR_UNSPEC),
+                                 row(7, OpKind::kTrecv, 1, 64, kPeer)};
+  rows.back().ep = 0x6000;  // an endpoint named before the session
+  rows[2].pending = 2;
+  const ProcessReport r = uprobe_process_report(7, rows, n, UprobeReportContext{});
+  // The row of `op` on the link named (local, remote); NULL when there is none.
+  auto at = [&r](const std::string& local, const std::string& remote,
+                 const std::string& op) -> const OpRow* {
+    for (const LinkReport& l : r.links)
+      if (l.local == local && l.remote == remote)
+        for (const OpRow& o : l.rows)
+          if (o.op == op) return &o;
+    return nullptr;
+  };
+  const std::string me = "fi_sockaddr_in://10.0.0.1:5000", peer = "fi_sockaddr_in://10.0.0.2:6000";
+  ASSERT_EQ(r.links.size(), 4u);
+  const OpRow* to_peer = at(me, peer, "fi_tsend");  // peers 3 and 4: one address
+  ASSERT_NE(to_peer, nullptr);
+  EXPECT_EQ(to_peer->count, 30u);
+  EXPECT_EQ(to_peer->eagain, 6u);
+  const OpRow* unnamed = at(me, "fi_addr#9", "fi_tsend");  // not inserted in the session
+  ASSERT_NE(unnamed, nullptr);
+  EXPECT_EQ(unnamed->count, 5u);
+  EXPECT_EQ(unnamed->unfinished, 2u);
+  const OpRow* any = at(me, "(any)", "fi_trecv");
+  ASSERT_NE(any, nullptr);
+  EXPECT_EQ(any->count, 35u);
+  // Its AV not known: the one address the process inserted under fi_addr 3.
+  const OpRow* old_ep = at("pid 7 ep 0x6000", peer, "fi_trecv");
+  ASSERT_NE(old_ep, nullptr);
+  EXPECT_EQ(old_ep->count, 1u);
 }
 
 }  // namespace

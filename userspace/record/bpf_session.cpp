@@ -12,8 +12,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "common/op_kinds.h"
+#include "common/uprobe_stats.h"
 #include "cxi.skel.h"
 #include "irq.skel.h"
 #include "mem.skel.h"
@@ -98,6 +100,19 @@ struct Skel {
   std::function<void()> destroy;
   bool loaded = false;
 };
+
+// Every (key, value) of a BPF hash map.
+template <typename K, typename V, typename F>
+void each_entry(int fd, F&& on) {
+  K at{}, next{};
+  bool first = true;
+  while (bpf_map_get_next_key(fd, first ? nullptr : &at, &next) == 0) {
+    first = false;
+    at = next;
+    V v{};
+    if (bpf_map_lookup_elem(fd, &at, &v) == 0) on(at, v);
+  }
+}
 
 // The maps every object shares; the first object that loads owns them.
 const char* const kSharedMaps[] = {"traced", "threads",  "traced_socks",
@@ -211,12 +226,22 @@ struct BpfSession::Impl {
   void configure_uprobes() {
     for (const OpSite& site : opt.uprobe_sites) {
       if (up_sites.size() >= FT_UP_MAX_SITES) break;
-      if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_EP_BIND) continue;
+      if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
       if (site.role == FT_UP_ROLE_CQ_READ && !opt.uprobe_layout.path.empty() &&
           site.path == opt.uprobe_layout.path)
         up->rodata->ft_site_off[up_sites.size()] = probe_offset(site.path, site.offset);
+      if (site.role == FT_UP_ROLE_AV_INSERT)
+        up->rodata->ft_site_addrlen[up_sites.size()] = site.addrlen;
       up_sites.push_back(site);
     }
+    // The statistics rows: a per-CPU row of ft_up_stats each, so as many as
+    // fit kStatsBudget on this machine's CPUs (all of them on a small one).
+    constexpr uint64_t kStatsBudget = 256ULL << 20;
+    const int ncpu = libbpf_num_possible_cpus();
+    const uint64_t fit =
+        kStatsBudget / (sizeof(ft_up_stats) * static_cast<uint64_t>(ncpu > 0 ? ncpu : 1));
+    bpf_map__set_max_entries(up->maps.up_stats,
+                             static_cast<__u32>(fit < FT_UP_MAX_STATS ? fit : FT_UP_MAX_STATS));
     const UprobeLayout& l = opt.uprobe_layout;
     if (l.path.empty()) return;
     up->rodata->ft_layout.cq_fmt_off = l.cq_fmt_off;
@@ -252,6 +277,10 @@ struct BpfSession::Impl {
         progs = {{up->progs.ft_up_ep_bind, false}};
       } else if (site.role == FT_UP_ROLE_CQ_READ) {
         progs = {{up->progs.ft_up_cq_read_ret, true}, {up->progs.ft_up_cq_read, false}};
+      } else if (site.role == FT_UP_ROLE_AV_INSERT) {
+        progs = {{up->progs.ft_up_av_insert_ret, true}, {up->progs.ft_up_av_insert, false}};
+      } else if (site.role == FT_UP_ROLE_GETNAME) {
+        progs = {{up->progs.ft_up_getname_ret, true}, {up->progs.ft_up_getname, false}};
       } else {
         progs = {{up->progs.ft_up_cq_open_ret, true}, {up->progs.ft_up_cq_open, false}};
       }
@@ -264,7 +293,7 @@ struct BpfSession::Impl {
           const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
                           op_is_recv(static_cast<OpKind>(site.op_kind));
           uo.bpf_cookie = FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
-                                       rx ? FT_UP_RX : FT_UP_TX);
+                                       rx ? FT_UP_RX : FT_UP_TX, site.peer);
           take_log();
           bpf_link* l = bpf_program__attach_uprobe_opts(p.prog, pid, site.path.c_str(),
                                                         static_cast<size_t>(off), &uo);
@@ -563,7 +592,16 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
   if (!impl_ || !impl_->up) return rows;
   const int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return rows;
-  std::map<std::pair<uint32_t, uint32_t>, UprobeRow> by;
+  // By (pid, op, endpoint, peer).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>, UprobeRow> by;
+  auto row = [&by](uint32_t pid, uint32_t op, uint64_t ep, uint64_t peer) -> UprobeRow& {
+    UprobeRow& r = by[{pid, op, ep, peer}];
+    r.pid = pid;
+    r.op = op;
+    r.ep = ep;
+    r.peer = peer;
+    return r;
+  };
   // The statistics, summed over CPUs.
   const int sfd = bpf_map__fd(impl_->up->maps.up_stats);
   std::vector<ft_up_stats> v(static_cast<size_t>(ncpu));
@@ -573,45 +611,64 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
     first = false;
     key = next;
     if (bpf_map_lookup_elem(sfd, &key, v.data()) != 0) continue;
-    UprobeRow& r = by[{key.tgid, key.op}];
-    r.pid = key.tgid;
-    r.op = key.op;
-    for (const ft_up_stats& c : v) {
-      r.s.calls += c.calls;
-      r.s.refused += c.refused;
-      r.s.completions += c.completions;
-      r.s.by_order += c.by_order;
-      r.s.bytes += c.bytes;
-      r.s.lat_sum_ns += c.lat_sum_ns;
-      if (c.lat_min_ns && (!r.s.lat_min_ns || c.lat_min_ns < r.s.lat_min_ns))
-        r.s.lat_min_ns = c.lat_min_ns;
-      if (c.lat_max_ns > r.s.lat_max_ns) r.s.lat_max_ns = c.lat_max_ns;
-      r.s.unmatched += c.unmatched;
-      r.s.unwalked += c.unwalked;
-      r.s.early += c.early;
-      r.s.remote += c.remote;
-      for (int b = 0; b < FT_UP_HIST; ++b) r.s.hist[b] += c.hist[b];
-    }
+    UprobeRow& r = row(key.tgid, key.op, key.ep, key.peer);
+    for (const ft_up_stats& c : v) add_uprobe_stats(&r.s, c);
   }
   // Ops still waiting for their completion (by context, and by order).
-  auto count_pending = [&by](int fd, auto at) {
-    decltype(at) after{};
-    bool from_start = true;
-    while (bpf_map_get_next_key(fd, from_start ? nullptr : &at, &after) == 0) {
-      from_start = false;
-      at = after;
-      ft_up_pending p{};
-      if (bpf_map_lookup_elem(fd, &at, &p) != 0) continue;
-      UprobeRow& r = by[{at.tgid, p.op}];
-      r.pid = at.tgid;
-      r.op = p.op;
-      ++r.pending;
-    }
+  auto count_pending = [&row](const auto& k, const ft_up_pending& p) {
+    ++row(k.tgid, p.op, p.ep, p.peer).pending;
   };
-  count_pending(bpf_map__fd(impl_->up->maps.up_pending), ft_up_key{});
-  count_pending(bpf_map__fd(impl_->up->maps.up_seq_pending), ft_up_seq_key{});
+  each_entry<ft_up_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_pending), count_pending);
+  each_entry<ft_up_seq_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_seq_pending),
+                                           count_pending);
   for (auto& kv : by) rows.push_back(kv.second);
   return rows;
+}
+
+UprobeNames BpfSession::uprobe_names() const {
+  UprobeNames n;
+  if (!impl_ || !impl_->up) return n;
+  const std::vector<OpSite>& sites = impl_->up_sites;
+  auto addr_of = [&sites](const ft_up_addr& a) {
+    UprobeAddr u;
+    const __u32 len = a.len < FT_UP_ADDR_MAX ? a.len : FT_UP_ADDR_MAX;
+    u.bytes.assign(reinterpret_cast<const char*>(a.bytes), len);
+    if (a.site < sites.size()) {
+      u.addr_format = sites[a.site].addr_format;
+      u.straddr_form = sites[a.site].straddr_form;
+    }
+    return u;
+  };
+  each_entry<ft_up_key, ft_up_addr>(bpf_map__fd(impl_->up->maps.up_ep_names),
+                                    [&](const ft_up_key& k, const ft_up_addr& a) {
+                                      n.ep_names[{k.tgid, k.ptr}] = addr_of(a);
+                                    });
+  each_entry<ft_up_key, __u64>(bpf_map__fd(impl_->up->maps.up_ep_av),
+                               [&](const ft_up_key& k, const __u64& av) {
+                                 n.ep_av[{k.tgid, k.ptr}] = av;
+                               });
+  each_entry<ft_up_av_key, ft_up_addr>(bpf_map__fd(impl_->up->maps.up_av_addrs),
+                                       [&](const ft_up_av_key& k, const ft_up_addr& a) {
+                                         n.av_addrs[{k.tgid, k.av, k.fi_addr}] = addr_of(a);
+                                       });
+  return n;
+}
+
+std::vector<uint64_t> BpfSession::uprobe_lost() const {
+  std::vector<uint64_t> lost(FT_UP_LOST_KINDS, 0);
+  if (!impl_ || !impl_->up) return lost;
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return lost;
+  std::vector<__u64> v(static_cast<size_t>(ncpu));
+  const int fd = bpf_map__fd(impl_->up->maps.up_lost);
+  for (__u32 i = 0; i < FT_UP_LOST_KINDS; ++i)
+    if (bpf_map_lookup_elem(fd, &i, v.data()) == 0)
+      for (__u64 x : v) lost[i] += x;
+  return lost;
+}
+
+uint32_t BpfSession::uprobe_max_rows() const {
+  return impl_ && impl_->up ? bpf_map__max_entries(impl_->up->maps.up_stats) : 0;
 }
 
 std::vector<KernelSymbol> BpfSession::drop_reason_names() {

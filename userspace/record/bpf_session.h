@@ -19,6 +19,7 @@
 
 #include "common/kernel_log.h"
 #include "userspace/record/optable_probe.h"
+#include "userspace/record/uprobe_names.h"
 
 namespace fabtrace {
 
@@ -42,11 +43,13 @@ struct BpfOptions {
   std::vector<pid_t> only_pids;
 };
 
-// --uprobes: what the kernel paired for one process and one op kind (or the
-// polls row), summed over CPUs.
+// --uprobes: what the kernel paired for one process's ops of one kind on one
+// link (endpoint, peer), or the process's polls row, summed over CPUs.
 struct UprobeRow {
   uint32_t pid = 0;
-  uint32_t op = 0;  // OpKind, or FT_UP_OP_POLLS
+  uint32_t op = 0;    // OpKind, or FT_UP_OP_POLLS
+  uint64_t ep = 0;    // the application's endpoint (0 in the polls row)
+  uint64_t peer = 0;  // the ops' fi_addr_t (FI_ADDR_UNSPEC: from any source)
   uint64_t pending = 0;
   ft_up_stats s{};
 
@@ -59,6 +62,8 @@ struct UprobeRow {
     rec.h.pid = pid;
     rec.op = op;
     rec.pending = pending;
+    rec.ep = ep;
+    rec.peer = peer;
     rec.s = s;
     return rec;
   }
@@ -98,6 +103,11 @@ class BpfSession {
   const std::vector<OpSite>& uprobe_sites() const;
   std::vector<uint64_t> uprobe_site_hits() const;
   std::vector<UprobeRow> uprobe_rows() const;
+  UprobeNames uprobe_names() const;  // what the rows' endpoints and peers are
+  // What the programs could not keep (enum ft_up_lost), and the statistics
+  // map's size (its rows).
+  std::vector<uint64_t> uprobe_lost() const;
+  uint32_t uprobe_max_rows() const;
 
   // The list of every program and attach point with its state on this machine
   // (`fabtrace record --list`): loads and attaches, then detaches everything.

@@ -195,10 +195,13 @@ void Collector::on_record(const void* data, size_t size) {
   }
 }
 
-// --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind), and every site
-// with its hits as a symbol of class "uprobe_site" (addr = the file offset).
+// --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind, endpoint,
+// peer), and every site with its hits as a symbol of class "uprobe_site" (addr
+// = the file offset).
 void Collector::write_uprobes() {
   uprobe_rows_ = session_.uprobe_rows();
+  uprobe_names_ = session_.uprobe_names();
+  uprobe_lost_ = session_.uprobe_lost();
   uprobe_hits_ = session_.uprobe_site_hits();
   const uint64_t now = mono_ns();
   for (const UprobeRow& r : uprobe_rows_) {
@@ -239,7 +242,7 @@ void Collector::write_uprobe_reports() {
     const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
     if (seen && p.preload) continue;
     ctx.rank = seen ? p.rank : "";
-    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, ctx);
+    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx);
     const std::string path =
         opt_.dir + "/" + output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid);
     std::string err;

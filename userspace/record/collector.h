@@ -60,6 +60,10 @@ class Collector {
   const std::vector<OpSite>& uprobe_sites() const { return session_.uprobe_sites(); }
   const std::vector<uint64_t>& uprobe_hits() const { return uprobe_hits_; }
   const std::vector<UprobeRow>& uprobe_rows() const { return uprobe_rows_; }
+  const UprobeNames& uprobe_names() const { return uprobe_names_; }
+  // What the programs could not keep (enum ft_up_lost) and the rows' map size.
+  const std::vector<uint64_t>& uprobe_lost() const { return uprobe_lost_; }
+  uint32_t uprobe_max_rows() const { return session_.uprobe_max_rows(); }
   // --uprobes --only-pids: the processes mapping libfabric that a scan found
   // started during the session (not at its first scan) and not listed: never
   // probed (the probes are attached to the listed pids only), named by record.
@@ -86,6 +90,8 @@ class Collector {
   std::vector<std::string> uprobe_notes_;
   std::vector<uint64_t> uprobe_hits_;
   std::vector<UprobeRow> uprobe_rows_;
+  UprobeNames uprobe_names_;
+  std::vector<uint64_t> uprobe_lost_;
   std::set<pid_t> outside_;  // --uprobes --only-pids: libfabric processes not listed
   std::vector<ScannedProcess> unprobed_later_;
   bool scanned_once_ = false;

@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "bpf/uprobe_ops.h"
+#include "common/addr_format.h"
 #include "common/clock.h"
 #include "common/op_kinds.h"
 
@@ -56,6 +57,15 @@ static_assert(FI_INT8 == 0 && FI_UINT64 == 7 && FI_DOUBLE == 9 && FI_LONG_DOUBLE
                   FI_LONG_DOUBLE_COMPLEX == 13 && FI_INT128 == 14 && FI_UINT128 == 15,
               "enum fi_datatype (ft_up_datatype_size)");
 static_assert(offsetof(fi_cq_attr, format) == FT_UP_CQ_ATTR_FORMAT_OFF, "fi_cq_attr layout");
+// Each message struct's peer where FT_UP_PEER_MSG reads it.
+static_assert(offsetof(fi_msg, addr) == FT_UP_MSG_ADDR_OFF &&
+                  offsetof(fi_msg_tagged, addr) == FT_UP_MSG_ADDR_OFF &&
+                  offsetof(fi_msg_rma, addr) == FT_UP_MSG_ADDR_OFF &&
+                  offsetof(fi_msg_atomic, addr) == FT_UP_MSG_ADDR_OFF,
+              "the messages' ->addr (FT_UP_PEER_MSG)");
+static_assert(FI_ADDR_UNSPEC == FT_UP_ADDR_UNSPEC && FI_ADDR_NOTAVAIL == FT_UP_ADDR_UNSPEC,
+              "fi_addr_t's any / not available");
+static_assert(FI_CLASS_AV == FT_UP_FI_CLASS_AV && offsetof(fid, fclass) == 0, "struct fid's class");
 static_assert(sizeof(fi_cq_entry) == 8 && sizeof(fi_cq_msg_entry) == 24 &&
                   sizeof(fi_cq_data_entry) == 40 && sizeof(fi_cq_tagged_entry) == 48,
               "CQ entry sizes (uprobe_ops.bpf.c entry_size)");
@@ -141,9 +151,10 @@ Fabric& fabric_lib() {
 }
 
 void add_site(std::vector<OpSite>* out, const std::string& prov, const char* table, const char* op,
-              const void* fn, uint32_t role, OpKind kind, uint32_t ctx, uint32_t len) {
+              const void* fn, uint32_t role, OpKind kind, uint32_t ctx, uint32_t len,
+              uint32_t peer = FT_UP_PEER_NONE) {
   if (!fn) return;
-  OpSite s = op_site(prov, table, op, role, kind, ctx, len);
+  OpSite s = op_site(prov, table, op, role, kind, ctx, len, peer);
   std::string path;
   if (!code_location(fn, &path, &s.offset)) return;
   s.path = real_path(path);
@@ -151,24 +162,34 @@ void add_site(std::vector<OpSite>* out, const std::string& prov, const char* tab
 }
 
 // The nine ops of fi_ops_msg and fi_ops_tagged, in the tables' order (both
-// tables are `size` and then these): where each keeps its context and length.
+// tables are `size` and then these): where each keeps its context, length and
+// peer (the tagged ops put tag and ignore after the peer, so it is at the same
+// argument in both tables).
 struct OpSlot {
   const char* name;
   OpKind msg, tagged;
-  uint32_t msg_ctx, tagged_ctx, len;
+  uint32_t msg_ctx, tagged_ctx, len, peer;
 };
+constexpr uint32_t kMsgPeer = FT_UP_PEER_MSG;
 constexpr OpSlot kOpSlots[9] = {
-    {"recv", OpKind::kRecv, OpKind::kTrecv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3},
-    {"recvv", OpKind::kRecvv, OpKind::kTrecvv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG8, FT_UP_LEN_IOV},
-    {"recvmsg", OpKind::kRecvmsg, OpKind::kTrecvmsg, FT_UP_CTX_MSG, FT_UP_CTX_TMSG, FT_UP_LEN_MSG},
-    {"send", OpKind::kSend, OpKind::kTsend, FT_UP_CTX_ARG6, FT_UP_CTX_ARG7, FT_UP_LEN_ARG3},
-    {"sendv", OpKind::kSendv, OpKind::kTsendv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG7, FT_UP_LEN_IOV},
-    {"sendmsg", OpKind::kSendmsg, OpKind::kTsendmsg, FT_UP_CTX_MSG, FT_UP_CTX_TMSG, FT_UP_LEN_MSG},
-    {"inject", OpKind::kInject, OpKind::kTinject, FT_UP_CTX_NONE, FT_UP_CTX_NONE, FT_UP_LEN_ARG3},
+    {"recv", OpKind::kRecv, OpKind::kTrecv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3,
+     FT_UP_PEER_ARG(5)},
+    {"recvv", OpKind::kRecvv, OpKind::kTrecvv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG8, FT_UP_LEN_IOV,
+     FT_UP_PEER_ARG(5)},
+    {"recvmsg", OpKind::kRecvmsg, OpKind::kTrecvmsg, FT_UP_CTX_MSG, FT_UP_CTX_TMSG, FT_UP_LEN_MSG,
+     kMsgPeer},
+    {"send", OpKind::kSend, OpKind::kTsend, FT_UP_CTX_ARG6, FT_UP_CTX_ARG7, FT_UP_LEN_ARG3,
+     FT_UP_PEER_ARG(5)},
+    {"sendv", OpKind::kSendv, OpKind::kTsendv, FT_UP_CTX_ARG6, FT_UP_CTX_ARG7, FT_UP_LEN_IOV,
+     FT_UP_PEER_ARG(5)},
+    {"sendmsg", OpKind::kSendmsg, OpKind::kTsendmsg, FT_UP_CTX_MSG, FT_UP_CTX_TMSG, FT_UP_LEN_MSG,
+     kMsgPeer},
+    {"inject", OpKind::kInject, OpKind::kTinject, FT_UP_CTX_NONE, FT_UP_CTX_NONE, FT_UP_LEN_ARG3,
+     FT_UP_PEER_ARG(4)},
     {"senddata", OpKind::kSenddata, OpKind::kTsenddata, FT_UP_CTX_ARG7, FT_UP_CTX_ARG8,
-     FT_UP_LEN_ARG3},
+     FT_UP_LEN_ARG3, FT_UP_PEER_ARG(6)},
     {"injectdata", OpKind::kInjectdata, OpKind::kTinjectdata, FT_UP_CTX_NONE, FT_UP_CTX_NONE,
-     FT_UP_LEN_ARG3},
+     FT_UP_LEN_ARG3, FT_UP_PEER_ARG(5)},
 };
 static_assert(offsetof(fi_ops_msg, recv) == sizeof(size_t) &&
                   offsetof(fi_ops_msg, injectdata) == sizeof(size_t) + 8 * sizeof(void*) &&
@@ -184,46 +205,50 @@ void add_ops(std::vector<OpSite>* out, const std::string& prov, const Table* t, 
   for (size_t i = 0; i < 9; ++i) {
     const OpSlot& o = kOpSlots[i];
     add_site(out, prov, tagged ? "tagged" : "msg", o.name, fns[i], FT_UP_ROLE_OP,
-             tagged ? o.tagged : o.msg, tagged ? o.tagged_ctx : o.msg_ctx, o.len);
+             tagged ? o.tagged : o.msg, tagged ? o.tagged_ctx : o.msg_ctx, o.len, o.peer);
   }
 }
 
-// One op of fi_ops_rma or fi_ops_atomic: where it keeps its context and length
-// (the argument positions of rdma/fi_rma.h and fi_atomic.h, counting ep as 1).
+// One op of fi_ops_rma or fi_ops_atomic: where it keeps its context, length
+// and peer (the argument positions of rdma/fi_rma.h and fi_atomic.h, counting
+// ep as 1).
 struct TableSlot {
   const char* name;
   OpKind kind;
-  uint32_t ctx, len;
+  uint32_t ctx, len, peer;
 };
 constexpr TableSlot kRmaSlots[9] = {
-    {"read", OpKind::kRead, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3},
-    {"readv", OpKind::kReadv, FT_UP_CTX_ARG8, FT_UP_LEN_IOV},
-    {"readmsg", OpKind::kReadmsg, FT_UP_CTX_RMSG, FT_UP_LEN_MSG},
-    {"write", OpKind::kWrite, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3},
-    {"writev", OpKind::kWritev, FT_UP_CTX_ARG8, FT_UP_LEN_IOV},
-    {"writemsg", OpKind::kWritemsg, FT_UP_CTX_RMSG, FT_UP_LEN_MSG},
-    {"inject", OpKind::kInjectWrite, FT_UP_CTX_NONE, FT_UP_LEN_ARG3},
-    {"writedata", OpKind::kWritedata, FT_UP_CTX_STACK(9), FT_UP_LEN_ARG3},
-    {"injectdata", OpKind::kInjectWritedata, FT_UP_CTX_NONE, FT_UP_LEN_ARG3},
+    {"read", OpKind::kRead, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3, FT_UP_PEER_ARG(5)},
+    {"readv", OpKind::kReadv, FT_UP_CTX_ARG8, FT_UP_LEN_IOV, FT_UP_PEER_ARG(5)},
+    {"readmsg", OpKind::kReadmsg, FT_UP_CTX_RMSG, FT_UP_LEN_MSG, kMsgPeer},
+    {"write", OpKind::kWrite, FT_UP_CTX_ARG8, FT_UP_LEN_ARG3, FT_UP_PEER_ARG(5)},
+    {"writev", OpKind::kWritev, FT_UP_CTX_ARG8, FT_UP_LEN_IOV, FT_UP_PEER_ARG(5)},
+    {"writemsg", OpKind::kWritemsg, FT_UP_CTX_RMSG, FT_UP_LEN_MSG, kMsgPeer},
+    {"inject", OpKind::kInjectWrite, FT_UP_CTX_NONE, FT_UP_LEN_ARG3, FT_UP_PEER_ARG(4)},
+    {"writedata", OpKind::kWritedata, FT_UP_CTX_STACK(9), FT_UP_LEN_ARG3, FT_UP_PEER_ARG(6)},
+    {"injectdata", OpKind::kInjectWritedata, FT_UP_CTX_NONE, FT_UP_LEN_ARG3, FT_UP_PEER_ARG(5)},
 };
 static_assert(offsetof(fi_ops_rma, read) == sizeof(size_t) &&
                   offsetof(fi_ops_rma, injectdata) == sizeof(size_t) + 8 * sizeof(void*),
               "fi_ops_rma: size, then the nine ops of kRmaSlots");
 constexpr TableSlot kAtomicSlots[10] = {
-    {"write", OpKind::kAtomic, FT_UP_CTX_STACK(10), FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 8)},
-    {"writev", OpKind::kAtomicv, FT_UP_CTX_STACK(10), FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 8)},
-    {"writemsg", OpKind::kAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG},
-    {"inject", OpKind::kInjectAtomic, FT_UP_CTX_NONE, FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 7)},
-    {"readwrite", OpKind::kFetchAtomic, FT_UP_CTX_STACK(12),
-     FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 10)},
-    {"readwritev", OpKind::kFetchAtomicv, FT_UP_CTX_STACK(13),
-     FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 11)},
-    {"readwritemsg", OpKind::kFetchAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG},
+    {"write", OpKind::kAtomic, FT_UP_CTX_STACK(10), FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 8),
+     FT_UP_PEER_ARG(5)},
+    {"writev", OpKind::kAtomicv, FT_UP_CTX_STACK(10), FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 8),
+     FT_UP_PEER_ARG(5)},
+    {"writemsg", OpKind::kAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG, kMsgPeer},
+    {"inject", OpKind::kInjectAtomic, FT_UP_CTX_NONE, FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 7),
+     FT_UP_PEER_ARG(4)},
+    {"readwrite", OpKind::kFetchAtomic, FT_UP_CTX_STACK(12), FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 10),
+     FT_UP_PEER_ARG(7)},
+    {"readwritev", OpKind::kFetchAtomicv, FT_UP_CTX_STACK(13), FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 11),
+     FT_UP_PEER_ARG(8)},
+    {"readwritemsg", OpKind::kFetchAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG, kMsgPeer},
     {"compwrite", OpKind::kCompareAtomic, FT_UP_CTX_STACK(14),
-     FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 12)},
+     FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 12), FT_UP_PEER_ARG(9)},
     {"compwritev", OpKind::kCompareAtomicv, FT_UP_CTX_STACK(16),
-     FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 14)},
-    {"compwritemsg", OpKind::kCompareAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG},
+     FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 14), FT_UP_PEER_ARG(11)},
+    {"compwritemsg", OpKind::kCompareAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG, kMsgPeer},
 };
 static_assert(offsetof(fi_ops_atomic, write) == sizeof(size_t) &&
                   offsetof(fi_ops_atomic, compwritemsg) == sizeof(size_t) + 9 * sizeof(void*),
@@ -239,7 +264,7 @@ void add_table(std::vector<OpSite>* out, const std::string& prov, const char* ta
   std::memcpy(fns, static_cast<const char*>(t) + sizeof(size_t), sizeof(fns));
   for (size_t i = 0; i < N; ++i)
     add_site(out, prov, table, slots[i].name, fns[i], FT_UP_ROLE_OP, slots[i].kind, slots[i].ctx,
-             slots[i].len);
+             slots[i].len, slots[i].peer);
 }
 
 template <typename F>
@@ -250,8 +275,9 @@ const void* fn_ptr(F f) {
 }  // namespace
 
 OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
-               uint32_t role, OpKind kind, uint32_t ctx, uint32_t len) {
+               uint32_t role, OpKind kind, uint32_t ctx, uint32_t len, uint32_t peer) {
   OpSite s;
+  s.peer = peer;
   s.provider = provider;
   s.table = table;
   s.op = op;
@@ -393,6 +419,49 @@ bool find_layout(fid_cq* const (&cq)[5], fid_ep* ep, UprobeLayout* out) {
   return true;
 }
 
+// A name site's straddr form before its function is seen with an AV.
+constexpr uint32_t kStraddrUnknown = 0xff;
+
+// What the endpoints and the peers are: the endpoint's getname and the AV's
+// insert (an RDM endpoint's), with the provider's address format, and the
+// length of its addresses (the helper's own endpoint's: an application inserts
+// what its peers' getname gave) as the insert's stride; FI_ADDR_STR's strings
+// are walked one by one (0). Which form the provider's straddr prints (the
+// preload's labels): told from what it prints for that same address.
+void add_name_sites(std::vector<OpSite>* out, const std::string& prov, const fi_info* info,
+                    fid_ep* ep, fid_av* av) {
+  const uint32_t format = info->addr_format;
+  // Without an AV (a MSG endpoint) the form is not known here: the same
+  // getname seen with one gives it (dedupe_sites).
+  uint32_t addrlen = 0, form = av ? kStraddrLibfabric : kStraddrUnknown;
+  char name[256];
+  size_t len = sizeof(name);
+  if (ep->cm && ep->cm->getname && ep->cm->getname(&ep->fid, name, &len) == 0 &&
+      len <= sizeof(name)) {
+    addrlen = format == FI_ADDR_STR ? 0 : static_cast<uint32_t>(len);
+    char str[256];
+    size_t sl = sizeof(str);
+    const char* s =
+        av && av->ops && av->ops->straddr ? av->ops->straddr(av, name, str, &sl) : nullptr;
+    if (s && s == format_addr(format, name, len) && s != fabric_straddr(format, name, len))
+      form = kStraddrPlain;
+  } else if (format != FI_ADDR_STR) {
+    av = nullptr;  // the stride is not known: the insert is not probed
+  }
+  const size_t before = out->size();
+  if (ep->cm)
+    add_site(out, prov, "cm", "getname", fn_ptr(ep->cm->getname), FT_UP_ROLE_GETNAME,
+             OpKind::kCount, 0, 0);
+  if (av && av->ops)
+    add_site(out, prov, "av", "insert", fn_ptr(av->ops->insert), FT_UP_ROLE_AV_INSERT,
+             OpKind::kCount, 0, 0);
+  for (size_t i = before; i < out->size(); ++i) {
+    (*out)[i].addr_format = format;
+    (*out)[i].addrlen = (*out)[i].role == FT_UP_ROLE_AV_INSERT ? addrlen : 0;
+    (*out)[i].straddr_form = form;
+  }
+}
+
 }  // namespace
 
 const char* ep_type_name(int ep_type) { return ep_type == FI_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM"; }
@@ -492,6 +561,7 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
     if (caps & FI_TAGGED) add_ops(out, prov, ep->tagged, true);
     if (caps & FI_RMA) add_table(out, prov, "rma", ep->rma, kRmaSlots);
     if (caps & FI_ATOMIC) add_table(out, prov, "atomic", ep->atomic, kAtomicSlots);
+    add_name_sites(out, prov, info, ep, av);
     if (layout && !find_layout(cq, ep, layout)) {
       layout->path.clear();
       if (notes)
@@ -555,7 +625,10 @@ std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std:
       continue;
     }
     OpSite& o = out[it->second];
-    if (o.role != s.role || o.op_kind != s.op_kind || o.ctx != s.ctx || o.len != s.len) {
+    if (o.straddr_form == kStraddrUnknown) o.straddr_form = s.straddr_form;
+    if (o.role != s.role || o.op_kind != s.op_kind || o.ctx != s.ctx || o.len != s.len ||
+        o.peer != s.peer || o.addr_format != s.addr_format || o.addrlen != s.addrlen ||
+        (o.straddr_form != s.straddr_form && s.straddr_form != kStraddrUnknown)) {
       conflict[it->second] = true;
       o.op += "," + s.table + "." + s.op;
     }
@@ -564,6 +637,7 @@ std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std:
   }
   std::vector<OpSite> kept;
   for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].straddr_form == kStraddrUnknown) out[i].straddr_form = kStraddrLibfabric;
     if (!conflict[i]) {
       kept.push_back(out[i]);
       continue;
@@ -572,7 +646,8 @@ std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std:
     std::snprintf(off, sizeof(off), "0x%llx", static_cast<unsigned long long>(out[i].offset));
     if (notes)
       notes->push_back(out[i].path + "+" + off + " (" + out[i].provider + " " + out[i].table + "." +
-                       out[i].op + ") serves ops of different kinds (a stub): not probed");
+                       out[i].op +
+                       ") serves ops of different kinds or address formats (a stub): not probed");
   }
   return kept;
 }
@@ -580,14 +655,17 @@ std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std:
 std::string site_line(const OpSite& s) {
   std::ostringstream o;
   o << s.provider << '\t' << s.table << '\t' << s.op << '\t' << s.role << '\t' << s.op_kind << '\t'
-    << s.ctx << '\t' << s.len << '\t' << s.offset << '\t' << s.path;
+    << s.ctx << '\t' << s.len << '\t' << s.peer << '\t' << s.addr_format << '\t' << s.addrlen
+    << '\t' << s.straddr_form << '\t' << s.offset << '\t' << s.path;
   return o.str();
 }
 
 bool parse_site_line(const std::string& line, OpSite* s) {
+  // provider, table, op, then kNums numbers, then the path (which may hold tabs).
+  constexpr size_t kNums = 9;
   std::vector<std::string> f;
   size_t a = 0;
-  for (int i = 0; i < 8; ++i) {
+  for (size_t i = 0; i < 3 + kNums; ++i) {
     const size_t b = line.find('\t', a);
     if (b == std::string::npos) return false;
     f.push_back(line.substr(a, b - a));
@@ -598,22 +676,23 @@ bool parse_site_line(const std::string& line, OpSite* s) {
   r.provider = f[0];
   r.table = f[1];
   r.op = f[2];
-  char* end = nullptr;
-  const unsigned long long nums[5] = {
-      std::strtoull(f[3].c_str(), &end, 10), std::strtoull(f[4].c_str(), &end, 10),
-      std::strtoull(f[5].c_str(), &end, 10), std::strtoull(f[6].c_str(), &end, 10),
-      std::strtoull(f[7].c_str(), &end, 10)};
-  for (int i = 3; i <= 7; ++i)
-    if (f[static_cast<size_t>(i)].empty() ||
-        f[static_cast<size_t>(i)].find_first_not_of("0123456789") != std::string::npos)
-      return false;
+  unsigned long long nums[kNums] = {};
+  for (size_t i = 0; i < kNums; ++i) {
+    const std::string& n = f[3 + i];
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) return false;
+    nums[i] = std::strtoull(n.c_str(), nullptr, 10);
+  }
   r.role = static_cast<uint32_t>(nums[0]);
   r.op_kind = static_cast<uint32_t>(nums[1]);
   r.ctx = static_cast<uint32_t>(nums[2]);
   r.len = static_cast<uint32_t>(nums[3]);
-  r.offset = nums[4];
-  r.path = f[8];
-  if (r.path.empty() || r.path[0] != '/' || r.role < FT_UP_ROLE_OP || r.role > FT_UP_ROLE_EP_BIND)
+  r.peer = static_cast<uint32_t>(nums[4]);
+  r.addr_format = static_cast<uint32_t>(nums[5]);
+  r.addrlen = static_cast<uint32_t>(nums[6]);
+  r.straddr_form = static_cast<uint32_t>(nums[7]);
+  r.offset = nums[8];
+  r.path = f[3 + kNums];
+  if (r.path.empty() || r.path[0] != '/' || r.role < FT_UP_ROLE_OP || r.role > FT_UP_ROLE_LAST)
     return false;
   *s = r;
   return true;

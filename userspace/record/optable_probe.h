@@ -1,7 +1,8 @@
 // Where libfabric's data path is, for `fabtrace record --uprobes`: the provider
 // functions an application reaches through the op tables (fi_send ->
 // ep->msg->send, fi_cq_read -> cq->ops->read, fi_cq_open ->
-// domain->ops->cq_open, fi_ep_bind -> ep->fid.ops->bind) are not exported, and distribution builds
+// domain->ops->cq_open, fi_ep_bind -> ep->fid.ops->bind, fi_av_insert -> av->ops->insert,
+// fi_getname -> ep->cm->getname) are not exported, and distribution builds
 // are stripped, so they are found the way an application finds them: open the provider from the
 // same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM endpoint with
 // msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may install their
@@ -24,14 +25,23 @@ namespace fabtrace {
 // One probed function.
 struct OpSite {
   std::string provider;  // "tcp;ofi_rxm" (several: "tcp;ofi_rxm,shm")
-  std::string table;     // "msg", "tagged", "cq", "domain", "ep"
+  std::string table;     // "msg", "tagged", "cq", "domain", "ep", "av", "cm"
   std::string op;        // the table's field: "send", "recv", "read", "cq_open", ...
   uint32_t role = 0;     // enum ft_up_role (bpf/uprobe_ops.h)
   uint32_t op_kind = 0;  // OpKind (common/op_kinds.h), ops only
   uint32_t ctx = 0;      // enum ft_up_ctx
   uint32_t len = 0;      // enum ft_up_len
-  std::string path;      // the library file that holds it
-  uint64_t offset = 0;   // file offset of its first instruction
+  uint32_t peer = 0;     // FT_UP_PEER_*: where an op's fi_addr_t is
+  // AV insert and getname sites: the provider's address format (enum
+  // fi_addr_format: how the collector prints the addresses) and length (an
+  // AV insert's stride through its addresses; 0 for FI_ADDR_STR's strings).
+  uint32_t addr_format = 0;
+  uint32_t addrlen = 0;
+  // How the provider's straddr prints its addresses (enum StraddrForm,
+  // common/addr_format.h), told from its output for the helper's own address.
+  uint32_t straddr_form = 0;
+  std::string path;     // the library file that holds it
+  uint64_t offset = 0;  // file offset of its first instruction
 
   // "tcp;ofi_rxm msg.send": how record and the kernel log name the site.
   std::string what() const { return provider + " " + table + "." + op; }
@@ -39,7 +49,7 @@ struct OpSite {
 
 // A site without its place (path, offset).
 OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
-               uint32_t role, OpKind kind, uint32_t ctx = 0, uint32_t len = 0);
+               uint32_t role, OpKind kind, uint32_t ctx = 0, uint32_t len = 0, uint32_t peer = 0);
 
 // A PT_LOAD program header: what the mapping arithmetic needs.
 struct ElfLoad {

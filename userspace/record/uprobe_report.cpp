@@ -1,5 +1,8 @@
 #include "userspace/record/uprobe_report.h"
 
+#include <map>
+#include <utility>
+
 #include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
 #include "common/uprobe_stats.h"
@@ -36,7 +39,7 @@ OpRow op_row(const UprobeRow& u) {
 }  // namespace
 
 ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& rows,
-                                    const UprobeReportContext& ctx) {
+                                    const UprobeNames& names, const UprobeReportContext& ctx) {
   ProcessReport r;
   r.host = ctx.host;
   r.rank = ctx.rank.empty() ? "NA" : ctx.rank;
@@ -46,12 +49,24 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
   r.start_mono_ns = ctx.start_mono_ns;
   r.start_wall_ns = ctx.start_wall_ns;
   r.duration_s = ctx.duration_s;
-  LinkReport link;
-  link.local = "pid " + std::to_string(pid);
-  link.remote = "(any)";
-  for (const UprobeRow& u : rows)
-    if (u.pid == pid && u.op != FT_UP_OP_POLLS) link.rows.push_back(op_row(u));
-  if (!link.rows.empty()) r.links.push_back(link);
+  // (local, remote) -> op -> the rows of that op on links so named, summed.
+  std::map<std::pair<std::string, std::string>, std::map<uint32_t, UprobeRow>> links;
+  for (const UprobeRow& u : rows) {
+    if (u.pid != pid || u.op == FT_UP_OP_POLLS) continue;
+    UprobeRow& sum = links[{uprobe_local_label(pid, u.ep, names),
+                            uprobe_remote_label(pid, u.ep, u.peer, names)}][u.op];
+    sum.pid = pid;
+    sum.op = u.op;
+    sum.pending += u.pending;
+    add_uprobe_stats(&sum.s, u.s);
+  }
+  for (const auto& [labels, ops] : links) {
+    LinkReport link;
+    link.local = labels.first;
+    link.remote = labels.second;
+    for (const auto& kv : ops) link.rows.push_back(op_row(kv.second));
+    r.links.push_back(std::move(link));
+  }
   return r;
 }
 

@@ -3,10 +3,14 @@
 // `fabtrace report DIR` reads a process that ran without the preload as it
 // reads the others. Marked uprobe-derived (source "uprobes").
 //
-// What the kernel knows is less than the preload: the rows are per process and
-// op kind, not per peer and size, so the process has one link (local "pid N",
-// remote "(any)") and each op kind one row whose size is the mean of its paired
-// ops; no NIC, CQ gap or clock figures.
+// One link per (endpoint, peer) the process's ops named, labelled as the
+// preload labels it (uprobe_names.h): local = the endpoint's address, remote =
+// the peer's ("(any)" for receives from any source); the fallbacks "pid N ep
+// 0x..." and "fi_addr#N" where the session did not see the endpoint named or
+// the address inserted (both done before it began). Rows of one op kind whose
+// links carry the same labels are one row. Within a link, each op kind has one
+// row whose size is the mean of its paired ops (the kernel keeps no size
+// histogram); no NIC, CQ gap or clock figures.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@
 
 #include "common/report_model.h"
 #include "userspace/record/bpf_session.h"
+#include "userspace/record/uprobe_names.h"
 
 namespace fabtrace {
 
@@ -27,8 +32,9 @@ struct UprobeReportContext {
 };
 
 // The report of process `pid` from `rows` (every process's; the polls row and
-// other processes are left out). Empty links when the process has no op row.
+// other processes are left out), its links named from `names`. Empty links
+// when the process has no op row.
 ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& rows,
-                                    const UprobeReportContext& ctx);
+                                    const UprobeNames& names, const UprobeReportContext& ctx);
 
 }  // namespace fabtrace

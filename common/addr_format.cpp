@@ -1,4 +1,4 @@
-#include "preload/addr_format.h"
+#include "common/addr_format.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,6 +36,43 @@ std::string format_addr(uint32_t addr_format, const void* addr, size_t len) {
     s += kHex[p[i] & 15];
   }
   return s;
+}
+
+std::string fabric_straddr(uint32_t addr_format, const void* addr, size_t len) {
+  if (!addr || !len) return "";
+  const auto* sa = static_cast<const struct sockaddr*>(addr);
+  if (addr_format == FI_ADDR_STR) {
+    const auto* p = static_cast<const char*>(addr);
+    size_t n = 0;
+    while (n < len && p[n]) ++n;
+    return std::string(p, n);
+  }
+  if (addr_format == FI_SOCKADDR && len >= sizeof(sa->sa_family))
+    addr_format = sa->sa_family == AF_INET    ? FI_SOCKADDR_IN
+                  : sa->sa_family == AF_INET6 ? FI_SOCKADDR_IN6
+                                              : FI_FORMAT_UNSPEC;
+  char ip[INET6_ADDRSTRLEN] = {};
+  char out[INET6_ADDRSTRLEN + 32];
+  // ofi_straddr hands the address to inet_ntop with its own family field: one
+  // of another family is refused there.
+  if (addr_format == FI_SOCKADDR_IN && len >= sizeof(sockaddr_in) && sa->sa_family == AF_INET) {
+    const auto* in = static_cast<const struct sockaddr_in*>(addr);
+    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+    std::snprintf(out, sizeof(out), "fi_sockaddr_in://%s:%u", ip, ntohs(in->sin_port));
+    return out;
+  }
+  if (addr_format == FI_SOCKADDR_IN6 && len >= sizeof(sockaddr_in6) && sa->sa_family == AF_INET6) {
+    const auto* in6 = static_cast<const struct sockaddr_in6*>(addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+    std::snprintf(out, sizeof(out), "fi_sockaddr_in6://[%s]:%u", ip, ntohs(in6->sin6_port));
+    return out;
+  }
+  return "";
+}
+
+std::string address_label(uint32_t addr_format, const void* addr, size_t len, uint32_t form) {
+  std::string s = form == kStraddrPlain ? "" : fabric_straddr(addr_format, addr, len);
+  return s.empty() ? format_addr(addr_format, addr, len) : s;
 }
 
 size_t sockaddr_len(uint32_t addr_format, const void* addr) {
