@@ -282,7 +282,8 @@ int ft_up_op(struct pt_regs* regs) {
    * sendmsg directly, a utility provider's op its core's) is not an op of its
    * own: it runs deeper in the stack than the recorded call. One at the same
    * depth or above means that call's return was never seen: replaced. So does
-   * one older than a data-path op ever runs (ops do not block): return probes
+   * one older than a data-path op ever runs, preempted or not (ops do not
+   * block; FT_UP_NESTED_MAX_NS): return probes
    * are attached before entry probes (bpf_session.cpp), so a return is missed
    * only when a thread leaves a call by other ways (killed, a longjmp), and
    * such a record would otherwise hide every deeper op of the thread. */
