@@ -628,6 +628,21 @@ const std::set<std::string> kAtomicOps = {
     "fi_fetch_atomic",    "fi_fetch_atomicv",    "fi_fetch_atomicmsg", "fi_compare_atomic",
     "fi_compare_atomicv", "fi_compare_atomicmsg"};
 
+// Runs ft_app with `args` (both ranks, no preload, result files dir/app*)
+// under a `record --uprobes` session of its own in `dir`, stopped once the
+// program ended; *app_rc is the program's exit status.
+void ft_app_under_uprobes(const std::string& dir, std::vector<std::string> args, int* app_rc) {
+  const int rec = start_uprobe_session(dir, "record.log");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  args.insert(args.begin(), FT_APP);
+  args.insert(args.end(), {"--result", dir + "/app"});
+  const int app = spawn(args, {}, dir + "/app.log", false);
+  ASSERT_GT(app, 0);
+  *app_rc = wait_for(app, 240);
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+}
+
 // ft_app's `family` (rma or atomic) over `prov`, both ranks without the
 // preload, under `record --uprobes`. Ground truth: each rank's own result file
 // (its pid, the ops it issued - accepted - and those refused with -FI_EAGAIN
@@ -637,16 +652,13 @@ const std::set<std::string> kAtomicOps = {
 // landing (fi_writedata's remote CQ data at the rma target).
 void uprobes_ft_app(const char* prov, const char* family) {
   const std::string dir = make_temp_dir("rec-up-rma");
-  const int rec = start_uprobe_session(dir, "record.log");
-  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
   const uint64_t count = 20, size = 4096;
-  const int app = spawn({FT_APP, "--prov", prov, "--test", family, "--count", std::to_string(count),
-                         "--size", std::to_string(size), "--result", dir + "/app"},
-                        {}, dir + "/app.log", false);
-  ASSERT_GT(app, 0);
-  const int app_rc = wait_for(app, 240);
-  kill(rec, SIGINT);
-  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  int app_rc = -1;
+  ASSERT_NO_FATAL_FAILURE(
+      ft_app_under_uprobes(dir,
+                           {"--prov", prov, "--test", family, "--count", std::to_string(count),
+                            "--size", std::to_string(size)},
+                           &app_rc));
   if (app_rc == 77) GTEST_SKIP() << slurp(dir + "/app.log");
   ASSERT_EQ(app_rc, 0) << slurp(dir + "/app.log");
   const std::string record_log = slurp(dir + "/record.log");
@@ -757,15 +769,9 @@ TEST(Record, UprobesAtomicShm) {
 // links with exactly those counts: one row per peer.
 void uprobes_multiep(const char* prov) {
   const std::string dir = make_temp_dir("rec-up-multiep");
-  const int rec = start_uprobe_session(dir, "record.log");
-  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
-  const int app = spawn({FT_APP, "--prov", prov, "--test", "multiep", "--count", "25", "--size",
-                         "1024", "--result", dir + "/app"},
-                        {}, dir + "/app.log", false);
-  ASSERT_GT(app, 0);
-  const int app_rc = wait_for(app, 240);
-  kill(rec, SIGINT);
-  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  int app_rc = -1;
+  ASSERT_NO_FATAL_FAILURE(ft_app_under_uprobes(
+      dir, {"--prov", prov, "--test", "multiep", "--count", "25", "--size", "1024"}, &app_rc));
   if (app_rc == 77) GTEST_SKIP() << slurp(dir + "/app.log");
   ASSERT_EQ(app_rc, 0) << slurp(dir + "/app.log");
   for (const int rank : {0, 1}) {
