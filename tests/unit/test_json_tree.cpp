@@ -112,6 +112,54 @@ TEST(JsonTree, AnswersAsNlohmannsDomOnEdgeCases) {
     expect_same_text(text);
 }
 
+// The texts the fast parser (json_tree.cpp) takes, and those it hands to
+// nlohmann's, valid or not: the same tree or the same error either way.
+TEST(JsonTree, FastPathAndItsEdgesAnswerAsNlohmann) {
+  for (const char* text : {" [ 1 , { \"a\" : [ ] , \"b\":{} } ,\t\r\n\"\" ] ",
+                           "{\"esc\":\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t end\"}",
+                           "\"\\ud83d\\ude00\"",
+                           "\"caf\xc3\xa9\"",
+                           "\"bad \xff byte\"",
+                           "\"tab\there\"",
+                           "\"\x7f\"",
+                           "-9223372036854775809",
+                           "-9223372036854775807",
+                           "18446744073709551614",
+                           "123456789012345678901234567890",
+                           "0e5",
+                           "-0.0",
+                           "1E+2",
+                           "2.5e-7",
+                           "1e-400",
+                           "5e-324",
+                           "-1e400",
+                           "01",
+                           "1.",
+                           "-",
+                           ".5",
+                           "1e",
+                           "[1,]",
+                           "{\"a\":1,}",
+                           "{,}",
+                           "{\"a\"}",
+                           "[\"unterminated",
+                           "\xef\xbb\xbf{}",
+                           "truex",
+                           "nul",
+                           "[true,false,null]",
+                           "{\"a\":[1,2],\"a\":{\"b\":null}}",
+                           "[] []",
+                           "  "})
+    expect_same_text(text);
+  // Deep nesting within the bound, and beyond it (the builder's bound, both paths).
+  expect_same_text(std::string(100, '[') + std::string(100, ']'));
+  JsonTree t;
+  JsonError e;
+  EXPECT_FALSE(t.parse(std::string(65, '[') + std::string(65, ']'), &e, 64));
+  EXPECT_TRUE(e.too_deep()) << e.what;
+  EXPECT_TRUE(t.parse(std::string(64, '[') + std::string(64, ']'), &e, 64)) << e.what;
+}
+
 TEST(JsonTree, RepeatedKeysKeepTheLast) {
   JsonTree t;
   JsonError e;
