@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
 #include "tests/report_fixtures/synthetic_job.h"
@@ -158,6 +159,38 @@ TEST(JsonTree, FastPathAndItsEdgesAnswerAsNlohmann) {
   EXPECT_FALSE(t.parse(std::string(65, '[') + std::string(65, ']'), &e, 64));
   EXPECT_TRUE(e.too_deep()) << e.what;
   EXPECT_TRUE(t.parse(std::string(64, '[') + std::string(64, ']'), &e, 64)) << e.what;
+}
+
+// A report's text with random edits (bytes from JSON's alphabet and a few
+// others put in, taken out or changed): each, valid or not, gives the tree or
+// the error nlohmann gives, whichever of the two parsers took it.
+TEST(JsonTree, EditedReportsAnswerAsNlohmann) {
+  const std::string base = test::report_json_text(test::make_synthetic_job().reports[0]);
+  const std::string alphabet = "{}[],:\"\\ \n0123456789-+.eEtrufalsn\x01\x80\xc3\xa9u/";
+  std::mt19937 rng(16);
+  size_t valid = 0;
+  for (int i = 0; i < 1500; ++i) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < edits; ++k) {
+      const size_t at = rng() % text.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0:
+          text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), c);
+          break;
+        case 1:
+          text.erase(at, 1);
+          break;
+        default:
+          text[at] = c;
+      }
+    }
+    valid += json::accept(text);
+    expect_same_text(text);
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(valid, 100u);  // the fast path saw valid texts, not only errors
 }
 
 TEST(JsonTree, RepeatedKeysKeepTheLast) {

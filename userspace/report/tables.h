@@ -47,7 +47,7 @@ bool write_kernel_events_csv(const Job& job, std::FILE* out);
 // A job of more link rows than this gets its links table as links.csv.zst
 // (the bytes of links.csv as one zstd frame: pd.read_csv("links.csv.zst"),
 // `zstd -dc links.csv.zst`) and no links.json: at a million rows the CSV is
-// 200 MB and the JSON 380 MB of the same rows, and formatting and writing
+// 192 MB and the JSON 575 MB of the same rows, and formatting and writing
 // both was the largest part of the report's time after the parse. Smaller
 // jobs keep links.csv and links.json. `fabtrace report --zstd-links-above N`.
 constexpr size_t kZstdLinksAbove = 100000;

@@ -1,7 +1,7 @@
 // A stdio stream whose bytes go to a file descriptor as one zstd frame, so
 // that the table writers (tables.h), which write to a FILE*, write a
 // compressed table without a second copy of it: links.csv.zst of a job of a
-// million link rows (a 200 MB CSV) is written as it is formatted.
+// million link rows (a 192 MB CSV) is written as it is formatted.
 #pragma once
 
 #include <cstdio>
