@@ -291,32 +291,28 @@ const char* links_table_name(const Job& job, size_t zstd_above) {
   return job.links.size() > zstd_above ? "links.csv.zst" : "links.csv";
 }
 
-namespace {
-
-bool write_links_zst(const Job& job, std::FILE* out) {
-  // The table writers flush their stream and check it; the frame's tail is
-  // written by fclose, checked by write_tables.
-  return write_links_csv(job, out);
-}
-
-}  // namespace
-
 bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
                   std::string* error, bool kernel_events, size_t zstd_links_above) {
   const bool zst = job.links.size() > zstd_links_above;
+  // Which form of the links table a file is: one of the two is written, the
+  // other's file removed.
+  enum Form { kOther, kLinksPlain, kLinksZst };
   const struct {
     const char* name;
     bool (*fn)(const Job&, std::FILE*);
-  } outs[] = {{"links.csv.zst", write_links_zst}, {"links.csv", write_links_csv},
-              {"links.json", write_links_json},   {"nics.csv", write_nics_csv},
-              {"nics.json", write_nics_json},     {"stalls.csv", write_stalls_csv},
-              {"stalls.json", write_stalls_json}, {"kernel_events.csv", write_kernel_events_csv}};
+    Form form;
+  } outs[] = {{"links.csv.zst", write_links_csv, kLinksZst},
+              {"links.csv", write_links_csv, kLinksPlain},
+              {"links.json", write_links_json, kLinksPlain},
+              {"nics.csv", write_nics_csv, kOther},
+              {"nics.json", write_nics_json, kOther},
+              {"stalls.csv", write_stalls_csv, kOther},
+              {"stalls.json", write_stalls_json, kOther},
+              {"kernel_events.csv", write_kernel_events_csv, kOther}};
   for (const auto& o : outs) {
     if (o.fn == write_kernel_events_csv && (!kernel_events || job.kernel.empty())) continue;
     const std::string path = out_dir + "/" + o.name;
-    const bool links_form =
-        o.fn == write_links_zst || o.fn == write_links_csv || o.fn == write_links_json;
-    if (links_form && zst != (o.fn == write_links_zst)) {
+    if (o.form != kOther && zst != (o.form == kLinksZst)) {
       // The other form's file, from an earlier report into this directory
       // (ours: cmd_report checked it), would be read as this job's.
       if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -328,7 +324,8 @@ bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::s
     ReplacingFile f;
     if (!f.open(path, error)) return false;
     std::FILE* stream = nullptr;
-    if (o.fn == write_links_zst) {
+    if (o.form == kLinksZst) {
+      // The frame's tail is written by fclose: checked with the rest.
       std::string why;
       stream = open_zstd_stream(f.fd(), kZstdLevel, &why);
       if (!stream) {
