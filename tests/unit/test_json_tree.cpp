@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -201,6 +204,68 @@ TEST(JsonTree, RepeatedKeysKeepTheLast) {
   ASSERT_TRUE(t.root().find("a", &a));
   EXPECT_EQ(a.get_u64(), 3u);
   EXPECT_EQ(t.root().size(), 3u);
+}
+
+// Where rapidjson's reader (json_tree.cpp) and nlohmann's could part: a lone
+// low surrogate escape (rapidjson 1.1 writes it as UTF-8, nlohmann refuses
+// it), a NUL byte (rapidjson's end of text), raw UTF-8 that is not
+// (surrogates, overlong, above U+10FFFF) beside valid UTF-8 in a text that is
+// not ASCII, integers at 32 and 64 bits, negative zeros, doubles that need
+// full precision, and the magnitudes rapidjson 1.1 reads wrong (99e307 as
+// -3.1e-308): the same tree or the same error.
+TEST(JsonTree, RapidJsonEdgesAnswerAsNlohmann) {
+  for (const char* text : {"\"\\udc00\"",
+                           "[\"a\\udfff\"]",
+                           "{\"\\udc00\":1}",
+                           "\"\\ud800\"",
+                           "\"\\ud800\\u0041\"",
+                           "\"\\ud7ff\\ue000\\u0000\"",
+                           "[\"caf\xc3\xa9\",\"\xed\xa0\x80\"]",
+                           "[\"caf\xc3\xa9\",\"\xf4\x90\x80\x80\"]",
+                           "[\"caf\xc3\xa9\",\"\xc0\xaf\"]",
+                           "{\"caf\xc3\xa9\":\"\xf0\x9f\x98\x80\",\"\xed\x9f\xbf\":\"\\udc00\"}",
+                           "-0",
+                           "-0e0",
+                           "-2147483648",
+                           "-2147483649",
+                           "4294967295",
+                           "4294967296",
+                           "9223372036854775808",
+                           "-18446744073709551616",
+                           "0.1",
+                           "2.2250738585072011e-308",
+                           "1.7976931348623157e308",
+                           "1.7976931348623159e308",
+                           "0.30000000000000004441",
+                           "9007199254740993",
+                           "9007199254740993.0",
+                           "99e307",
+                           "{\"a\":[1,9.1e309]}",
+                           "0.0000001e-320",
+                           "[0.5, 0.0000001e-320]",
+                           "-0.000000000000000000000000000000000000001e-290",
+                           "1e-99999999999",
+                           "0e99999999999"})
+    expect_same_text(text);
+  expect_same_text(std::string("1\0x", 3));
+  expect_same_text(std::string("[\"a\"]\0", 6));
+  expect_same_text(std::string("\"a\0b\"", 5));
+  // Doubles as fabtrace writes them (shortest, 17 digits) and long digit
+  // strings, each read to the bit as nlohmann's strtod reads it.
+  std::mt19937_64 rng(16);
+  for (int i = 0; i < 20000; ++i) {
+    uint64_t bits = rng();
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    if (!std::isfinite(d)) continue;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.17g", d);
+    expect_same_text(buf);
+    expect_same_text(json(d).dump());
+    std::string digits = std::to_string(rng() % 10 + 1) + "." + std::to_string(rng()) +
+                         std::to_string(rng()) + "e" + std::to_string(int(rng() % 700) - 350);
+    expect_same_text(digits);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,22 @@
 #include "userspace/report/json_tree.h"
 
+// SSE2 is x86-64's baseline: rapidjson skips blanks and scans strings 16
+// bytes at a time, in aligned loads that may read past the text's end within
+// its 16 bytes: not under AddressSanitizer, which would call that an overflow.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FABTRACE_ASAN 1
+#endif
+#endif
+#if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(FABTRACE_ASAN)
+#define RAPIDJSON_SSE2
+#endif
+#include <rapidjson/reader.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <system_error>
@@ -89,220 +104,105 @@ class JsonTreeBuilder {
 
 namespace {
 
-// A parser for the JSON that fabtrace writes, ahead of nlohmann's, whose
-// lexer (a virtual-free but per-character loop that copies every token) was
-// half of `fabtrace report`'s time at a million link rows. It gives the
-// builder the events nlohmann's parser gives, for the texts it takes:
-// ASCII strings without \u escapes, integers that fit 64 bits, floats that
-// std::from_chars reads without overflow or underflow (correctly rounded,
-// as glibc's strtod that nlohmann calls). Anything else, valid or not, makes
-// it stop (false), and the text is parsed again by nlohmann: its tree and
-// its errors stay the reference. Iterative: depth is the builder's bound.
-class FastParser {
+// rapidjson's SAX events (its Reader, whose lexer does not copy every
+// token: nlohmann's was half of `fabtrace report`'s time at a million link
+// rows) given to the builder as nlohmann's parser would give them. Where
+// rapidjson takes what nlohmann refuses (a lone low surrogate, \uDC00..\uDFFF,
+// written as UTF-8) or a number from_chars cannot read, the handler stops
+// and nlohmann parses the text again.
+class RapidJsonEvents {
  public:
-  FastParser(const char* p, const char* end, JsonTreeBuilder* b) : p_(p), end_(end), b_(b) {}
-
-  bool parse() {
-    std::vector<char> open;  // '{' or '[' of the containers not yet closed
-    bool want_value = true;
-    for (;;) {
-      skip_blanks();
-      if (want_value) {
-        if (p_ == end_) return false;
-        const char c = *p_;
-        if (c == '{' || c == '[') {
-          ++p_;
-          if (!(c == '{' ? b_->start_object(0) : b_->start_array(0))) return false;
-          skip_blanks();
-          if (p_ < end_ && *p_ == (c == '{' ? '}' : ']')) {
-            ++p_;
-            c == '{' ? b_->end_object() : b_->end_array();
-            want_value = false;
-            continue;
-          }
-          open.push_back(c);
-          if (c == '{' && !key()) return false;
-          continue;
-        }
-        if (!scalar()) return false;
-        want_value = false;
-        continue;
-      }
-      if (open.empty()) return p_ == end_;  // strict: nothing but blanks after the value
-      if (p_ == end_) return false;
-      const char in = open.back();
-      if (*p_ == ',') {
-        ++p_;
-        if (in == '{') {
-          skip_blanks();
-          if (!key()) return false;
-        }
-        want_value = true;
-      } else if (*p_ == (in == '{' ? '}' : ']')) {
-        ++p_;
-        in == '{' ? b_->end_object() : b_->end_array();
-        open.pop_back();
+  explicit RapidJsonEvents(JsonTreeBuilder* b) : b_(b) {}
+  bool Null() { return b_->null(); }
+  bool Bool(bool v) { return b_->boolean(v); }
+  // Numbers come as their text (kParseNumbersAsStringsFlag), read here as
+  // nlohmann reads them: an integer is unsigned unless it has a minus sign,
+  // one beyond 64 bits a float; floats by std::from_chars, correctly rounded
+  // as glibc's strtod that nlohmann calls (out of range: nlohmann's error
+  // or value). Not rapidjson's own readers: 1.1's full-precision one reads
+  // 99e307 as -3.1e-308 and reads out of bounds on
+  // 8.1165387018314769226613525791665272705155e-335; its plain one is not
+  // correctly rounded.
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    const char* end = s + n;
+    if (std::find_if(s, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; }) == end) {
+      if (*s == '-') {
+        int64_t v = 0;
+        const auto r = std::from_chars(s, end, v);
+        if (r.ec == std::errc() && r.ptr == end) return b_->number_integer(v);
       } else {
-        return false;
+        uint64_t v = 0;
+        const auto r = std::from_chars(s, end, v);
+        if (r.ec == std::errc() && r.ptr == end) return b_->number_unsigned(v);
       }
-    }
-  }
-
- private:
-  void skip_blanks() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-  }
-
-  // "key" then ':'.
-  bool key() {
-    std::string_view k;
-    if (!string(&k) || !b_->key_text(k)) return false;
-    skip_blanks();
-    if (p_ == end_ || *p_ != ':') return false;
-    ++p_;
-    return true;
-  }
-
-  // A string at p_ (its opening quote): *out views the text itself, or
-  // scratch_ when it has escapes.
-  bool string(std::string_view* out) {
-    if (p_ == end_ || *p_ != '"') return false;
-    const char* start = ++p_;
-    while (p_ < end_) {
-      const auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        *out = std::string_view(start, static_cast<size_t>(p_ - start));
-        ++p_;
-        return true;
-      }
-      if (c == '\\') return escaped(start, out);
-      if (c < 0x20 || c >= 0x80) return false;  // nlohmann's error, or UTF-8 it checks
-      ++p_;
-    }
-    return false;
-  }
-
-  bool escaped(const char* start, std::string_view* out) {
-    scratch_.assign(start, static_cast<size_t>(p_ - start));
-    while (p_ < end_) {
-      const auto c = static_cast<unsigned char>(*p_++);
-      if (c == '"') {
-        *out = scratch_;
-        return true;
-      }
-      if (c < 0x20 || c >= 0x80) return false;
-      if (c != '\\') {
-        scratch_ += static_cast<char>(c);
-        continue;
-      }
-      if (p_ == end_) return false;
-      switch (*p_++) {
-        case '"':
-          scratch_ += '"';
-          break;
-        case '\\':
-          scratch_ += '\\';
-          break;
-        case '/':
-          scratch_ += '/';
-          break;
-        case 'b':
-          scratch_ += '\b';
-          break;
-        case 'f':
-          scratch_ += '\f';
-          break;
-        case 'n':
-          scratch_ += '\n';
-          break;
-        case 'r':
-          scratch_ += '\r';
-          break;
-        case 't':
-          scratch_ += '\t';
-          break;
-        default:
-          return false;  // \u (code points, surrogate pairs): nlohmann's
-      }
-    }
-    return false;
-  }
-
-  bool literal(std::string_view word) {
-    if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
-      return false;
-    p_ += word.size();
-    return true;
-  }
-
-  bool scalar() {
-    switch (*p_) {
-      case '"': {
-        std::string_view v;
-        return string(&v) && b_->text(v);
-      }
-      case 't':
-        return literal("true") && b_->boolean(true);
-      case 'f':
-        return literal("false") && b_->boolean(false);
-      case 'n':
-        return literal("null") && b_->null();
-      default:
-        return number();
-    }
-  }
-
-  // nlohmann's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; an
-  // integer is unsigned unless it has a minus sign.
-  bool number() {
-    const char* start = p_;
-    const bool minus = *p_ == '-';
-    if (minus) ++p_;
-    const auto digit = [this] { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; };
-    if (!digit()) return false;
-    uint64_t v = 0;
-    bool fits = true;
-    if (*p_ == '0') {
-      ++p_;
-    } else {
-      while (digit()) {
-        const auto d = static_cast<uint64_t>(*p_++ - '0');
-        if (v > (UINT64_MAX - d) / 10) fits = false;
-        v = v * 10 + d;
-      }
-    }
-    bool real = false;
-    if (p_ < end_ && *p_ == '.') {
-      ++p_;
-      if (!digit()) return false;
-      while (digit()) ++p_;
-      real = true;
-    }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
-      ++p_;
-      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-      if (!digit()) return false;
-      while (digit()) ++p_;
-      real = true;
-    }
-    if (!real) {
-      if (!fits) return false;  // nlohmann reads it as a float
-      if (!minus) return b_->number_unsigned(v);
-      if (v > uint64_t{1} << 63) return false;
-      return b_->number_integer(static_cast<int64_t>(0 - v));
     }
     double d = 0;
-    const auto r = std::from_chars(start, p_, d);
-    if (r.ec != std::errc() || r.ptr != p_) return false;  // out of range: nlohmann's
-    return b_->number_float(d, no_text_);
+    const auto r = std::from_chars(s, end, d);
+    return r.ec == std::errc() && r.ptr == end && b_->number_float(d, no_text_);
+  }
+  // Not called with kParseNumbersAsStringsFlag; the Reader's interface.
+  bool Int(int) { return false; }
+  bool Uint(unsigned) { return false; }
+  bool Int64(int64_t) { return false; }
+  bool Uint64(uint64_t) { return false; }
+  bool Double(double) { return false; }
+  bool String(const char* s, rapidjson::SizeType n, bool) {
+    return no_surrogate(s, n) && b_->text(std::string_view(s, n));
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool) {
+    return no_surrogate(s, n) && b_->key_text(std::string_view(s, n));
+  }
+  bool StartObject() { return b_->start_object(0); }
+  bool EndObject(rapidjson::SizeType) { return b_->end_object(); }
+  bool StartArray() { return b_->start_array(0); }
+  bool EndArray(rapidjson::SizeType) { return b_->end_array(); }
+
+ private:
+  // The input is ASCII or its UTF-8 validated (kParseValidateEncodingFlag),
+  // so a surrogate's encoding (ED A0..BF) in a string came from a \u escape.
+  static bool no_surrogate(const char* s, size_t n) {
+    const char* end = s + n;
+    for (const char* p = s; (p = static_cast<const char*>(memchr(p, 0xED, end - p))) != nullptr;) {
+      if (++p < end && static_cast<unsigned char>(*p) >= 0xA0) return false;
+    }
+    return true;
   }
 
-  const char* p_;
-  const char* end_;
   JsonTreeBuilder* b_;
-  std::string scratch_;
   const std::string no_text_;  // number_float's text, which the builder does not read
 };
+
+// Numbers as text (see RawNumber); iterative: depth is the builder's bound,
+// not the thread's stack.
+constexpr unsigned kRapidJsonFlags =
+    rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag;
+
+// Whether every byte is below 0x80, 8 at a time. Reports are ASCII (names
+// escaped), and rapidjson's UTF-8 validation, which nlohmann's strictness
+// needs for other bytes, was 92M of its 307M instructions on the 128-rank
+// job; ASCII needs none, and without it rapidjson scans strings 16 bytes at
+// a time.
+bool ascii(std::string_view s) {
+  uint64_t any = 0;
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    memcpy(&w, s.data() + i, 8);
+    any |= w;
+  }
+  for (; i < s.size(); ++i) any |= static_cast<unsigned char>(s[i]);
+  return (any & 0x8080808080808080ULL) == 0;
+}
+
+// Parses text into the builder; false on any error, or a NUL byte that
+// rapidjson took for the text's end.
+template <unsigned kFlags>
+bool rapidjson_parse(const std::string& text, JsonTreeBuilder* builder) {
+  RapidJsonEvents events(builder);
+  rapidjson::StringStream in(text.c_str());
+  rapidjson::Reader reader;
+  return !reader.Parse<kFlags>(in, events).IsError() && in.Tell() == text.size();
+}
 
 }  // namespace
 
@@ -319,8 +219,13 @@ bool JsonTree::parse(const std::string& text, JsonError* error, int max_depth) {
   slots_.reserve(text.size() / 16 + 16);
   strings_.reserve(text.size() / 4 + 16);
   {
+    // Any failure, and nlohmann parses the text again: its tree and its
+    // errors stay the reference.
     JsonTreeBuilder fast(this, max_depth);
-    if (FastParser(text.data(), text.data() + text.size(), &fast).parse()) return true;
+    if (ascii(text)
+            ? rapidjson_parse<kRapidJsonFlags>(text, &fast)
+            : rapidjson_parse<kRapidJsonFlags | rapidjson::kParseValidateEncodingFlag>(text, &fast))
+      return true;
     slots_.clear();
     strings_.clear();
   }

@@ -1,4 +1,5 @@
-// A JSON document read with nlohmann's SAX parser into two flat arrays (the
+// A JSON document read with rapidjson's SAX reader (nlohmann's for what
+// rapidjson refuses or could read otherwise) into two flat arrays (the
 // values in document order, and one buffer of their strings), for reading a
 // rank's report: nlohmann's DOM allocates a map node, and often a key string,
 // per value, and that was half of `fabtrace report`'s time on a job of 1M
@@ -37,7 +38,7 @@ class JsonTree {
   // Parses text (strict: nothing but blanks after the value). False, with
   // *error, where nlohmann's DOM parser would have thrown, or (too_deep())
   // at the first array or object nested deeper than max_depth (0: any
-  // depth). nlohmann's SAX parser keeps its own stack, so the bound is for
+  // depth). Both SAX parsers keep their own stacks, so the bound is for
   // what walks the tree recursively (dump()), checked as the parse goes
   // rather than by a pass over the text before it.
   // A tree parses many texts with the space of the largest so far (a
