@@ -38,7 +38,7 @@ void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
                "                       [--kernel-events] [--otf2] [--threads N] [--mpi]\n"
-               "                       [--trace-per-rank]\n"
+               "                       [--trace-per-rank] [--zstd-links-above N]\n"
                "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
                "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
                "           trace go (default DIR/fabtrace-report)\n"
@@ -49,6 +49,8 @@ void usage(std::FILE* out) {
                "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n"
                "  --threads N  threads that read the ranks' reports (default: one per core);\n"
                "           the outputs are the same for any N\n"
+               "  --zstd-links-above N  a job of more than N link rows (default 100000) gets\n"
+               "           links.csv.zst (zstd of links.csv) and no links.json; 0: always\n"
                "  --trace-per-rank  the Perfetto trace as one file per rank,\n"
                "           trace.r<rank>.pftrace (and trace.kernel.<host>.pftrace per node\n"
                "           with a kernel log), instead of trace.pftrace\n"
@@ -58,12 +60,21 @@ void usage(std::FILE* out) {
                "           merges and writes the same outputs as without --mpi\n");
 }
 
-bool parse_size(const char* s, size_t* out) {
+// A whole number, 0 or more.
+bool parse_count(const char* s, size_t* out) {
   char* end = nullptr;
   errno = 0;
   const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || !end || *end || end == s || v == 0 || v > 100000) return false;
+  if (errno || !end || *end || end == s || s[0] == '-') return false;
   *out = static_cast<size_t>(v);
+  return true;
+}
+
+// A number from 1 to 100000.
+bool parse_size(const char* s, size_t* out) {
+  size_t v = 0;
+  if (!parse_count(s, &v) || v == 0 || v > 100000) return false;
+  *out = v;
   return true;
 }
 
@@ -73,7 +84,7 @@ int cmd_report(int argc, char** argv) {
   std::string dir, out_dir;
   bool have_dir = false, html = true, trace = true, kernel_events = false, otf2 = false;
   bool mpi = false, trace_per_rank = false;
-  size_t top = 5, threads = 0;
+  size_t top = 5, threads = 0, zstd_links_above = report::kZstdLinksAbove;
   bool top_given = false;
   for (int i = 0; i < argc; ++i) {
     const char* a = argv[i];
@@ -82,12 +93,19 @@ int cmd_report(int argc, char** argv) {
       return 0;
     }
     if (!std::strcmp(a, "-o") || !std::strcmp(a, "--output") || !std::strcmp(a, "--top") ||
-        !std::strcmp(a, "--threads")) {
+        !std::strcmp(a, "--threads") || !std::strcmp(a, "--zstd-links-above")) {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "fabtrace report: %s needs a value\n", a);
         return 2;
       }
-      if (!std::strcmp(a, "--threads")) {
+      if (!std::strcmp(a, "--zstd-links-above")) {
+        if (!parse_count(argv[++i], &zstd_links_above)) {
+          std::fprintf(stderr,
+                       "fabtrace report: --zstd-links-above takes a number of rows, not '%s'\n",
+                       argv[i]);
+          return 2;
+        }
+      } else if (!std::strcmp(a, "--threads")) {
         if (!parse_size(argv[++i], &threads) || threads > 1024) {
           std::fprintf(stderr,
                        "fabtrace report: --threads takes a number from 1 to 1024, not '%s'\n",
@@ -229,7 +247,7 @@ int cmd_report(int argc, char** argv) {
 
   int rc = 0;
   std::vector<std::string> outputs;
-  if (!report::write_tables(job, out_dir, &outputs, &err, kernel_events)) {
+  if (!report::write_tables(job, out_dir, &outputs, &err, kernel_events, zstd_links_above)) {
     std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
     rc = 1;
   }
@@ -293,6 +311,7 @@ int cmd_report(int argc, char** argv) {
     hopt.dir = dir;
     hopt.slowest = &slowest;
     hopt.outputs = outputs;
+    hopt.links_table = report::links_table_name(job, zstd_links_above);
     hopt.outputs.insert(hopt.outputs.end(), trace_files.begin(), trace_files.end());
     const std::string path = out_dir + "/report.html";
     if (report::write_html_report(job, path, hopt, &err)) {
@@ -309,6 +328,7 @@ int cmd_report(int argc, char** argv) {
   sopt.top = top;
   sopt.slowest = &slowest;
   sopt.outputs = outputs;
+  sopt.links_table = report::links_table_name(job, zstd_links_above);
   sopt.skipped_on_stderr = job.skipped.size();
   std::fflush(stderr);
   if (!report::write_summary(stdout, job, sopt)) {

@@ -293,6 +293,40 @@ TEST(Report, OneThreadAndTwoWriteTheSameOutputs) {
   EXPECT_NE(first.find("fabtrace.cut.r99.p99.json: truncated"), std::string::npos);
 }
 
+// --zstd-links-above N: a job of more link rows than N gets links.csv.zst
+// (the bytes of the links.csv it gets otherwise, as `zstd -dc` reads them
+// back) and no links.json; the summary and the HTML name the file.
+TEST(Report, LinksCsvZstAboveTheThreshold) {
+  const std::string dir = make_temp_dir("report-zst");
+  SyntheticOptions o;
+  o.nodes = 3;
+  o.ranks_per_node = 4;  // 12 ranks, 156 link rows
+  write_synthetic_job(make_synthetic_job(o), dir + "/job");
+  const auto report = [&](const std::string& out, const char* above) {
+    return run({FABTRACE_CLI, "report", dir + "/job", "-o", out, "--no-trace", "--zstd-links-above",
+                above},
+               {}, false, 120);
+  };
+  const RunResult csv = report(dir + "/csv", "156");
+  ASSERT_EQ(csv.exit_code, 0) << csv.output;
+  ASSERT_TRUE(exists(dir + "/csv/links.json"));
+  EXPECT_FALSE(exists(dir + "/csv/links.csv.zst"));
+  const RunResult zst = report(dir + "/zst", "155");
+  ASSERT_EQ(zst.exit_code, 0) << zst.output;
+  EXPECT_FALSE(exists(dir + "/zst/links.csv"));
+  EXPECT_FALSE(exists(dir + "/zst/links.json"));
+  EXPECT_NE(zst.output.find(dir + "/zst/links.csv.zst"), std::string::npos) << zst.output;
+  EXPECT_EQ(zst.output.find(dir + "/zst/links.json"), std::string::npos) << zst.output;
+  const RunResult dc = run({"zstd", "-dcq", dir + "/zst/links.csv.zst"}, {}, false, 60);
+  ASSERT_EQ(dc.exit_code, 0);
+  const std::string want = slurp(dir + "/csv/links.csv");
+  EXPECT_EQ(std::count(want.begin(), want.end(), '\n'), 157);
+  EXPECT_TRUE(dc.output == want) << "zstd -dc links.csv.zst differs from links.csv";
+  const std::string html = slurp(dir + "/zst/report.html");
+  EXPECT_NE(html.find("<a href=\"links.csv.zst\">"), std::string::npos);
+  EXPECT_NE(html.find("Every link row is in links.csv.zst,"), std::string::npos);
+}
+
 TEST(Report, NothingUsableIsAnError) {
   const std::string dir = make_temp_dir("report-nothing");
   std::ofstream(dir + "/fabtrace.h.r0.p1.json") << "{\"format\": \"fabtrace-rep";

@@ -1,12 +1,12 @@
 // `mpirun -np 2 fabtrace report --mpi DIR` against `fabtrace report DIR`: the
 // same summary, the same stderr and the same output files, byte for byte, on
-// synthetic jobs with timelines, counters and a corrupt report; with per-op
-// timelines across ranks read by several processes (receives matched to sends
-// in other processes' timelines, the slowest ops merged, a timeline cut
-// short) and per-rank Perfetto files written by several processes (which
-// decode, each standing alone); an unusable DIR ends every process (none
-// waits for the others). Without MPI in the build, --mpi is refused with one
-// line.
+// synthetic jobs with timelines, counters and a corrupt report (and with the
+// links table compressed); with per-op timelines across ranks read by several
+// processes (receives matched to sends in other processes' timelines, the
+// slowest ops merged, a timeline cut short) and per-rank Perfetto files
+// written by several processes (which decode, each standing alone); an
+// unusable DIR ends every process (none waits for the others). Without MPI in
+// the build, --mpi is refused with one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -113,6 +113,16 @@ TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
     EXPECT_NE(single.find(r.host + "," + r.rank + "," + std::to_string(r.pid)), std::string::npos)
         << "rank " << r.rank << " missing from the single-process outputs";
   expect_same(single, mpi, "--mpi");
+  // The links table as links.csv.zst: the same frame from process 0.
+  const std::vector<std::string> zst{"--zstd-links-above", "0"};
+  const std::string single_zst =
+      report_outputs(dir + "/job", out, 0, dir + "/stderr", &rc_single, zst);
+  const std::string mpi_zst = report_outputs(dir + "/job", out, 2, dir + "/stderr", &rc_mpi, zst);
+  ASSERT_EQ(rc_single, 0) << single_zst.substr(0, 4000);
+  ASSERT_EQ(rc_mpi, 0) << mpi_zst.substr(0, 4000);
+  EXPECT_NE(single_zst.find("== " + out + "/links.csv.zst"), std::string::npos);
+  EXPECT_EQ(single_zst.find("== " + out + "/links.json"), std::string::npos);
+  expect_same(single_zst, mpi_zst, "--mpi --zstd-links-above 0");
 }
 
 // Per-op timelines across 9 ranks, one cut short, read by 2 and by 3

@@ -3,8 +3,10 @@
 #include "userspace/report/tables.h"
 
 #include <gtest/gtest.h>
+#include <zstd.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -161,6 +163,73 @@ TEST(ReportTables, UnwritableDirectoryIsNamed) {
   std::string err;
   EXPECT_FALSE(write_tables(Job(), "/nonexistent/out", nullptr, &err));
   EXPECT_NE(err.find("/nonexistent/out/links.csv"), std::string::npos) << err;
+}
+
+// The bytes of a file of zstd frames, decompressed ("" with a failure).
+std::string unzstd(const std::string& compressed) {
+  ZSTD_DCtx* d = ZSTD_createDCtx();
+  std::string out;
+  std::vector<char> buf(ZSTD_DStreamOutSize());
+  ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
+  size_t last = 0;
+  while (in.pos < in.size) {
+    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+    last = ZSTD_decompressStream(d, &o, &in);
+    if (ZSTD_isError(last)) {
+      ADD_FAILURE() << ZSTD_getErrorName(last);
+      break;
+    }
+    out.append(buf.data(), o.pos);
+  }
+  ZSTD_freeDCtx(d);
+  EXPECT_EQ(last, 0u) << "the frame is not complete";
+  return out;
+}
+
+// A job of more link rows than the threshold (lowered here) gets
+// links.csv.zst and no links.json; its bytes decompress to the links.csv the
+// same job gets at or under the threshold. A report of the other form into
+// the same directory removes the earlier one's links files.
+TEST(ReportTables, LargeJobsGetLinksCsvZstWithTheCsvBytes) {
+  test::SyntheticOptions so;
+  so.nodes = 16;
+  so.ranks_per_node = 8;  // 128 ranks, 16.5k link rows: a 3 MB CSV, several flushes
+  const test::SyntheticJob sj = test::make_synthetic_job(so);
+  Job job;
+  for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
+  build_job_tables(&job);
+  ASSERT_GT(job.links.size(), 16000u);
+  const size_t rows = job.links.size();
+  const std::string dir = test::make_fixture_dir("tables-zst");
+  std::vector<std::string> files;
+  std::string err;
+  ASSERT_TRUE(write_tables(job, dir, &files, &err, false, rows)) << err;
+  EXPECT_EQ(files, (std::vector<std::string>{dir + "/links.csv", dir + "/links.json",
+                                             dir + "/nics.csv", dir + "/nics.json",
+                                             dir + "/stalls.csv", dir + "/stalls.json"}));
+  EXPECT_STREQ(links_table_name(job, rows), "links.csv");
+  const std::string csv = slurp(dir + "/links.csv");
+  ASSERT_EQ(parse_csv(csv).size(), rows + 1);
+  const std::string nics = slurp(dir + "/nics.csv");
+
+  files.clear();
+  ASSERT_TRUE(write_tables(job, dir, &files, &err, false, rows - 1)) << err;
+  EXPECT_EQ(files,
+            (std::vector<std::string>{dir + "/links.csv.zst", dir + "/nics.csv", dir + "/nics.json",
+                                      dir + "/stalls.csv", dir + "/stalls.json"}));
+  EXPECT_STREQ(links_table_name(job, rows - 1), "links.csv.zst");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/links.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/links.json"));
+  const std::string zst = slurp(dir + "/links.csv.zst");
+  EXPECT_LT(zst.size() * 4, csv.size()) << "compressed " << zst.size() << " of " << csv.size();
+  EXPECT_TRUE(unzstd(zst) == csv) << "the decompressed bytes differ from links.csv";
+  EXPECT_EQ(slurp(dir + "/nics.csv"), nics);
+
+  // Back under the threshold: the .zst of the report before is gone.
+  ASSERT_TRUE(write_tables(job, dir, nullptr, &err, false, rows)) << err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/links.csv.zst"));
+  EXPECT_EQ(slurp(dir + "/links.csv"), csv);
+  test::remove_tree(dir);
 }
 
 TEST(ReportTables, QuotingAndNumbers) {

@@ -31,7 +31,8 @@ void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
   }
   h->note(fmt_count(retrans) + " segments retransmitted and " + fmt_count(drops) +
           " packets dropped on the traced processes' connections over the nodes with a kernel "
-          "log; the links they belong to below (links.csv has the same per link).");
+          "log; the links they belong to below (" +
+          opt.links_table + " has the same per link).");
   if (per_link.empty()) return;
   std::vector<const LinkRow*> rows;
   for (const auto& kv : per_link) rows.push_back(kv.second);

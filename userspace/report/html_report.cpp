@@ -64,10 +64,9 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   html_page::section_problems(job, opt, &h);
   html_page::section_ranks(job, opt, &h);
   html_page::section_kernel_nodes(job, &h);
-  h.raw(
-      "<footer>Written by fabtrace report. Every link row is in links.csv / links.json, every NIC "
-      "in "
-      "nics.csv / nics.json.</footer>\n");
+  h.raw("<footer>Written by fabtrace report. Every link row is in ");
+  h.text(opt.links_table == "links.csv" ? "links.csv / links.json" : opt.links_table);
+  h.raw(", every NIC in nics.csv / nics.json.</footer>\n");
   h.raw("<script>");
   h.raw(kScript);
   h.raw("</script>\n</body>\n</html>\n");

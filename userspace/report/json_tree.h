@@ -1,4 +1,5 @@
-// A JSON document read with nlohmann's SAX parser into two flat arrays (the
+// A JSON document read with rapidjson's SAX reader (nlohmann's for what
+// rapidjson refuses or could read otherwise) into two flat arrays (the
 // values in document order, and one buffer of their strings), for reading a
 // rank's report: nlohmann's DOM allocates a map node, and often a key string,
 // per value, and that was half of `fabtrace report`'s time on a job of 1M
@@ -26,6 +27,8 @@ struct JsonError {
   int id = 0;        // nlohmann's exception id: 1xx a syntax error, 406 a number overflow
   std::string what;  // its message
   bool syntax() const { return id >= 100 && id < 200; }
+  bool too_deep() const { return id == kTooDeep; }
+  static constexpr int kTooDeep = 501;  // ours: nested deeper than parse()'s max_depth
 };
 
 class JsonTree {
@@ -33,10 +36,14 @@ class JsonTree {
   enum class Kind : uint8_t { kNull, kBool, kInt, kUint, kFloat, kString, kArray, kObject };
 
   // Parses text (strict: nothing but blanks after the value). False, with
-  // *error, where nlohmann's DOM parser would have thrown.
+  // *error, where nlohmann's DOM parser would have thrown, or (too_deep())
+  // at the first array or object nested deeper than max_depth (0: any
+  // depth). Both SAX parsers keep their own stacks, so the bound is for
+  // what walks the tree recursively (dump()), checked as the parse goes
+  // rather than by a pass over the text before it.
   // A tree parses many texts with the space of the largest so far (a
   // parsing thread keeps one: no page faults for every report).
-  bool parse(const std::string& text, JsonError* error);
+  bool parse(const std::string& text, JsonError* error, int max_depth = 0);
   JsonNode root() const;
   // Frees the space when it is more than `bytes` (after an unusually large text).
   void trim(size_t bytes);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string_view>
 
 #include "common/input_limits.h"
 #include "common/op_kinds.h"
@@ -46,9 +47,56 @@ struct BadField {
 
 using Node = JsonNode;
 
+// An object's members looked up among a fixed list of keys, found in one pass
+// over its members: find() on the object scans them all (the last of
+// repeated keys wins), and the reader asks an op row (a million of them in a
+// job of 1024 ranks) for about 20 keys. Lookups start where the last one
+// ended: the list is in the order the reader asks, so most cost one compare.
+// A key not in the list is looked up on the object.
+template <size_t N>
+class Members {
+ public:
+  Members(const Node& obj, const std::string_view (&keys)[N]) : obj_(obj), keys_(keys) {
+    size_t at = 0;
+    for (Node c = obj.first(); c.valid(); c = c.next(obj)) {
+      const size_t i = slot_of(c.key(), at);
+      if (i == N) continue;  // a key the reader does not ask for
+      found_[i] = c;         // a repeated key: the last one stays, as with find()
+      at = i + 1;
+    }
+  }
+  bool find(std::string_view key, Node* out) const {
+    const size_t i = slot_of(key, next_);
+    if (i == N) return obj_.find(key, out);
+    next_ = i + 1;
+    if (!found_[i].valid()) return false;
+    *out = found_[i];
+    return true;
+  }
+  bool contains(std::string_view key) const {
+    Node n;
+    return find(key, &n);
+  }
+
+ private:
+  // The index of key in keys_, looking from `from` on and round; N if absent.
+  size_t slot_of(std::string_view key, size_t from) const {
+    for (size_t k = 0; k < N; ++k) {
+      const size_t i = (from + k) % N;
+      if (keys_[i] == key) return i;
+    }
+    return N;
+  }
+  const Node& obj_;
+  const std::string_view (&keys_)[N];
+  Node found_[N];
+  mutable size_t next_ = 0;
+};
+
 // A non-negative JSON integer (a float only when it is one); null (NaN or inf
 // in the writer) reads as 0. Bounded by the callers below.
-uint64_t get_number(const Node& obj, const char* key, const std::string& where, bool required) {
+template <typename Obj>
+uint64_t get_number(const Obj& obj, const char* key, const std::string& where, bool required) {
   Node it;
   if (!obj.find(key, &it)) {
     if (required) throw BadField{where + key + " is missing"};
@@ -71,15 +119,16 @@ uint64_t get_number(const Node& obj, const char* key, const std::string& where, 
 }
 
 // A count (at most limits::kMaxCount).
-uint64_t get_u64(const Node& obj, const char* key, const std::string& where,
-                 bool required = false) {
+template <typename Obj>
+uint64_t get_u64(const Obj& obj, const char* key, const std::string& where, bool required = false) {
   const uint64_t v = get_number(obj, key, where, required);
   if (!count_ok(v)) throw BadField{where + key + " is out of range (" + std::to_string(v) + ")"};
   return v;
 }
 
 // A time in ns (at most limits::kMaxTimeNs).
-uint64_t get_time_ns(const Node& obj, const char* key, const std::string& where) {
+template <typename Obj>
+uint64_t get_time_ns(const Obj& obj, const char* key, const std::string& where) {
   const uint64_t v = get_number(obj, key, where, false);
   if (!time_ns_ok(v))
     throw BadField{where + key + " is beyond any clock (" + std::to_string(v) + ")"};
@@ -88,7 +137,8 @@ uint64_t get_time_ns(const Node& obj, const char* key, const std::string& where)
 
 // A finite number in [lo, hi] (by default a non-negative time in ns, a
 // rate or a share: every double of a report is one of those).
-double get_double(const Node& obj, const char* key, const std::string& where, double lo = 0.0,
+template <typename Obj>
+double get_double(const Obj& obj, const char* key, const std::string& where, double lo = 0.0,
                   double hi = static_cast<double>(limits::kMaxTimeNs)) {
   Node it;
   if (!obj.find(key, &it) || it.is_null()) return 0.0;
@@ -98,14 +148,16 @@ double get_double(const Node& obj, const char* key, const std::string& where, do
   return v;
 }
 
-bool get_bool(const Node& obj, const char* key, const std::string& where) {
+template <typename Obj>
+bool get_bool(const Obj& obj, const char* key, const std::string& where) {
   Node it;
   if (!obj.find(key, &it) || it.is_null()) return false;
   if (!it.is_boolean()) throw BadField{where + key + " is " + it.type_name() + ", not a boolean"};
   return it.get_bool();
 }
 
-std::string get_string(const Node& obj, const char* key, const std::string& where,
+template <typename Obj>
+std::string get_string(const Obj& obj, const char* key, const std::string& where,
                        bool required = false) {
   Node it;
   if (!obj.find(key, &it)) {
@@ -173,8 +225,8 @@ constexpr NumField<T> real_field(const char* key, double T::*m) {
   return {key, nullptr, m};
 }
 
-template <typename T, size_t N>
-void read_numbers(const Node& obj, const std::string& where, const NumField<T> (&fields)[N], T* x) {
+template <typename Obj, typename T, size_t N>
+void read_numbers(const Obj& obj, const std::string& where, const NumField<T> (&fields)[N], T* x) {
   for (const NumField<T>& f : fields) {
     if (f.count)
       x->*f.count = get_u64(obj, f.key, where);
@@ -258,7 +310,14 @@ CqReport read_cq(const Node& c, const std::string& w) {
   return x;
 }
 
-OpRow read_op_row(const Node& o, const std::string& wo) {
+// An op row's keys in the order read_op_row asks for them.
+constexpr std::string_view kOpRowKeys[] = {
+    "op",        "bytes",      "size_unknown", "count",   "errors", "untimed",
+    "ring_full", "unfinished", "eagain",       "refused", "imm",    "completed_within_50us",
+    "avg_ns",    "min_ns",     "max_ns",       "p50_ns",  "p99_ns", "gbps"};
+
+OpRow read_op_row(const Node& row_object, const std::string& wo) {
+  const Members o(row_object, kOpRowKeys);
   OpRow row;
   row.op = get_string(o, "op", wo, true);
   row.bytes = get_u64(o, "bytes", wo);
@@ -336,19 +395,16 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
   if (problem) *problem = FileProblem::kNone;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(why, problem, FileProblem::kEmpty, "empty file");
-  // Checked before parsing: the tree is walked recursively (dump()), so
-  // depth is what would overflow the stack.
-  if (!json_depth_within(text.data(), text.size(), limits::kMaxJsonDepth))
-    return fail(
-        why, problem, FileProblem::kCorrupt,
-        "corrupt: JSON nested deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
   // One tree per parsing thread, kept between reports (see JsonTree::parse),
   // unless a report made it larger than reports of 1024 links do.
   thread_local JsonTree tree;
   struct Trim {
     ~Trim() { tree.trim(size_t{32} << 20); }
   } trim_after;
-  if (JsonError e; !tree.parse(text, &e)) {
+  // Depth is bounded as the tree is built: it is walked recursively
+  // (dump()), so depth is what would overflow the stack.
+  if (JsonError e; !tree.parse(text, &e, limits::kMaxJsonDepth)) {
+    if (e.too_deep()) return fail(why, problem, FileProblem::kCorrupt, "corrupt: JSON " + e.what);
     if (!e.syntax()) return fail(why, problem, FileProblem::kCorrupt, "corrupt: " + e.what);
     // nlohmann reports the byte where it gave up; at (or past) the end of the
     // text means the document is a valid prefix that stops early.
@@ -398,7 +454,16 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
 bool read_process_report(const std::string& path, ProcessReport* out, std::string* why,
                          FileProblem* problem) {
   *out = ProcessReport();
-  std::string text, err;
+  // One text buffer per parsing thread, kept between reports like the tree:
+  // a fresh one per report was an mmap of its size (cmd_report's
+  // M_MMAP_THRESHOLD) and a page fault per 4 KiB of it.
+  thread_local std::string text;
+  struct Trim {
+    ~Trim() {
+      if (text.capacity() > (size_t{8} << 20)) std::string().swap(text);
+    }
+  } trim_after;
+  std::string err;
   if (!read_bounded_file(path, limits::kMaxReportBytes, &text, &err)) {
     struct stat st;
     const bool big =

@@ -35,7 +35,7 @@ const char* file_problem_name(FileProblem p);  // "truncated", "foreign", ...
 // Parses the text of a report. False with *why (one line, without the file
 // name) and *problem on failure. Unknown fields are ignored; absent optional
 // fields keep their defaults; host, rank and pid are required. Every field is
-// checked against common/input_limits.h (nesting depth before parsing; string
+// checked against common/input_limits.h (nesting depth as it is parsed; string
 // lengths, times, counts and the clock slope after): a report outside them is
 // rejected as corrupt, since later arithmetic on its values must not overflow.
 bool parse_process_report(const std::string& text, ProcessReport* out, std::string* why,

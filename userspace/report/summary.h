@@ -15,10 +15,11 @@ namespace fabtrace::report {
 struct SlowestOps;  // slowest_ops.h
 
 struct SummaryOptions {
-  std::string dir;                   // the job directory, for the title line
-  size_t top = 5;                    // rows per list
-  std::vector<std::string> outputs;  // files written, listed at the end
-  size_t skipped_on_stderr = 0;      // files already named on stderr
+  std::string dir;                        // the job directory, for the title line
+  size_t top = 5;                         // rows per list
+  std::vector<std::string> outputs;       // files written, listed at the end
+  std::string links_table = "links.csv";  // where the link rows are (tables.h)
+  size_t skipped_on_stderr = 0;           // files already named on stderr
   // The slowest ops section (slowest_ops.h), when they were looked for.
   const SlowestOps* slowest = nullptr;
 };
@@ -34,7 +35,7 @@ bool write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
 std::string stall_why(const Stall& s);
 // The slow ops with their causes and one short section per node; "" without
 // kernel logs.
-std::string kernel_summary(const Job& job, size_t top);
+std::string kernel_summary(const Job& job, size_t top, const std::string& links_table);
 
 // ---- selections (pointers into job) ----
 

@@ -39,7 +39,7 @@ std::string stall_why(const Stall& s) {
   return "";
 }
 
-std::string kernel_summary(const Job& job, size_t top) {
+std::string kernel_summary(const Job& job, size_t top, const std::string& links_table) {
   if (job.kernel.empty()) return "";
   std::string s;
   // Slow ops, as the kernel explained them (longest first over every node).
@@ -83,7 +83,7 @@ std::string kernel_summary(const Job& job, size_t top) {
         if (c.owner) traced += c.retrans + c.drops;
       s += "    TCP: " + fmt_count(n.retrans) + " retransmitted segments, " + fmt_count(n.drops) +
            " dropped packets (" + fmt_count(traced) + " on traced connections; per link in " +
-           "links.csv)\n";
+           links_table + ")\n";
     }
     if (n.cxi_errors || !n.cxi_work.empty()) {
       s += "    cxi driver: " + fmt_count(n.cxi_errors) + " errors (cass_err)";

@@ -58,11 +58,18 @@ void append_json_i64(std::string* out, int64_t v) {
 
 void CsvRow::operator()(const char*, const std::string& v) {
   sep();
-  *out_ += csv_quote(v);
+  // Most values need no quotes: appended as they are, without the copy
+  // csv_quote returns (a heap string for an address).
+  for (const char c : v)
+    if (c == ',' || c == '"' || c == '\r' || c == '\n') {
+      *out_ += csv_quote(v);
+      return;
+    }
+  *out_ += v;
 }
 void CsvRow::operator()(const char*, double v) {
   sep();
-  *out_ += number_text(v);
+  append_number_text(out_, v);
 }
 void CsvRow::operator()(const char*, bool v) {
   sep();

@@ -1,5 +1,7 @@
 #include "userspace/report/tables.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include "common/safe_output.h"
 #include "userspace/report/kernel_rows.h"
 #include "userspace/report/table_row.h"
+#include "userspace/report/zstd_stream.h"
 
 namespace fabtrace::report {
 
@@ -219,11 +222,20 @@ const std::vector<std::string>& stall_columns() {
   return cols;
 }
 
-std::string number_text(double v) {
-  if (!std::isfinite(v)) return "0";
+void append_number_text(std::string* out, double v) {
   char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("0");
+  const auto r = std::isfinite(v) ? std::to_chars(buf, buf + sizeof(buf), v)
+                                  : std::to_chars_result{buf, std::errc::invalid_argument};
+  if (r.ec == std::errc())
+    out->append(buf, r.ptr);
+  else
+    *out += '0';
+}
+
+std::string number_text(double v) {
+  std::string s;
+  append_number_text(&s, v);
+  return s;
 }
 
 bool write_links_csv(const Job& job, std::FILE* out) {
@@ -275,27 +287,63 @@ bool write_kernel_events_csv(const Job& job, std::FILE* out) {
   return ok && std::fflush(out) == 0 && !std::ferror(out);
 }
 
+const char* links_table_name(const Job& job, size_t zstd_above) {
+  return job.links.size() > zstd_above ? "links.csv.zst" : "links.csv";
+}
+
 bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
-                  std::string* error, bool kernel_events) {
+                  std::string* error, bool kernel_events, size_t zstd_links_above) {
+  const bool zst = job.links.size() > zstd_links_above;
+  // Which form of the links table a file is: one of the two is written, the
+  // other's file removed.
+  enum Form { kOther, kLinksPlain, kLinksZst };
   const struct {
     const char* name;
     bool (*fn)(const Job&, std::FILE*);
-  } outs[] = {{"links.csv", write_links_csv},
-              {"links.json", write_links_json},
-              {"nics.csv", write_nics_csv},
-              {"nics.json", write_nics_json},
-              {"stalls.csv", write_stalls_csv},
-              {"stalls.json", write_stalls_json},
-              {"kernel_events.csv", write_kernel_events_csv}};
+    Form form;
+  } outs[] = {{"links.csv.zst", write_links_csv, kLinksZst},
+              {"links.csv", write_links_csv, kLinksPlain},
+              {"links.json", write_links_json, kLinksPlain},
+              {"nics.csv", write_nics_csv, kOther},
+              {"nics.json", write_nics_json, kOther},
+              {"stalls.csv", write_stalls_csv, kOther},
+              {"stalls.json", write_stalls_json, kOther},
+              {"kernel_events.csv", write_kernel_events_csv, kOther}};
   for (const auto& o : outs) {
     if (o.fn == write_kernel_events_csv && (!kernel_events || job.kernel.empty())) continue;
     const std::string path = out_dir + "/" + o.name;
+    if (o.form != kOther && zst != (o.form == kLinksZst)) {
+      // The other form's file, from an earlier report into this directory
+      // (ours: cmd_report checked it), would be read as this job's.
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        if (error) *error = "cannot remove the earlier " + path + ": " + std::strerror(errno);
+        return false;
+      }
+      continue;
+    }
     ReplacingFile f;
     if (!f.open(path, error)) return false;
-    std::FILE* stream = f.stream();
-    if (!stream || !o.fn(job, stream)) {
-      if (error) *error = "writing " + path + " failed: " + std::strerror(errno);
-      return false;
+    std::FILE* stream = nullptr;
+    if (o.form == kLinksZst) {
+      // The frame's tail is written by fclose: checked with the rest.
+      std::string why;
+      stream = open_zstd_stream(f.fd(), kZstdLevel, &why);
+      if (!stream) {
+        if (error) *error = "writing " + path + " failed: " + why;
+        return false;
+      }
+      const bool ok = o.fn(job, stream);
+      const int err = errno;
+      if (std::fclose(stream) != 0 || !ok) {
+        if (error) *error = "writing " + path + " failed: " + std::strerror(ok ? errno : err);
+        return false;
+      }
+    } else {
+      stream = f.stream();
+      if (!stream || !o.fn(job, stream)) {
+        if (error) *error = "writing " + path + " failed: " + std::strerror(errno);
+        return false;
+      }
     }
     if (!f.commit(error)) return false;
     if (files) files->push_back(path);

@@ -6,7 +6,8 @@
 // after a host column).
 //
 //   pd.read_csv("links.csv")  /  pd.read_json("links.json")   (a JSON array of
-//   objects with the same keys as the CSV columns, numbers as numbers)
+//   objects with the same keys as the CSV columns, numbers as numbers);
+//   pd.read_csv("links.csv.zst") for a large job (kZstdLinksAbove)
 //
 // Rows are written in the job's order (ranks by host, rank, pid; a rank's rows
 // as in its report). Times in ns, gbps in GB/s (bytes per ns).
@@ -43,13 +44,29 @@ bool write_stalls_csv(const Job& job, std::FILE* out);
 bool write_stalls_json(const Job& job, std::FILE* out);
 bool write_kernel_events_csv(const Job& job, std::FILE* out);
 
+// A job of more link rows than this gets its links table as links.csv.zst
+// (the bytes of links.csv as one zstd frame: pd.read_csv("links.csv.zst"),
+// `zstd -dc links.csv.zst`) and no links.json: at a million rows the CSV is
+// 192 MB and the JSON 575 MB of the same rows, and formatting and writing
+// both was the largest part of the report's time after the parse. Smaller
+// jobs keep links.csv and links.json. `fabtrace report --zstd-links-above N`.
+constexpr size_t kZstdLinksAbove = 100000;
+
+// The links table's file name: "links.csv.zst" for more than zstd_above rows,
+// "links.csv" otherwise.
+const char* links_table_name(const Job& job, size_t zstd_above);
+
 // Writes the tables into out_dir (which must exist; kernel_events.csv only when
-// asked and the job has kernel logs). Appends the paths written to *files. False
-// with *error (naming the file) on the first failure.
+// asked and the job has kernel logs; the links table as links_table_name()
+// says, the other form's files from an earlier report removed). Appends the
+// paths written to *files. False with *error (naming the file) on the first
+// failure.
 bool write_tables(const Job& job, const std::string& out_dir, std::vector<std::string>* files,
-                  std::string* error, bool kernel_events = false);
+                  std::string* error, bool kernel_events = false,
+                  size_t zstd_links_above = kZstdLinksAbove);
 
 // The shortest text that reads back as exactly v (0 for NaN and infinities).
 std::string number_text(double v);
+void append_number_text(std::string* out, double v);  // the same, appended to *out
 
 }  // namespace fabtrace::report
