@@ -47,27 +47,17 @@ std::string fabric_straddr(uint32_t addr_format, const void* addr, size_t len) {
     while (n < len && p[n]) ++n;
     return std::string(p, n);
   }
-  if (addr_format == FI_SOCKADDR && len >= sizeof(sa->sa_family))
+  if (len < sizeof(sa->sa_family)) return "";
+  if (addr_format == FI_SOCKADDR)
     addr_format = sa->sa_family == AF_INET    ? FI_SOCKADDR_IN
                   : sa->sa_family == AF_INET6 ? FI_SOCKADDR_IN6
                                               : FI_FORMAT_UNSPEC;
-  char ip[INET6_ADDRSTRLEN] = {};
-  char out[INET6_ADDRSTRLEN + 32];
   // ofi_straddr hands the address to inet_ntop with its own family field: one
-  // of another family is refused there.
-  if (addr_format == FI_SOCKADDR_IN && len >= sizeof(sockaddr_in) && sa->sa_family == AF_INET) {
-    const auto* in = static_cast<const struct sockaddr_in*>(addr);
-    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-    std::snprintf(out, sizeof(out), "fi_sockaddr_in://%s:%u", ip, ntohs(in->sin_port));
-    return out;
-  }
-  if (addr_format == FI_SOCKADDR_IN6 && len >= sizeof(sockaddr_in6) && sa->sa_family == AF_INET6) {
-    const auto* in6 = static_cast<const struct sockaddr_in6*>(addr);
-    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-    std::snprintf(out, sizeof(out), "fi_sockaddr_in6://[%s]:%u", ip, ntohs(in6->sin6_port));
-    return out;
-  }
-  return "";
+  // of another family is refused there. The rest is format_addr's "ip:port".
+  const bool in4 = addr_format == FI_SOCKADDR_IN && sa->sa_family == AF_INET;
+  const bool in6 = addr_format == FI_SOCKADDR_IN6 && sa->sa_family == AF_INET6;
+  if (!(in4 || in6) || len < sockaddr_len(addr_format, addr)) return "";
+  return (in4 ? "fi_sockaddr_in://" : "fi_sockaddr_in6://") + format_addr(addr_format, addr, len);
 }
 
 std::string address_label(uint32_t addr_format, const void* addr, size_t len, uint32_t form) {
