@@ -35,7 +35,8 @@ void usage(std::FILE* f) {
       f,
       "usage: fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--net-all]\n"
       "                       [--min-offcpu-us N] [--no-preload] [--uprobes]\n"
-      "                       [--uprobe-providers P,...] [--list] [-- CMD ARGS...]\n"
+      "                       [--uprobe-providers P,...] [--symbols FILE] [--uprobe-by-name]\n"
+      "                       [--list] [-- CMD ARGS...]\n"
       "  As root, once per node. Loads the BPF programs and writes what the kernel saw\n"
       "  (off-CPU intervals and who ran instead, IRQs, page faults, TCP retransmits and\n"
       "  drops, cxi driver events, and the cause of every stall and slow op the\n"
@@ -59,6 +60,13 @@ void usage(std::FILE* f) {
       "  --uprobe-providers P,...  the providers whose functions are probed\n"
       "                 (default tcp;ofi_rxm,shm; also tested: udp;ofi_rxd, sockets,\n"
       "                 tcp; never a utility provider with its core, e.g. tcp;ofi_rxm,tcp)\n"
+      "  --symbols FILE the libfabric's symbol table (the unstripped library or its\n"
+      "                 debug file, of the same build-id): the probed functions are\n"
+      "                 named, and a provider the helper cannot open is attached by\n"
+      "                 name (without it: the library's own, or its debug file by\n"
+      "                 build-id under /usr/lib/debug, where there is one)\n"
+      "  --uprobe-by-name  attach every provider by name through the symbols (the op\n"
+      "                 tables only check them)\n"
       "  --list         print every program and attach point and whether it attaches here\n");
 }
 
@@ -146,6 +154,12 @@ int cmd_record(int argc, char** argv) {
             stderr, "fabtrace record: bad --uprobe-providers (a list such as 'tcp;ofi_rxm,shm')\n");
         return 2;
       }
+    } else if (a == "--symbols") {
+      const char* v = value("--symbols");
+      if (!v || !*v) return 2;
+      opt.symbols_file = v;
+    } else if (a == "--uprobe-by-name") {
+      opt.uprobe_by_name = true;
     } else if (a == "--no-preload") {
       preload = false;
     } else if (a == "--list") {
@@ -155,6 +169,10 @@ int cmd_record(int argc, char** argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if ((opt.uprobe_by_name || !opt.symbols_file.empty()) && !opt.bpf.uprobes) {
+    std::fprintf(stderr, "fabtrace record: --symbols and --uprobe-by-name go with --uprobes\n");
+    return 2;
   }
   // FABTRACE_PRELOAD may be a list (a sanitizer runtime first): the probes live
   // in the entry that is libfabtrace.so.

@@ -20,6 +20,7 @@
 #include "common/report_writer.h"
 #include "common/safe_output.h"
 #include "userspace/record/uprobe_report.h"
+#include "userspace/record/uprobe_symbols.h"
 
 namespace fabtrace {
 
@@ -77,6 +78,11 @@ bool Collector::start(std::string* error) {
     std::snprintf(took, sizeof(took), "the helper read the op tables in %.2f s",
                   static_cast<double>(mono_ns() - t0) / 1e9);
     r.notes.push_back(took);
+    SymbolOptions so;
+    so.providers = opt_.uprobe_providers;
+    so.symbols_file = opt_.symbols_file;
+    so.by_name = opt_.uprobe_by_name;
+    if (!apply_symbols(so, &r, error)) return false;
     opt_.bpf.uprobe_sites = std::move(r.sites);
     opt_.bpf.uprobe_layout = r.layout;
     uprobe_notes_ = std::move(r.notes);

@@ -31,6 +31,9 @@ struct CollectorOptions {
   bool node_counters = true;  // sample the node's cxi counters (FABTRACE_NIC=0: off)
   // --uprobes: the providers whose op tables are probed (opened by a helper).
   std::vector<std::string> uprobe_providers = {"tcp;ofi_rxm", "shm"};
+  // --symbols FILE and --uprobe-by-name (uprobe_symbols.h).
+  std::string symbols_file;
+  bool uprobe_by_name = false;
 };
 
 class Collector {

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -150,11 +151,11 @@ Fabric& fabric_lib() {
   return f;
 }
 
+// Appends the site of `fn` for (table, op) (its description: describe_site).
 void add_site(std::vector<OpSite>* out, const std::string& prov, const char* table, const char* op,
-              const void* fn, uint32_t role, OpKind kind, uint32_t ctx, uint32_t len,
-              uint32_t peer = FT_UP_PEER_NONE) {
-  if (!fn) return;
-  OpSite s = op_site(prov, table, op, role, kind, ctx, len, peer);
+              const void* fn) {
+  OpSite s;
+  if (!fn || !describe_site(prov, table, op, &s)) return;
   std::string path;
   if (!code_location(fn, &path, &s.offset)) return;
   s.path = real_path(path);
@@ -203,9 +204,7 @@ void add_ops(std::vector<OpSite>* out, const std::string& prov, const Table* t, 
   void* fns[9];
   std::memcpy(fns, reinterpret_cast<const char*>(t) + sizeof(size_t), sizeof(fns));
   for (size_t i = 0; i < 9; ++i) {
-    const OpSlot& o = kOpSlots[i];
-    add_site(out, prov, tagged ? "tagged" : "msg", o.name, fns[i], FT_UP_ROLE_OP,
-             tagged ? o.tagged : o.msg, tagged ? o.tagged_ctx : o.msg_ctx, o.len, o.peer);
+    add_site(out, prov, tagged ? "tagged" : "msg", kOpSlots[i].name, fns[i]);
   }
 }
 
@@ -262,9 +261,7 @@ void add_table(std::vector<OpSite>* out, const std::string& prov, const char* ta
   if (!t) return;
   void* fns[N];
   std::memcpy(fns, static_cast<const char*>(t) + sizeof(size_t), sizeof(fns));
-  for (size_t i = 0; i < N; ++i)
-    add_site(out, prov, table, slots[i].name, fns[i], FT_UP_ROLE_OP, slots[i].kind, slots[i].ctx,
-             slots[i].len, slots[i].peer);
+  for (size_t i = 0; i < N; ++i) add_site(out, prov, table, slots[i].name, fns[i]);
 }
 
 template <typename F>
@@ -286,6 +283,41 @@ OpSite op_site(const std::string& provider, const std::string& table, const std:
   s.ctx = ctx;
   s.len = len;
   return s;
+}
+
+bool describe_site(const std::string& provider, const std::string& table, const std::string& op,
+                   OpSite* out) {
+  static const std::map<std::pair<std::string, std::string>, uint32_t> kOthers = {
+      {{"domain", "cq_open"}, FT_UP_ROLE_CQ_OPEN}, {{"ep", "bind"}, FT_UP_ROLE_EP_BIND},
+      {{"cq", "read"}, FT_UP_ROLE_CQ_READ},        {{"cq", "readfrom"}, FT_UP_ROLE_CQ_READ},
+      {{"cq", "sread"}, FT_UP_ROLE_CQ_READ},       {{"cq", "sreadfrom"}, FT_UP_ROLE_CQ_READ},
+      {{"cm", "getname"}, FT_UP_ROLE_GETNAME},     {{"av", "insert"}, FT_UP_ROLE_AV_INSERT}};
+  const auto it = kOthers.find({table, op});
+  if (it != kOthers.end()) {
+    *out = op_site(provider, table, op, it->second, OpKind::kCount);
+    return true;
+  }
+  if (table == "msg" || table == "tagged") {
+    const bool tagged = table == "tagged";
+    for (const OpSlot& o : kOpSlots)
+      if (op == o.name) {
+        *out = op_site(provider, table, op, FT_UP_ROLE_OP, tagged ? o.tagged : o.msg,
+                       tagged ? o.tagged_ctx : o.msg_ctx, o.len, o.peer);
+        return true;
+      }
+    return false;
+  }
+  const auto slot = [&](const TableSlot* b, const TableSlot* e) {
+    for (const TableSlot* t = b; t != e; ++t)
+      if (op == t->name) {
+        *out = op_site(provider, table, op, FT_UP_ROLE_OP, t->kind, t->ctx, t->len, t->peer);
+        return true;
+      }
+    return false;
+  };
+  if (table == "rma") return slot(std::begin(kRmaSlots), std::end(kRmaSlots));
+  if (table == "atomic") return slot(std::begin(kAtomicSlots), std::end(kAtomicSlots));
+  return false;
 }
 
 bool code_location(const void* addr, std::string* path, uint64_t* offset) {
@@ -449,12 +481,8 @@ void add_name_sites(std::vector<OpSite>* out, const std::string& prov, const fi_
     av = nullptr;  // the stride is not known: the insert is not probed
   }
   const size_t before = out->size();
-  if (ep->cm)
-    add_site(out, prov, "cm", "getname", fn_ptr(ep->cm->getname), FT_UP_ROLE_GETNAME,
-             OpKind::kCount, 0, 0);
-  if (av && av->ops)
-    add_site(out, prov, "av", "insert", fn_ptr(av->ops->insert), FT_UP_ROLE_AV_INSERT,
-             OpKind::kCount, 0, 0);
+  if (ep->cm) add_site(out, prov, "cm", "getname", fn_ptr(ep->cm->getname));
+  if (av && av->ops) add_site(out, prov, "av", "insert", fn_ptr(av->ops->insert));
   for (size_t i = before; i < out->size(); ++i) {
     (*out)[i].addr_format = format;
     (*out)[i].addrlen = (*out)[i].role == FT_UP_ROLE_AV_INSERT ? addrlen : 0;
@@ -535,10 +563,8 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
   if (!ret) {
     fid_cq* const read_cq = cq[FI_CQ_FORMAT_CONTEXT];
     // The tables as they are after fi_enable: what the application calls.
-    add_site(out, prov, "domain", "cq_open", fn_ptr(dom->ops->cq_open), FT_UP_ROLE_CQ_OPEN,
-             OpKind::kCount, 0, 0);
-    add_site(out, prov, "ep", "bind", fn_ptr(ep->fid.ops->bind), FT_UP_ROLE_EP_BIND, OpKind::kCount,
-             0, 0);
+    add_site(out, prov, "domain", "cq_open", fn_ptr(dom->ops->cq_open));
+    add_site(out, prov, "ep", "bind", fn_ptr(ep->fid.ops->bind));
     // libfabric's utility CQ read is a tail call of readfrom through the op table
     // (its first instruction must be single-stepped, 8-10 us a hit here): where
     // it is, the readfrom probe sees every read and the read is not probed.
@@ -548,15 +574,11 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
                          ": cq.read calls cq.readfrom through the op table: readfrom's probe "
                          "covers both");
     } else {
-      add_site(out, prov, "cq", "read", fn_ptr(read_cq->ops->read), FT_UP_ROLE_CQ_READ,
-               OpKind::kCount, 0, 0);
+      add_site(out, prov, "cq", "read", fn_ptr(read_cq->ops->read));
     }
-    add_site(out, prov, "cq", "readfrom", fn_ptr(read_cq->ops->readfrom), FT_UP_ROLE_CQ_READ,
-             OpKind::kCount, 0, 0);
-    add_site(out, prov, "cq", "sread", fn_ptr(read_cq->ops->sread), FT_UP_ROLE_CQ_READ,
-             OpKind::kCount, 0, 0);
-    add_site(out, prov, "cq", "sreadfrom", fn_ptr(read_cq->ops->sreadfrom), FT_UP_ROLE_CQ_READ,
-             OpKind::kCount, 0, 0);
+    add_site(out, prov, "cq", "readfrom", fn_ptr(read_cq->ops->readfrom));
+    add_site(out, prov, "cq", "sread", fn_ptr(read_cq->ops->sread));
+    add_site(out, prov, "cq", "sreadfrom", fn_ptr(read_cq->ops->sreadfrom));
     if (caps & FI_MSG) add_ops(out, prov, ep->msg, false);
     if (caps & FI_TAGGED) add_ops(out, prov, ep->tagged, true);
     if (caps & FI_RMA) add_table(out, prov, "rma", ep->rma, kRmaSlots);
@@ -715,6 +737,14 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
   if (child == 0) {
     close(fds[0]);
     std::string text;
+    // The library file the helper opened: the by-name path reads its symbols.
+    std::string ignored;
+    if (fabric_lib().open(&ignored)) {
+      std::string lib;
+      uint64_t off = 0;
+      if (code_location(fn_ptr(fabric_lib().getinfo), &lib, &off))
+        text += "F\t" + real_path(lib) + "\n";
+    }
     for (const std::string& p : providers) {
       // Once per threading level and endpoint type: a provider may choose its
       // tables by threading, and offer RDM or MSG endpoints (or both). The
@@ -799,6 +829,10 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
       const std::string n = line.substr(1);
       if (std::find(res.notes.begin(), res.notes.end(), n) == res.notes.end())
         res.notes.push_back(n);
+      continue;
+    }
+    if (line.rfind("F\t/", 0) == 0) {
+      res.library = line.substr(2);
       continue;
     }
     UprobeLayout l;

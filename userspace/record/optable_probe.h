@@ -40,16 +40,26 @@ struct OpSite {
   // How the provider's straddr prints its addresses (enum StraddrForm,
   // common/addr_format.h), told from its output for the helper's own address.
   uint32_t straddr_form = 0;
-  std::string path;     // the library file that holds it
-  uint64_t offset = 0;  // file offset of its first instruction
+  std::string path;      // the library file that holds it
+  uint64_t offset = 0;   // file offset of its first instruction
+  std::string function;  // its symbol, where the library's symbols are known
 
-  // "tcp;ofi_rxm msg.send": how record and the kernel log name the site.
-  std::string what() const { return provider + " " + table + "." + op; }
+  // "tcp;ofi_rxm msg.send" ("tcp;ofi_rxm msg.send (rxm_send)" with its symbol):
+  // how record and the kernel log name the site.
+  std::string what() const {
+    return provider + " " + table + "." + op + (function.empty() ? "" : " (" + function + ")");
+  }
 };
 
 // A site without its place (path, offset).
 OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
                uint32_t role, OpKind kind, uint32_t ctx = 0, uint32_t len = 0, uint32_t peer = 0);
+
+// The same with the role, op kind and context, length and peer places of a
+// (table, op) fabtrace probes: the one description the op-table and the
+// by-name paths share. False for any other (table, op).
+bool describe_site(const std::string& provider, const std::string& table, const std::string& op,
+                   OpSite* out);
 
 // A PT_LOAD program header: what the mapping arithmetic needs.
 struct ElfLoad {
@@ -119,6 +129,7 @@ struct OptableResult {
   std::vector<OpSite> sites;       // deduplicated
   std::vector<std::string> notes;  // providers not available, shared stubs, ...
   UprobeLayout layout;             // the same for every provider opened, or empty
+  std::string library;             // the libfabric file the helper opened, or empty
 };
 
 // Runs probe_provider_here for every provider, endpoint type and threading variant in a
