@@ -18,8 +18,10 @@
  *   and peer (its fi_addr_t) key its row. What they are comes from an entry +
  *   return probe on the AV's insert (fi_addr_t -> the address inserted) and on
  *   the endpoint's getname (endpoint -> its own address); the endpoint's bind
- *   to an AV says which AV its fi_addr_t values index. The collector formats
- *   the addresses.
+ *   to an AV says which AV its fi_addr_t values index. A connected (MSG)
+ *   endpoint has no AV: its one peer comes from the endpoint open's info and
+ *   the connect's address (entry + return probes on both). The collector
+ *   formats the addresses.
  * Everything is folded into per-CPU statistics per (process, op kind,
  * endpoint, peer), with a log2 latency histogram; polls are counted, never
  * recorded one by one. The collector reads the maps when it stops (nothing
@@ -48,6 +50,9 @@ const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 /* An AV insert site's address stride: the provider's address length (0: its
  * addresses are NUL-terminated strings, FI_ADDR_STR, each as long as it is). */
 const volatile __u32 ft_site_addrlen[FT_UP_MAX_SITES] = {};
+/* A connect site's address format (the helper's info's, enum fi_addr_format):
+ * for an endpoint opened before the session, whose own info was not seen. */
+const volatile __u32 ft_site_addr_format[FT_UP_MAX_SITES] = {};
 
 #if defined(__TARGET_ARCH_arm64)
 #define FT_ARG(regs, n) ((regs)->regs[(n)-1])
@@ -719,5 +724,100 @@ int ft_up_getname_ret(struct pt_regs* regs) {
   a.len = len;
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = c.obj};
   if (bpf_map_update_elem(&up_ep_names, &k, &a, BPF_ANY) != 0) lost(FT_UP_LOST_ADDRS);
+  return 0;
+}
+
+/* ---- Connected (FI_EP_MSG) endpoints: no AV, one peer whatever fi_addr_t
+ * their ops carry (the preload names it from the info the endpoint was opened
+ * with, or the address fi_connect was given). */
+
+FT_UP_MAP_GROWN(up_ep_conns, BPF_MAP_TYPE_HASH, FT_UP_MAX_ADDRS, struct ft_up_key,
+                struct ft_up_conn);
+FT_UP_MAP(up_conn_call, BPF_MAP_TYPE_HASH, 4096, __u32, struct ft_up_conn_call);
+
+/* Up to FT_UP_ADDR_MAX bytes of an address of `len` bytes at `at`; the bytes
+ * kept, 0 when none could be read. */
+static __always_inline __u32 read_addr(__u8* to, __u64 at, __u64 len) {
+  __u32 n = len < FT_UP_ADDR_MAX ? (__u32)len : FT_UP_ADDR_MAX;
+  if (!at || n == 0 || n > FT_UP_ADDR_MAX) return 0;
+  return bpf_probe_read_user(to, n, (const void*)at) == 0 ? n : 0;
+}
+
+/* endpoint(domain, info, ep, context): a MSG endpoint's info kept for the
+ * return (the endpoint is not known before): its address format, peer and own
+ * address. Built in the map (the value is too large for the BPF stack). An
+ * open nested in one in flight (a utility provider's of its core's) is not
+ * the application's. */
+SEC("uprobe")
+int ft_up_ep_open(struct pt_regs* regs) {
+  if (!hit(regs)) return 0;
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  const struct ft_up_conn_call* outer = bpf_map_lookup_elem(&up_conn_call, &tid);
+  if (outer && FT_SP(regs) < outer->sp) return 0;
+  const __u64 info = arg_n(regs, 2);
+  if (!info) return 0;
+  __u32 type = 0;
+  bpf_probe_read_user(&type, sizeof(type), (const void*)read_u64(info + FT_UP_INFO_EP_ATTR_OFF));
+  if (type != FT_UP_FI_EP_MSG) return 0; /* RDM, DGRAM: their AV names their peers */
+  bpf_map_delete_elem(&up_conn_call, &tid);
+  struct ft_up_conn_call* c = lookup_or_zero(&up_conn_call, &tid);
+  if (!c) return 0;
+  c->sp = FT_SP(regs);
+  c->ep_out = arg_n(regs, 3);
+  c->conn.site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
+  bpf_probe_read_user(&c->conn.addr_format, sizeof(c->conn.addr_format),
+                      (const void*)(info + FT_UP_INFO_ADDR_FORMAT_OFF));
+  c->conn.peer_len = read_addr(c->conn.peer, read_u64(info + FT_UP_INFO_DEST_ADDR_OFF),
+                               read_u64(info + FT_UP_INFO_DEST_ADDRLEN_OFF));
+  c->conn.local_len = read_addr(c->conn.local, read_u64(info + FT_UP_INFO_SRC_ADDR_OFF),
+                                read_u64(info + FT_UP_INFO_SRC_ADDRLEN_OFF));
+  return 0;
+}
+
+/* The open's return: the endpoint made (0) is known to be connected-type,
+ * with what its info said. */
+SEC("uretprobe")
+int ft_up_ep_open_ret(struct pt_regs* regs) {
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct ft_up_conn_call* c = bpf_map_lookup_elem(&up_conn_call, &tid);
+  if (!c || FT_SP(regs) != c->sp + 8) return 0;
+  struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32),
+                        .ptr = (int)FT_RET(regs) == 0 ? read_u64(c->ep_out) : 0};
+  if (k.ptr && bpf_map_update_elem(&up_ep_conns, &k, &c->conn, BPF_ANY) != 0)
+    lost(FT_UP_LOST_ADDRS);
+  bpf_map_delete_elem(&up_conn_call, &tid);
+  return 0;
+}
+
+/* connect(ep, addr, param, paramlen) */
+SEC("uprobe")
+int ft_up_connect(struct pt_regs* regs) { return name_call(regs, 0, 0); }
+
+/* A connect the provider took (0): its address is the endpoint's peer when it
+ * is a sockaddr of a family the preload reads too (AF_INET, AF_INET6): its
+ * length is known only then. An endpoint opened before the session gets an
+ * entry here, with the site's address format. */
+SEC("uretprobe")
+int ft_up_connect_ret(struct pt_regs* regs) {
+  struct ft_up_name_call c;
+  if (!take_call(&up_name_call, regs, &c, sizeof(c))) return 0;
+  if ((int)FT_RET(regs) != 0 || !c.addr || !c.obj) return 0;
+  __u16 family = 0;
+  bpf_probe_read_user(&family, sizeof(family), (const void*)c.addr);
+  const __u64 len = family == FT_UP_AF_INET ? 16 : family == FT_UP_AF_INET6 ? 28 : 0;
+  if (!len) return 0;
+  struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = c.obj};
+  struct ft_up_conn* conn = bpf_map_lookup_elem(&up_ep_conns, &k);
+  if (!conn) {
+    conn = lookup_or_zero(&up_ep_conns, &k);
+    if (!conn) {
+      lost(FT_UP_LOST_ADDRS);
+      return 0;
+    }
+    conn->site = c.site;
+    conn->addr_format = ft_site_addr_format[c.site & (FT_UP_MAX_SITES - 1)];
+  }
+  if (conn->addr_format < FT_UP_FI_SOCKADDR || conn->addr_format > FT_UP_FI_SOCKADDR_IN6) return 0;
+  conn->peer_len = read_addr(conn->peer, c.addr, len);
   return 0;
 }

@@ -39,9 +39,11 @@ enum ft_up_role {
   FT_UP_ROLE_CQ_OPEN = 3,   /* domain->ops->cq_open: entry and return */
   FT_UP_ROLE_EP_BIND = 4,   /* ep->fid.ops->bind: which CQ (and AV) an endpoint uses */
   FT_UP_ROLE_AV_INSERT = 5, /* av->ops->insert: entry and return: fi_addr_t -> address */
-  FT_UP_ROLE_GETNAME = 6    /* ep->cm->getname: entry and return: endpoint -> its address */
+  FT_UP_ROLE_GETNAME = 6,   /* ep->cm->getname: entry and return: endpoint -> its address */
+  FT_UP_ROLE_EP_OPEN = 7,   /* domain->ops->endpoint: entry and return: a MSG endpoint's peer */
+  FT_UP_ROLE_CONNECT = 8    /* ep->cm->connect: entry and return: the peer it connects to */
 };
-#define FT_UP_ROLE_LAST FT_UP_ROLE_GETNAME
+#define FT_UP_ROLE_LAST FT_UP_ROLE_CONNECT
 
 /* Which side of an endpoint an op is on (the CQ it completes to). */
 enum ft_up_class { FT_UP_TX = 0, FT_UP_RX = 1 };
@@ -291,6 +293,44 @@ struct ft_up_name_call {
   __u64 out;   /* insert's fi_addr_t array */
   __u32 site, pad;
 };
+
+/* A connected (FI_EP_MSG) endpoint (key ft_up_key: process, endpoint), from
+ * the endpoint open that made it and the connect it was given: its one peer
+ * (the info's dest_addr: the connection request's source on the passive side,
+ * what fi_getinfo resolved on the active side; replaced by fi_connect's
+ * address) and its own address as the info gave it (src_addr). A length of 0:
+ * not known. Its own map, not up_ep_names: that one holds what the
+ * endpoint's getname said, which wins over src_addr where both are known. */
+struct ft_up_conn {
+  __u32 addr_format; /* the info's (enum fi_addr_format); the site's for a connect
+                      * of an endpoint opened before the session */
+  __u32 site;        /* the probe that made the entry */
+  __u32 peer_len, local_len;
+  __u8 peer[FT_UP_ADDR_MAX];
+  __u8 local[FT_UP_ADDR_MAX];
+};
+/* An endpoint open in flight (key: tid): what the info said, for its return. */
+struct ft_up_conn_call {
+  __u64 sp;
+  __u64 ep_out; /* struct fid_ep ** */
+  struct ft_up_conn conn;
+};
+/* struct fi_info (rdma/fabric.h) on LP64: what an endpoint open reads of it. */
+#define FT_UP_INFO_ADDR_FORMAT_OFF 24
+#define FT_UP_INFO_SRC_ADDRLEN_OFF 32
+#define FT_UP_INFO_DEST_ADDRLEN_OFF 40
+#define FT_UP_INFO_SRC_ADDR_OFF 48
+#define FT_UP_INFO_DEST_ADDR_OFF 56
+#define FT_UP_INFO_EP_ATTR_OFF 88
+/* struct fi_ep_attr starts with its type (enum fi_ep_type); FI_EP_MSG's value. */
+#define FT_UP_FI_EP_MSG 1
+/* Address families a connect's sockaddr may have (the preload names the peer
+ * from it only then): AF_INET, AF_INET6. */
+#define FT_UP_AF_INET 2
+#define FT_UP_AF_INET6 10
+/* libfabric's enum fi_addr_format values whose addresses are sockaddrs. */
+#define FT_UP_FI_SOCKADDR 1
+#define FT_UP_FI_SOCKADDR_IN6 3
 
 /* Events the programs could not keep, in up_lost (per CPU). */
 enum ft_up_lost {

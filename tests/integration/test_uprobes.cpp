@@ -150,33 +150,72 @@ std::map<int, std::set<std::pair<std::string, std::string>>> links_by_pid(const 
   return out;
 }
 
-// The link names of a session's per-rank reports (RDM endpoints: the endpoint's
-// getname and the peer's AV insert were seen): each side's local address is
-// the other's remote, the two differ, and they have the form the preload gives
-// the same program's links (a preloaded run of it, after the session: its
-// addresses differ by port or pid only, so their digits aside).
-void check_link_labels(const std::string& dir, const char* prov, bool tagged, int server,
-                       int client) {
+// The one link (local, remote) of fi_pingpong's server and of its client in
+// the per-rank reports of `dir`.
+struct PingpongLinks {
+  std::pair<std::string, std::string> server, client;
+};
+void pingpong_links(const std::string& dir, int server, int client, PingpongLinks* out) {
   auto links = links_by_pid(dir);
-  ASSERT_EQ(links[server].size(), 1u);
-  ASSERT_EQ(links[client].size(), 1u);
-  const auto s = *links[server].begin(), c = *links[client].begin();
-  EXPECT_EQ(s.first, c.second);
-  EXPECT_EQ(c.first, s.second);
-  EXPECT_NE(s.first, c.first);
+  ASSERT_EQ(links[server].size(), 1u) << dir;
+  ASSERT_EQ(links[client].size(), 1u) << dir;
+  out->server = *links[server].begin();
+  out->client = *links[client].begin();
+}
+
+// The same of a preloaded run of fi_pingpong over `prov` with `ep` endpoints
+// (after the session: its addresses differ by port or pid only).
+void preloaded_links(const char* prov, bool tagged, const char* ep, PingpongLinks* pre) {
   const std::string pdir = make_temp_dir("rec-up-preloaded");
-  const Pingpong pp = start_pingpong(pdir, prov, tagged, 20, "rdm", true);
+  const Pingpong pp = start_pingpong(pdir, prov, tagged, 20, ep, true);
   ASSERT_GT(pp.server, 0);
   ASSERT_GT(pp.client, 0);
   ASSERT_EQ(wait_for(pp.client, 120), 0) << slurp(pdir + "/client.log");
   ASSERT_EQ(wait_for(pp.server, 120), 0) << slurp(pdir + "/server.log");
-  auto pre = links_by_pid(pdir);
-  ASSERT_EQ(pre[pp.client].size(), 1u) << pdir;
-  const auto p = *pre[pp.client].begin();
-  std::printf("uprobes: %s -> %s; preload: %s -> %s\n", c.first.c_str(), c.second.c_str(),
-              p.first.c_str(), p.second.c_str());
-  EXPECT_EQ(label_shape(c.first), label_shape(p.first));
-  EXPECT_EQ(label_shape(c.second), label_shape(p.second));
+  pingpong_links(pdir, pp.server, pp.client, pre);
+}
+
+// The link names of a session's per-rank reports, each process one link: the
+// client's remote (RDM: the peer it inserted in its AV; MSG: the address it
+// connected to) is the server's local, the server's remote differs from it,
+// and they have the form the preload gives the same program's links (digits
+// aside).
+// - RDM endpoints (each endpoint's getname and the peer's AV insert seen): the
+//   client's local is the server's remote too.
+// - Connected (MSG) endpoints, which have no AV: the peer is the one the
+//   endpoint open's info or the connect named. fi_pingpong's client connects
+//   to the address the server's passive endpoint gave it (fi_getname); the
+//   server's local is its listener (sockets: the accepted connection's info
+//   names it; tcp: that names its IP only, the passive endpoint's getname the
+//   rest), its remote where the connection came from (the connection
+//   request's source). None is a fallback nor "(connected)": the preload's
+//   form is "ip:port". The client's local stays the fallback: fi_pingpong never
+//   asks its endpoint's name and its info has no port (the preload asks it
+//   after fi_connect).
+void check_link_labels(const std::string& dir, const char* prov, bool tagged, const char* ep,
+                       int server, int client) {
+  PingpongLinks got, pre;
+  ASSERT_NO_FATAL_FAILURE(pingpong_links(dir, server, client, &got));
+  ASSERT_NO_FATAL_FAILURE(preloaded_links(prov, tagged, ep, &pre));
+  const auto &s = got.server, &c = got.client;
+  std::printf(
+      "uprobes: server %s -> %s, client %s -> %s; preload: server %s -> %s, client %s -> %s\n",
+      s.first.c_str(), s.second.c_str(), c.first.c_str(), c.second.c_str(),
+      pre.server.first.c_str(), pre.server.second.c_str(), pre.client.first.c_str(),
+      pre.client.second.c_str());
+  EXPECT_EQ(c.second, s.first);
+  EXPECT_NE(s.second, s.first);
+  EXPECT_EQ(label_shape(s.first), label_shape(pre.server.first));
+  EXPECT_EQ(label_shape(s.second), label_shape(pre.server.second));
+  EXPECT_EQ(label_shape(c.second), label_shape(pre.client.second));
+  if (std::string(ep) == "rdm") {
+    EXPECT_EQ(c.first, s.second);
+    EXPECT_EQ(label_shape(c.first), label_shape(pre.client.first));
+  } else {
+    EXPECT_EQ(label_shape(pre.server.first), "#.#.#.#:#");
+    EXPECT_EQ(label_shape(pre.server.second), "#.#.#.#:#");
+    EXPECT_EQ(c.first.rfind("pid " + std::to_string(client) + " ep 0x", 0), 0u) << c.first;
+  }
 }
 
 // A `fabtrace record --uprobes` session over a whole fi_pingpong run (server and
@@ -298,7 +337,7 @@ void uprobes_pingpong(const char* prov, bool tagged, const char* ep = "rdm",
     ASSERT_NE(colon, std::string::npos);
     EXPECT_GT(std::stoull(record_log.substr(colon + 2)), 0u) << what;
   }
-  if (std::string(ep) == "rdm") check_link_labels(dir, prov, tagged, server, client);
+  check_link_labels(dir, prov, tagged, ep, server, client);
 }
 
 // ---- --uprobes: a program started before the session.

@@ -140,11 +140,11 @@ TEST(OptableProbe, SiteLineRoundTrip) {
   EXPECT_EQ(r.offset, s.offset);
   EXPECT_EQ(r.path, s.path);
   EXPECT_FALSE(parse_site_line("", &r));
-  EXPECT_TRUE(parse_site_line("a\tb\tc\t6\t2\t3\t4\t5\t0\t0\t0\t5\t/lib/x.so", &r));
+  EXPECT_TRUE(parse_site_line("a\tb\tc\t8\t2\t3\t4\t5\t0\t0\t0\t5\t/lib/x.so", &r));
   EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t0\t0\t0\t5", &r));  // no path
   EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t/lib/x.so", &r));   // too few numbers
   EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t0\t0\t0\tx5\t/lib/x.so", &r));  // offset
-  EXPECT_FALSE(parse_site_line("a\tb\tc\t7\t2\t3\t4\t5\t0\t0\t0\t5\t/lib/x.so", &r));   // role
+  EXPECT_FALSE(parse_site_line("a\tb\tc\t9\t2\t3\t4\t5\t0\t0\t0\t5\t/lib/x.so", &r));   // role
   EXPECT_FALSE(parse_site_line("a\tb\tc\t1\t2\t3\t4\t5\t0\t0\t0\t5\trel.so", &r));      // relative
 }
 
@@ -267,8 +267,25 @@ TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
   EXPECT_EQ(find_site(r.sites, "tcp", "cm", "getname")->straddr_form,
             static_cast<uint32_t>(kStraddrLibfabric));
   EXPECT_NE(find_site(r.sites, "sockets", "tagged", "send"), nullptr);
+  // A connected endpoint's peer: its open (the info) and its connect, with
+  // the address format the collector prints them in; tcp's listener's name
+  // (its passive endpoint's own getname).
+  for (const char* prov : {"tcp", "sockets"}) {
+    const OpSite* open = find_site(r.sites, prov, "domain", "endpoint");
+    const OpSite* connect = find_site(r.sites, prov, "cm", "connect");
+    ASSERT_NE(open, nullptr) << prov << " " << ::testing::PrintToString(r.notes);
+    ASSERT_NE(connect, nullptr) << prov;
+    EXPECT_EQ(open->role, static_cast<uint32_t>(FT_UP_ROLE_EP_OPEN));
+    EXPECT_EQ(connect->role, static_cast<uint32_t>(FT_UP_ROLE_CONNECT));
+    EXPECT_EQ(connect->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN)) << prov;
+  }
+  const OpSite* pep = find_site(r.sites, "tcp", "pep", "getname");
+  ASSERT_NE(pep, nullptr);
+  EXPECT_EQ(pep->role, static_cast<uint32_t>(FT_UP_ROLE_GETNAME));
+  EXPECT_NE(pep->offset, find_site(r.sites, "tcp", "cm", "getname")->offset);
   const OptableResult rxm = probe_optables({"tcp;ofi_rxm"}, 20000);
   ASSERT_NE(find_site(rxm.sites, "tcp;ofi_rxm", "msg", "send"), nullptr);
+  EXPECT_EQ(find_site(rxm.sites, "tcp;ofi_rxm", "cm", "connect"), nullptr);  // RDM: its AV
   EXPECT_NE(find_site(r.sites, "tcp", "msg", "send")->offset,
             find_site(rxm.sites, "tcp;ofi_rxm", "msg", "send")->offset);
   // The layout: tcp's (sockets has none), the same as rxm's.

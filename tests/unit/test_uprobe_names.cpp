@@ -210,5 +210,68 @@ TEST(UprobeNames, Fallbacks) {
   EXPECT_EQ(uprobe_remote_label(5, 0xbeef, 3, n), "fi_addr#3");
 }
 
+// A connected (FI_EP_MSG) endpoint: no AV, one peer whatever fi_addr_t its
+// ops carry, printed as the preload prints it ("ip:port", from the info's
+// dest_addr or fi_connect's address: bpf/uprobe_ops.h, struct ft_up_conn).
+TEST(UprobeNames, ConnectedEndpoints) {
+  sockaddr_in peer{}, own{}, unbound{};
+  peer.sin_family = own.sin_family = unbound.sin_family = AF_INET;
+  peer.sin_port = htons(45671);
+  own.sin_port = htons(43734);
+  inet_pton(AF_INET, "192.0.2.2", &peer.sin_addr);
+  inet_pton(AF_INET, "192.0.2.7", &own.sin_addr);
+  inet_pton(AF_INET, "192.0.2.7", &unbound.sin_addr);
+  UprobeNames n;
+  // The kernel keeps the connect's sockaddr_in with bytes after it: cut to its length.
+  std::string read_peer = bytes_of(&peer, sizeof(peer)) + std::string(12, '\x5a');
+  n.ep_conns[{5, 0xc0}] = {{read_peer, FI_SOCKADDR_IN, kStraddrPlain}, {}};
+  for (const uint64_t fi_addr : {uint64_t{0}, uint64_t{7}, uint64_t{FT_UP_ADDR_UNSPEC}})
+    EXPECT_EQ(uprobe_remote_label(5, 0xc0, fi_addr, n), "192.0.2.2:45671") << fi_addr;
+  // Its own name: none seen, and an info's src_addr without a port names nothing ...
+  EXPECT_EQ(uprobe_local_label(5, 0xc0, n), "pid 5 ep 0xc0");
+  n.ep_conns[{5, 0xc0}].local = {bytes_of(&unbound, sizeof(unbound)), FI_SOCKADDR_IN};
+  EXPECT_EQ(uprobe_local_label(5, 0xc0, n), "pid 5 ep 0xc0");
+  // ... one with a port does; its getname wins, "ip:port" whatever the site's
+  // straddr form (the preload asks no AV's straddr for a connected endpoint).
+  n.ep_conns[{5, 0xc0}].local = {bytes_of(&own, sizeof(own)), FI_SOCKADDR_IN};
+  EXPECT_EQ(uprobe_local_label(5, 0xc0, n), "192.0.2.7:43734");
+  n.ep_names[{5, 0xc0}] = {bytes_of(&peer, sizeof(peer)), FI_SOCKADDR_IN, kStraddrLibfabric};
+  EXPECT_EQ(uprobe_local_label(5, 0xc0, n), "192.0.2.2:45671");
+  // Connected, its peer never seen (opened and connected before the session's
+  // connect probe, or given a peer of no sockaddr family): "(connected)".
+  n.ep_conns[{5, 0xc1}] = {};
+  EXPECT_EQ(uprobe_remote_label(5, 0xc1, 0, n), "(connected)");
+  EXPECT_EQ(uprobe_remote_label(5, 0xc1, FT_UP_ADDR_UNSPEC, n), "(connected)");
+  // An accepted connection's info names its listener without the port (tcp):
+  // the process's one passive endpoint name on that address gives it; not an
+  // active endpoint's name, another process's, nor one of two listeners.
+  sockaddr_in any_port = own, other_port = own;
+  any_port.sin_port = 0;
+  other_port.sin_port = htons(5);
+  n.ep_conns[{5, 0xc3}] = {{}, {bytes_of(&any_port, sizeof(any_port)), FI_SOCKADDR_IN}};
+  n.ep_names[{5, 0xd0}] = {bytes_of(&own, sizeof(own)), FI_SOCKADDR_IN, kStraddrPlain, false};
+  n.ep_names[{6, 0xd0}] = {bytes_of(&own, sizeof(own)), FI_SOCKADDR_IN, kStraddrPlain, true};
+  n.ep_names[{5, 0xd1}] = {bytes_of(&peer, sizeof(peer)), FI_SOCKADDR_IN, kStraddrPlain, true};
+  EXPECT_EQ(uprobe_local_label(5, 0xc3, n), "pid 5 ep 0xc3");
+  n.ep_names[{5, 0xd0}].passive = true;
+  EXPECT_EQ(uprobe_local_label(5, 0xc3, n), "192.0.2.7:43734");
+  n.ep_names[{5, 0xd2}] = {bytes_of(&other_port, sizeof(other_port)), FI_SOCKADDR_IN, kStraddrPlain,
+                           true};
+  EXPECT_EQ(uprobe_local_label(5, 0xc3, n), "pid 5 ep 0xc3");
+  // IPv6.
+  sockaddr_in6 in6{};
+  in6.sin6_family = AF_INET6;
+  in6.sin6_port = htons(9);
+  inet_pton(AF_INET6, "fe80::2", &in6.sin6_addr);
+  n.ep_conns[{5, 0xc2}] = {{bytes_of(&in6, sizeof(in6)), FI_SOCKADDR_IN6}, {}};
+  EXPECT_EQ(uprobe_remote_label(5, 0xc2, 0, n), "[fe80::2]:9");
+  // The same endpoint pointer in another process, and the process's other
+  // (RDM) endpoints: named as before.
+  EXPECT_EQ(uprobe_remote_label(6, 0xc0, 0, n), "fi_addr#0");
+  EXPECT_EQ(uprobe_remote_label(5, 0xbeef, FT_UP_ADDR_UNSPEC, n), "(any)");
+  n.ep_names[{5, 0xbeef}] = {bytes_of(&own, sizeof(own)), FI_SOCKADDR_IN, kStraddrLibfabric};
+  EXPECT_EQ(uprobe_local_label(5, 0xbeef, n), "fi_sockaddr_in://192.0.2.7:43734");
+}
+
 }  // namespace
 }  // namespace fabtrace

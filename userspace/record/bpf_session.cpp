@@ -14,6 +14,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "common/addr_format.h"
 #include "common/op_kinds.h"
 #include "common/uprobe_stats.h"
 #include "cxi.skel.h"
@@ -232,6 +233,8 @@ struct BpfSession::Impl {
         up->rodata->ft_site_off[up_sites.size()] = probe_offset(site.path, site.offset);
       if (site.role == FT_UP_ROLE_AV_INSERT)
         up->rodata->ft_site_addrlen[up_sites.size()] = site.addrlen;
+      if (site.role == FT_UP_ROLE_CONNECT)
+        up->rodata->ft_site_addr_format[up_sites.size()] = site.addr_format;
       up_sites.push_back(site);
     }
     // The statistics rows: a per-CPU row of ft_up_stats each, so as many as
@@ -281,6 +284,10 @@ struct BpfSession::Impl {
         progs = {{up->progs.ft_up_av_insert_ret, true}, {up->progs.ft_up_av_insert, false}};
       } else if (site.role == FT_UP_ROLE_GETNAME) {
         progs = {{up->progs.ft_up_getname_ret, true}, {up->progs.ft_up_getname, false}};
+      } else if (site.role == FT_UP_ROLE_EP_OPEN) {
+        progs = {{up->progs.ft_up_ep_open_ret, true}, {up->progs.ft_up_ep_open, false}};
+      } else if (site.role == FT_UP_ROLE_CONNECT) {
+        progs = {{up->progs.ft_up_connect_ret, true}, {up->progs.ft_up_connect, false}};
       } else {
         progs = {{up->progs.ft_up_cq_open_ret, true}, {up->progs.ft_up_cq_open, false}};
       }
@@ -636,6 +643,7 @@ UprobeNames BpfSession::uprobe_names() const {
     if (a.site < sites.size()) {
       u.addr_format = sites[a.site].addr_format;
       u.straddr_form = sites[a.site].straddr_form;
+      u.passive = sites[a.site].table == "pep";
     }
     return u;
   };
@@ -643,6 +651,20 @@ UprobeNames BpfSession::uprobe_names() const {
                                     [&](const ft_up_key& k, const ft_up_addr& a) {
                                       n.ep_names[{k.tgid, k.ptr}] = addr_of(a);
                                     });
+  // Connected endpoints: their addresses in the format their info gave.
+  auto conn_addr = [](const ft_up_conn& c, const __u8* bytes, __u32 len) {
+    UprobeAddr u;
+    u.bytes.assign(reinterpret_cast<const char*>(bytes),
+                   len < FT_UP_ADDR_MAX ? len : FT_UP_ADDR_MAX);
+    u.addr_format = c.addr_format;
+    u.straddr_form = kStraddrPlain;
+    return u;
+  };
+  each_entry<ft_up_key, ft_up_conn>(
+      bpf_map__fd(impl_->up->maps.up_ep_conns), [&](const ft_up_key& k, const ft_up_conn& c) {
+        n.ep_conns[{k.tgid, k.ptr}] = {conn_addr(c, c.peer, c.peer_len),
+                                       conn_addr(c, c.local, c.local_len)};
+      });
   each_entry<ft_up_key, __u64>(bpf_map__fd(impl_->up->maps.up_ep_av),
                                [&](const ft_up_key& k, const __u64& av) {
                                  n.ep_av[{k.tgid, k.ptr}] = av;

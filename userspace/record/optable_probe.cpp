@@ -13,6 +13,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +68,23 @@ static_assert(offsetof(fi_msg, addr) == FT_UP_MSG_ADDR_OFF &&
 static_assert(FI_ADDR_UNSPEC == FT_UP_ADDR_UNSPEC && FI_ADDR_NOTAVAIL == FT_UP_ADDR_UNSPEC,
               "fi_addr_t's any / not available");
 static_assert(FI_CLASS_AV == FT_UP_FI_CLASS_AV && offsetof(fid, fclass) == 0, "struct fid's class");
+// What an endpoint open reads of its info (uprobe_ops.bpf.c, ft_up_ep_open).
+static_assert(offsetof(fi_info, addr_format) == FT_UP_INFO_ADDR_FORMAT_OFF &&
+                  offsetof(fi_info, src_addrlen) == FT_UP_INFO_SRC_ADDRLEN_OFF &&
+                  offsetof(fi_info, dest_addrlen) == FT_UP_INFO_DEST_ADDRLEN_OFF &&
+                  offsetof(fi_info, src_addr) == FT_UP_INFO_SRC_ADDR_OFF &&
+                  offsetof(fi_info, dest_addr) == FT_UP_INFO_DEST_ADDR_OFF &&
+                  offsetof(fi_info, ep_attr) == FT_UP_INFO_EP_ATTR_OFF &&
+                  offsetof(fi_ep_attr, type) == 0 && FI_EP_MSG == FT_UP_FI_EP_MSG,
+              "fi_info layout");
+static_assert(FI_SOCKADDR == FT_UP_FI_SOCKADDR && FI_SOCKADDR_IN6 == FT_UP_FI_SOCKADDR_IN6 &&
+                  AF_INET == FT_UP_AF_INET && AF_INET6 == FT_UP_AF_INET6,
+              "sockaddr formats and families (ft_up_connect_ret)");
+// The endpoint open's call in flight and a connected endpoint are built from
+// up_zero's all-zero row (lookup_or_zero).
+static_assert(sizeof(ft_up_stats) >= sizeof(ft_up_conn_call) &&
+                  sizeof(ft_up_stats) >= sizeof(ft_up_conn),
+              "up_zero is large enough");
 static_assert(sizeof(fi_cq_entry) == 8 && sizeof(fi_cq_msg_entry) == 24 &&
                   sizeof(fi_cq_data_entry) == 40 && sizeof(fi_cq_tagged_entry) == 48,
               "CQ entry sizes (uprobe_ops.bpf.c entry_size)");
@@ -490,6 +508,33 @@ void add_name_sites(std::vector<OpSite>* out, const std::string& prov, const fi_
   }
 }
 
+// A connected endpoint's peer (it has no AV): the domain's endpoint open
+// (fi_endpoint: the info's dest_addr) and the endpoint's connect (fi_connect's
+// address), with the provider's address format for a connect of an endpoint
+// opened before the session. Its own address where its program does not ask
+// it: the passive endpoint's getname (the listener an accepted connection's
+// info names without its port, on tcp), where it is not the endpoint's.
+void add_conn_sites(std::vector<OpSite>* out, const std::string& prov, fi_info* info,
+                    fid_fabric* fab, fid_domain* dom, fid_ep* ep) {
+  const size_t before = out->size();
+  add_site(out, prov, "domain", "endpoint", fn_ptr(dom->ops->endpoint), FT_UP_ROLE_EP_OPEN,
+           OpKind::kCount, 0, 0);
+  if (ep->cm)
+    add_site(out, prov, "cm", "connect", fn_ptr(ep->cm->connect), FT_UP_ROLE_CONNECT,
+             OpKind::kCount, 0, 0);
+  fid_pep* pep = nullptr;
+  if (fi_passive_ep(fab, info, &pep, nullptr) == 0) {
+    if (pep->cm && (!ep->cm || pep->cm->getname != ep->cm->getname))
+      add_site(out, prov, "pep", "getname", fn_ptr(pep->cm->getname), FT_UP_ROLE_GETNAME,
+               OpKind::kCount, 0, 0);
+    fi_close(&pep->fid);
+  }
+  for (size_t i = before; i < out->size(); ++i) {
+    (*out)[i].addr_format = info->addr_format;
+    (*out)[i].straddr_form = kStraddrPlain;  // not asked: connected names are "ip:port"
+  }
+}
+
 }  // namespace
 
 const char* ep_type_name(int ep_type) { return ep_type == FI_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM"; }
@@ -584,6 +629,7 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
     if (caps & FI_RMA) add_table(out, prov, "rma", ep->rma, kRmaSlots);
     if (caps & FI_ATOMIC) add_table(out, prov, "atomic", ep->atomic, kAtomicSlots);
     add_name_sites(out, prov, info, ep, av);
+    if (msg_ep) add_conn_sites(out, prov, info, fab, dom, ep);
     if (layout && !find_layout(cq, ep, layout)) {
       layout->path.clear();
       if (notes)

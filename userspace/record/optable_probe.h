@@ -2,7 +2,9 @@
 // functions an application reaches through the op tables (fi_send ->
 // ep->msg->send, fi_cq_read -> cq->ops->read, fi_cq_open ->
 // domain->ops->cq_open, fi_ep_bind -> ep->fid.ops->bind, fi_av_insert -> av->ops->insert,
-// fi_getname -> ep->cm->getname) are not exported, and distribution builds
+// fi_getname -> ep->cm->getname; a MSG endpoint's fi_endpoint ->
+// domain->ops->endpoint, fi_connect -> ep->cm->connect, and a passive
+// endpoint's fi_getname -> pep->cm->getname) are not exported, and distribution builds
 // are stripped, so they are found the way an application finds them: open the provider from the
 // same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM endpoint with
 // msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may install their
@@ -25,14 +27,14 @@ namespace fabtrace {
 // One probed function.
 struct OpSite {
   std::string provider;  // "tcp;ofi_rxm" (several: "tcp;ofi_rxm,shm")
-  std::string table;     // "msg", "tagged", "cq", "domain", "ep", "av", "cm"
+  std::string table;     // "msg", "tagged", "cq", "domain", "ep", "av", "cm", "pep"
   std::string op;        // the table's field: "send", "recv", "read", "cq_open", ...
   uint32_t role = 0;     // enum ft_up_role (bpf/uprobe_ops.h)
   uint32_t op_kind = 0;  // OpKind (common/op_kinds.h), ops only
   uint32_t ctx = 0;      // enum ft_up_ctx
   uint32_t len = 0;      // enum ft_up_len
   uint32_t peer = 0;     // FT_UP_PEER_*: where an op's fi_addr_t is
-  // AV insert and getname sites: the provider's address format (enum
+  // AV insert, getname and connect sites: the provider's address format (enum
   // fi_addr_format: how the collector prints the addresses) and length (an
   // AV insert's stride through its addresses; 0 for FI_ADDR_STR's strings).
   uint32_t addr_format = 0;

@@ -5,9 +5,10 @@
 //
 // One link per (endpoint, peer) the process's ops named, labelled as the
 // preload labels it (uprobe_names.h): local = the endpoint's address, remote =
-// the peer's ("(any)" for receives from any source); the fallbacks "pid N ep
-// 0x..." and "fi_addr#N" where the session did not see the endpoint named or
-// the address inserted (both done before it began). Rows of one op kind whose
+// the peer's ("(any)" for receives from any source; a connected endpoint's one
+// peer for all its ops); the fallbacks "pid N ep 0x..." and "fi_addr#N"
+// ("(connected)") where the session did not see the endpoint named or the
+// address inserted (connected). Rows of one op kind whose
 // links carry the same labels are one row. Within a link, each op kind has one
 // row whose size is the mean of its paired ops (the kernel keeps no size
 // histogram); no NIC, CQ gap or clock figures.
