@@ -309,7 +309,9 @@ bool describe_site(const std::string& provider, const std::string& table, const 
       {{"domain", "cq_open"}, FT_UP_ROLE_CQ_OPEN}, {{"ep", "bind"}, FT_UP_ROLE_EP_BIND},
       {{"cq", "read"}, FT_UP_ROLE_CQ_READ},        {{"cq", "readfrom"}, FT_UP_ROLE_CQ_READ},
       {{"cq", "sread"}, FT_UP_ROLE_CQ_READ},       {{"cq", "sreadfrom"}, FT_UP_ROLE_CQ_READ},
-      {{"cm", "getname"}, FT_UP_ROLE_GETNAME},     {{"av", "insert"}, FT_UP_ROLE_AV_INSERT}};
+      {{"cm", "getname"}, FT_UP_ROLE_GETNAME},     {{"av", "insert"}, FT_UP_ROLE_AV_INSERT},
+      {{"pep", "getname"}, FT_UP_ROLE_GETNAME},    {{"domain", "endpoint"}, FT_UP_ROLE_EP_OPEN},
+      {{"cm", "connect"}, FT_UP_ROLE_CONNECT}};
   const auto it = kOthers.find({table, op});
   if (it != kOthers.end()) {
     *out = op_site(provider, table, op, it->second, OpKind::kCount);
@@ -517,16 +519,12 @@ void add_name_sites(std::vector<OpSite>* out, const std::string& prov, const fi_
 void add_conn_sites(std::vector<OpSite>* out, const std::string& prov, fi_info* info,
                     fid_fabric* fab, fid_domain* dom, fid_ep* ep) {
   const size_t before = out->size();
-  add_site(out, prov, "domain", "endpoint", fn_ptr(dom->ops->endpoint), FT_UP_ROLE_EP_OPEN,
-           OpKind::kCount, 0, 0);
-  if (ep->cm)
-    add_site(out, prov, "cm", "connect", fn_ptr(ep->cm->connect), FT_UP_ROLE_CONNECT,
-             OpKind::kCount, 0, 0);
+  add_site(out, prov, "domain", "endpoint", fn_ptr(dom->ops->endpoint));
+  if (ep->cm) add_site(out, prov, "cm", "connect", fn_ptr(ep->cm->connect));
   fid_pep* pep = nullptr;
   if (fi_passive_ep(fab, info, &pep, nullptr) == 0) {
     if (pep->cm && (!ep->cm || pep->cm->getname != ep->cm->getname))
-      add_site(out, prov, "pep", "getname", fn_ptr(pep->cm->getname), FT_UP_ROLE_GETNAME,
-               OpKind::kCount, 0, 0);
+      add_site(out, prov, "pep", "getname", fn_ptr(pep->cm->getname));
     fi_close(&pep->fid);
   }
   for (size_t i = before; i < out->size(); ++i) {
