@@ -48,7 +48,9 @@ const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
 const volatile struct ft_up_layout ft_layout = {};
 const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 /* An AV insert site's address stride: the provider's address length (0: its
- * addresses are NUL-terminated strings, FI_ADDR_STR, each as long as it is). */
+ * addresses are NUL-terminated strings, FI_ADDR_STR, each as long as it is).
+ * A connect site's: the length of the endpoint's name its connect's socket
+ * gives (0: the socket is not the endpoint's name; the helper tells). */
 const volatile __u32 ft_site_addrlen[FT_UP_MAX_SITES] = {};
 /* A connect site's address format (the helper's info's, enum fi_addr_format):
  * for an endpoint opened before the session, whose own info was not seen. */
@@ -655,7 +657,9 @@ static __always_inline int name_call(struct pt_regs* regs, __u64 count, __u64 ou
   c.addr = arg_n(regs, 2);
   c.count = count;
   c.out = out;
-  c.site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
+  const __u64 cookie = bpf_get_attach_cookie(regs);
+  c.site = FT_UP_SITE(cookie) & (FT_UP_MAX_SITES - 1);
+  c.role = FT_UP_ROLE(cookie);
   bpf_map_update_elem(&up_name_call, &tid, &c, BPF_ANY);
   return 0;
 }
@@ -793,7 +797,51 @@ int ft_up_ep_open_ret(struct pt_regs* regs) {
 SEC("uprobe")
 int ft_up_connect(struct pt_regs* regs) { return name_call(regs, 0, 0); }
 
-/* A connect the provider took (0): its address is the endpoint's peer when it
+/* A TCP socket moved to SYN_SENT by a thread inside a probed connect: the
+ * provider's own connect(2) (tcp's; sockets' connects from its own thread are
+ * not seen). Its local port is chosen right after, within the same syscall:
+ * the connect's return reads it. This is how the connecting side's own address
+ * is known where the program never asks its endpoint's name (fi_pingpong's
+ * client: the preload asks it itself). */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(ft_up_sk_state, const struct sock* sk, int oldstate, int newstate) {
+  if (newstate != FT_UP_TCP_SYN_SENT || !ft_up_armed) return 0;
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct ft_up_name_call* c = bpf_map_lookup_elem(&up_name_call, &tid);
+  if (c && c->role == FT_UP_ROLE_CONNECT && !c->sk) c->sk = (__u64)sk;
+  return 0;
+}
+
+/* The connecting endpoint's own address from its socket (struct sock_common:
+ * the bound address and the local port, host order), as a sockaddr_in /
+ * sockaddr_in6 (its getname's form), where its info named none with a port
+ * (tcp's names the IP only) and the connect's site is of a provider whose
+ * connect socket is the endpoint's name (tcp's; sockets' endpoint listens on a
+ * port of its own and connects from another: ft_site_addrlen). */
+static __always_inline void own_address(struct ft_up_conn* conn, __u64 sk_ptr, __u32 site) {
+  if (conn->local_len >= 4 && (conn->local[2] | conn->local[3])) return;
+  if (!ft_site_addrlen[site & (FT_UP_MAX_SITES - 1)]) return;
+  const struct sock* sk = (const struct sock*)sk_ptr;
+  const __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+  const __u16 port = BPF_CORE_READ(sk, __sk_common.skc_num);
+  if (port == 0 || (family != FT_UP_AF_INET && family != FT_UP_AF_INET6)) return;
+  __builtin_memset(conn->local, 0, 28);
+  /* sin_family (host order), sin_port (network order), then the address. */
+  conn->local[0] = (__u8)family;
+  conn->local[2] = (__u8)(port >> 8);
+  conn->local[3] = (__u8)port;
+  if (family == FT_UP_AF_INET) {
+    const __be32 ip = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+    __builtin_memcpy(&conn->local[4], &ip, 4);
+    conn->local_len = 16;
+  } else {
+    BPF_CORE_READ_INTO(&conn->local[8], sk, __sk_common.skc_v6_rcv_saddr);
+    conn->local_len = 28;
+  }
+}
+
+/* A connect the provider took (0): the endpoint is connected. Its socket's
+ * local address is its own (above); the connect's address is its peer when it
  * is a sockaddr of a family the preload reads too (AF_INET, AF_INET6): its
  * length is known only then. An endpoint opened before the session gets an
  * entry here, with the site's address format. */
@@ -801,11 +849,7 @@ SEC("uretprobe")
 int ft_up_connect_ret(struct pt_regs* regs) {
   struct ft_up_name_call c;
   if (!take_call(&up_name_call, regs, &c, sizeof(c))) return 0;
-  if ((int)FT_RET(regs) != 0 || !c.addr || !c.obj) return 0;
-  __u16 family = 0;
-  bpf_probe_read_user(&family, sizeof(family), (const void*)c.addr);
-  const __u64 len = family == FT_UP_AF_INET ? 16 : family == FT_UP_AF_INET6 ? 28 : 0;
-  if (!len) return 0;
+  if ((int)FT_RET(regs) != 0 || !c.obj) return 0;
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = c.obj};
   struct ft_up_conn* conn = bpf_map_lookup_elem(&up_ep_conns, &k);
   if (!conn) {
@@ -818,6 +862,11 @@ int ft_up_connect_ret(struct pt_regs* regs) {
     conn->addr_format = ft_site_addr_format[c.site & (FT_UP_MAX_SITES - 1)];
   }
   if (conn->addr_format < FT_UP_FI_SOCKADDR || conn->addr_format > FT_UP_FI_SOCKADDR_IN6) return 0;
-  conn->peer_len = read_addr(conn->peer, c.addr, len);
+  if (c.sk) own_address(conn, c.sk, c.site);
+  if (!c.addr) return 0;
+  __u16 family = 0;
+  bpf_probe_read_user(&family, sizeof(family), (const void*)c.addr);
+  const __u64 len = family == FT_UP_AF_INET ? 16 : family == FT_UP_AF_INET6 ? 28 : 0;
+  if (len) conn->peer_len = read_addr(conn->peer, c.addr, len);
   return 0;
 }

@@ -291,7 +291,10 @@ struct ft_up_name_call {
   __u64 addr;  /* the addresses inserted; getname's buffer */
   __u64 count; /* entries inserted; getname: its size_t *addrlen */
   __u64 out;   /* insert's fi_addr_t array */
-  __u32 site, pad;
+  /* connect: the kernel socket the call moved to SYN_SENT (ft_up_sk_state),
+   * whose local address the connect's return reads: the endpoint's own. */
+  __u64 sk;
+  __u32 site, role; /* role: enum ft_up_role of the probe */
 };
 
 /* A connected (FI_EP_MSG) endpoint (key ft_up_key: process, endpoint), from
@@ -328,6 +331,8 @@ struct ft_up_conn_call {
  * from it only then): AF_INET, AF_INET6. */
 #define FT_UP_AF_INET 2
 #define FT_UP_AF_INET6 10
+/* enum of include/net/tcp_states.h */
+#define FT_UP_TCP_SYN_SENT 2
 /* libfabric's enum fi_addr_format values whose addresses are sockaddrs. */
 #define FT_UP_FI_SOCKADDR 1
 #define FT_UP_FI_SOCKADDR_IN6 3

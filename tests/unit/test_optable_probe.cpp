@@ -279,6 +279,11 @@ TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
     EXPECT_EQ(connect->role, static_cast<uint32_t>(FT_UP_ROLE_CONNECT));
     EXPECT_EQ(connect->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN)) << prov;
   }
+  // tcp's endpoint is named by its connect's socket (the helper connected
+  // one and found it: IPv4, family + port + address), sockets' is not (its
+  // endpoint listens on a port of its own, and connects from another).
+  EXPECT_EQ(find_site(r.sites, "tcp", "cm", "connect")->addrlen, 8u);
+  EXPECT_EQ(find_site(r.sites, "sockets", "cm", "connect")->addrlen, 0u);
   const OpSite* pep = find_site(r.sites, "tcp", "pep", "getname");
   ASSERT_NE(pep, nullptr);
   EXPECT_EQ(pep->role, static_cast<uint32_t>(FT_UP_ROLE_GETNAME));

@@ -231,7 +231,7 @@ struct BpfSession::Impl {
       if (site.role == FT_UP_ROLE_CQ_READ && !opt.uprobe_layout.path.empty() &&
           site.path == opt.uprobe_layout.path)
         up->rodata->ft_site_off[up_sites.size()] = probe_offset(site.path, site.offset);
-      if (site.role == FT_UP_ROLE_AV_INSERT)
+      if (site.role == FT_UP_ROLE_AV_INSERT || site.role == FT_UP_ROLE_CONNECT)
         up->rodata->ft_site_addrlen[up_sites.size()] = site.addrlen;
       if (site.role == FT_UP_ROLE_CONNECT)
         up->rodata->ft_site_addr_format[up_sites.size()] = site.addr_format;
@@ -318,8 +318,28 @@ struct BpfSession::Impl {
     }
     if (up_sites.empty())
       note("uprobe_ops", "uprobe:*", "absent", "no provider function found to probe");
+    attach_connect_sockets();
     // Every probe in place: they start together (uprobe_ops.bpf.c).
     __atomic_store_n(&up->bss->ft_up_armed, 1u, __ATOMIC_RELEASE);
+  }
+
+  // The connecting side's own address (uprobe_ops.bpf.c, ft_up_sk_state):
+  // the TCP socket a probed connect moves to SYN_SENT. Only with a connect
+  // site; the tracepoint fires node-wide, and returns at once outside one.
+  void attach_connect_sockets() {
+    bool connect = false;
+    for (const OpSite& s : up_sites) connect = connect || s.role == FT_UP_ROLE_CONNECT;
+    bpf_program* p = up->progs.ft_up_sk_state;
+    if (!connect || !bpf_program__autoload(p)) return;
+    take_log();
+    bpf_link* l = bpf_program__attach(p);
+    if (!l) {
+      note("uprobe_ops", bpf_program__section_name(p), "failed", reason_of(take_log(), errno));
+      return;
+    }
+    links.push_back(l);
+    note("uprobe_ops", bpf_program__section_name(p), "attached",
+         "the connecting side's own address");
   }
 
   // The pids a probe is attached for: every process (-1), or --only-pids'.

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -510,6 +511,57 @@ void add_name_sites(std::vector<OpSite>* out, const std::string& prov, const fi_
   }
 }
 
+// The bytes of a sockaddr that name it: family, port and address (not
+// sockaddr_in's zero padding); 0 for another family.
+size_t sockaddr_name_len(const sockaddr_storage& a) {
+  return a.ss_family == AF_INET ? 8 : a.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+}
+
+// Whether `ep`'s own address (its getname) is the local address of the
+// socket its connect makes: tcp's is, sockets' is not (its endpoint listens
+// on a port of its own, and connects from another). Told by connecting it to
+// `pep` (listening here) and looking for a socket of this process whose
+// local address is the endpoint's name and whose peer is the listener. Then
+// the connect's probe names a connecting endpoint whose program never asks
+// its name (ft_up_connect_ret): its site's addrlen is that name's length.
+uint32_t connect_names_endpoint(fid_fabric* fab, fid_ep* ep, fid_pep* pep) {
+  fid_eq* eq = nullptr;
+  fi_eq_attr ea{};
+  ea.wait_obj = FI_WAIT_NONE;
+  if (fi_eq_open(fab, &ea, &eq, nullptr) != 0) return 0;
+  uint32_t named = 0;
+  sockaddr_storage listener{}, name{};
+  size_t len = sizeof(listener);
+  if (fi_pep_bind(pep, &eq->fid, 0) == 0 && fi_listen(pep) == 0 &&
+      fi_getname(&pep->fid, &listener, &len) == 0 && sockaddr_name_len(listener) &&
+      fi_connect(ep, &listener, nullptr, 0) == 0) {
+    // The connect is asynchronous: its socket is named at once on loopback,
+    // connected soon after; looked for during 200 ms at most.
+    for (int tries = 0; tries < 20 && !named; ++tries) {
+      len = sizeof(name);
+      size_t n = 0;
+      if (fi_getname(&ep->fid, &name, &len) == 0 && (n = sockaddr_name_len(name)) != 0) {
+        for (int fd = 0; fd < 1024 && !named; ++fd) {
+          sockaddr_storage mine{}, peer{};
+          socklen_t ml = sizeof(mine), pl = sizeof(peer);
+          if (getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &ml) != 0 ||
+              getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0)
+            continue;
+          // The peer's port: the listener's (its address may be the one the
+          // listener was bound to as "any").
+          if (std::memcmp(&mine, &name, n) == 0 && peer.ss_family == listener.ss_family &&
+              std::memcmp(reinterpret_cast<char*>(&peer) + 2,
+                          reinterpret_cast<char*>(&listener) + 2, 2) == 0)
+            named = static_cast<uint32_t>(n);
+        }
+      }
+      if (!named) usleep(10000);
+    }
+  }
+  fi_close(&eq->fid);
+  return named;
+}
+
 // A connected endpoint's peer (it has no AV): the domain's endpoint open
 // (fi_endpoint: the info's dest_addr) and the endpoint's connect (fi_connect's
 // address), with the provider's address format for a connect of an endpoint
@@ -522,14 +574,18 @@ void add_conn_sites(std::vector<OpSite>* out, const std::string& prov, fi_info* 
   add_site(out, prov, "domain", "endpoint", fn_ptr(dom->ops->endpoint));
   if (ep->cm) add_site(out, prov, "cm", "connect", fn_ptr(ep->cm->connect));
   fid_pep* pep = nullptr;
+  uint32_t named = 0;
   if (fi_passive_ep(fab, info, &pep, nullptr) == 0) {
     if (pep->cm && (!ep->cm || pep->cm->getname != ep->cm->getname))
       add_site(out, prov, "pep", "getname", fn_ptr(pep->cm->getname));
+    // Last: the endpoint is connected then (nothing is probed after it).
+    if (ep->cm) named = connect_names_endpoint(fab, ep, pep);
     fi_close(&pep->fid);
   }
   for (size_t i = before; i < out->size(); ++i) {
     (*out)[i].addr_format = info->addr_format;
     (*out)[i].straddr_form = kStraddrPlain;  // not asked: connected names are "ip:port"
+    if ((*out)[i].role == FT_UP_ROLE_CONNECT) (*out)[i].addrlen = named;
   }
 }
 
