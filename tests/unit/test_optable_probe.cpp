@@ -238,7 +238,7 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
 TEST(OptableProbe, UnknownProviderIsANoteNotASite) {
   const OptableResult r = probe_optables({"no_such_provider"}, 20000);
   EXPECT_TRUE(r.sites.empty());
-  ASSERT_EQ(r.notes.size(), 4u);  // two threading variants of two endpoint types
+  ASSERT_EQ(r.notes.size(), 6u);  // two threading variants of three endpoint types
   for (const std::string& n : r.notes) EXPECT_NE(n.find("no_such_provider"), std::string::npos);
   EXPECT_TRUE(r.layout.path.empty());
 }
@@ -278,6 +278,35 @@ TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
   for (const std::string& n : r.notes)
     no_layout += n.rfind("sockets: no utility CQ format function", 0) == 0;
   EXPECT_EQ(no_layout, 1u);
+}
+
+// udp offers FI_EP_DGRAM endpoints only (asked for RDM, libfabric offers
+// udp;ofi_rxd): the helper opens them, with an AV, and finds udp's own data
+// path, not the rxd functions an RDM endpoint over udp uses; its CQ and
+// endpoint are the utility ones (the same layout as rxm's).
+TEST(OptableProbe, FindsUdpDgramEndpoint) {
+  const OptableResult r = probe_optables({"udp"}, 20000);
+  for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+  for (const auto& [table, op] :
+       std::vector<std::pair<const char*, const char*>>{{"domain", "cq_open"},
+                                                        {"ep", "bind"},
+                                                        {"cq", "readfrom"},
+                                                        {"msg", "send"},
+                                                        {"msg", "recv"},
+                                                        {"msg", "sendmsg"},
+                                                        {"av", "insert"},
+                                                        {"cm", "getname"}})
+    EXPECT_NE(find_site(r.sites, "udp", table, op), nullptr) << table << "." << op;
+  const OpSite* insert = find_site(r.sites, "udp", "av", "insert");
+  ASSERT_NE(insert, nullptr);
+  EXPECT_GE(insert->addrlen, sizeof(sockaddr_in));  // sockaddr_in or _in6: the first info's
+  const OptableResult rxd = probe_optables({"udp;ofi_rxd"}, 20000);
+  const OpSite* rxd_send = find_site(rxd.sites, "udp;ofi_rxd", "msg", "send");
+  ASSERT_NE(rxd_send, nullptr);
+  ASSERT_NE(find_site(r.sites, "udp", "msg", "send"), nullptr);
+  EXPECT_NE(find_site(r.sites, "udp", "msg", "send")->offset, rxd_send->offset);
+  ASSERT_FALSE(r.layout.path.empty()) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(r.layout == probe_optables({"tcp;ofi_rxm"}, 20000).layout);
 }
 
 // A utility provider and its core in one list: said, once.

@@ -464,7 +464,9 @@ void add_name_sites(std::vector<OpSite>* out, const std::string& prov, const fi_
 
 }  // namespace
 
-const char* ep_type_name(int ep_type) { return ep_type == FI_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM"; }
+const char* ep_type_name(int ep_type) {
+  return ep_type == FI_EP_MSG ? "FI_EP_MSG" : ep_type == FI_EP_DGRAM ? "FI_EP_DGRAM" : "FI_EP_RDM";
+}
 
 bool probe_provider_here(const std::string& prov, int threading, int ep_type,
                          std::vector<OpSite>* out, std::string* why,
@@ -717,13 +719,14 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     std::string text;
     for (const std::string& p : providers) {
       // Once per threading level and endpoint type: a provider may choose its
-      // tables by threading, and offer RDM or MSG endpoints (or both). The
-      // layout from the first open with FI_THREAD_SAFE (RDM where the provider
-      // has it, else MSG: the utility objects).
+      // tables by threading, and offer RDM, MSG or DGRAM endpoints (several;
+      // udp's DGRAM functions are not those rxd's RDM tables hold over it).
+      // The layout from the first open with FI_THREAD_SAFE (RDM where the
+      // provider has it, else MSG, else DGRAM: the utility objects).
       bool opened = false, layout_tried = false;
       std::vector<std::string> failed;
       UprobeLayout layout;
-      for (const int ep_type : {FI_EP_RDM, FI_EP_MSG}) {
+      for (const int ep_type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
         for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
           std::vector<OpSite> sites;
           std::vector<std::string> notes;

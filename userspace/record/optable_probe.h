@@ -4,11 +4,12 @@
 // domain->ops->cq_open, fi_ep_bind -> ep->fid.ops->bind, fi_av_insert -> av->ops->insert,
 // fi_getname -> ep->cm->getname) are not exported, and distribution builds
 // are stripped, so they are found the way an application finds them: open the provider from the
-// same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM endpoint with
-// msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may install their
-// real tables only then), read the table pointers, and turn each into (library file, file offset)
-// through the ELF program headers of the object that holds it. The offsets do not depend on where a
-// process loads the library, so one probe per file covers every process that maps it.
+// same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM (MSG, DGRAM)
+// endpoint with msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may
+// install their real tables only then), read the table pointers, and turn each into (library file,
+// file offset) through the ELF program headers of the object that holds it. The offsets do not
+// depend on where a process loads the library, so one probe per file covers every process that maps
+// it.
 //
 // Providers choose tables by attributes; each provider is opened once per
 // threading level an application commonly asks for, and the union is kept.
@@ -77,7 +78,7 @@ struct UprobeLayout;
 // Opens provider `prov` in this process as an application would and appends
 // the op-table functions it uses: once, with msg, tagged, RMA and atomic caps
 // (without the last two where the provider offers none), an `ep_type`
-// endpoint (FI_EP_RDM with an AV, FI_EP_MSG with an EQ) and `threading` (an
+// endpoint (FI_EP_RDM and FI_EP_DGRAM with an AV, FI_EP_MSG with an EQ) and `threading` (an
 // enum fi_threading value). False with *why when the provider cannot be
 // opened so here. A CQ read that calls the CQ's readfrom through the op table
 // is left out (readfrom's probe sees it), with a note. With `layout`, the
@@ -85,7 +86,7 @@ struct UprobeLayout;
 bool probe_provider_here(const std::string& prov, int threading, int ep_type,
                          std::vector<OpSite>* out, std::string* why,
                          std::vector<std::string>* notes = nullptr, UprobeLayout* layout = nullptr);
-// "FI_EP_MSG" or "FI_EP_RDM", for notes.
+// "FI_EP_MSG", "FI_EP_RDM" or "FI_EP_DGRAM", for notes.
 const char* ep_type_name(int ep_type);
 
 // Sites that share a function: one per (path, offset). Slots that name the same
