@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
 
 namespace fabtrace {
@@ -43,6 +44,9 @@ struct OpSite {
   uint32_t straddr_form = 0;
   std::string path;     // the library file that holds it
   uint64_t offset = 0;  // file offset of its first instruction
+  // Its provider's layout (OptableResult::layouts' index + 1; 0: none): how
+  // the CQs and endpoints its process opened before the session are learnt.
+  uint32_t layout = 0;
 
   // "tcp;ofi_rxm msg.send": how record and the kernel log name the site.
   std::string what() const { return provider + " " + table + "." + op; }
@@ -94,32 +98,49 @@ const char* ep_type_name(int ep_type);
 // slots) cannot be told apart: dropped, with a note.
 std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std::string>* notes);
 
-// Where libfabric's utility CQ and endpoint keep what the BPF programs need to
-// pair the completions of a CQ opened before the session (bpf/uprobe_ops.h,
-// struct ft_up_layout): the offset of the CQ's per-format function and each
-// format's function as a file offset of `path`, and the offsets of an
-// endpoint's transmit and receive CQ pointers. Empty path: not known.
+// Where a provider's CQ and endpoint keep what the BPF programs need to pair
+// the completions of a CQ opened before the session (bpf/uprobe_ops.h, struct
+// ft_up_layout): the CQ's format, as a per-format function at an offset of the
+// CQ (each format's function as a file offset of `path`: the utility CQ's
+// read_entry, sockets' report_completion) or else as a 32-bit word equal to
+// the format (sockets' fi_cq_attr); and the endpoint's transmit and receive CQ
+// pointers, at an offset of the endpoint or reached through up to
+// FT_UP_EP_HOPS_MAX pointers (sockets: ep->attr->tx_ctx->comp.send_cq).
 // probe_provider_here finds it by comparing the memory of one CQ of each
 // format (FI_CQ_FORMAT_CONTEXT .. TAGGED) and of an endpoint bound to two of
-// them (transmit, receive): the first word where the four CQs hold four
-// different functions of one library, and the words of the endpoint that hold
-// its two CQs.
+// them (transmit, receive). Empty path: not known.
 struct UprobeLayout {
-  std::string path;
+  std::string provider;  // whose (not compared: providers may share one)
+  std::string path;      // the library of the provider's CQ read
+  uint32_t cq_kind = 0;  // enum ft_up_cq_fmt
   uint64_t cq_fmt_off = 0;
-  uint64_t fmt_fn[5] = {};  // [enum fi_cq_format], 1..4
-  uint64_t ep_cq_off[2] = {};
+  uint64_t fmt_fn[5] = {};  // [enum fi_cq_format], 1..4 (FT_UP_CQ_FMT_FN)
+  uint32_t ep_hops[2] = {};
+  uint64_t ep_path[2][FT_UP_EP_HOPS_MAX + 1] = {};  // [side]: offsets, the CQ's last
   bool operator==(const UprobeLayout& o) const;
+  // "CQ format function at +N, endpoint CQs at +A and +B->+C": for record's notes.
+  std::string describe() const;
 };
 
-// The pipe's line for a layout ("L\t<path>\t<numbers>") and its reader.
+// An object's fields the layout is searched in (1 KiB).
+constexpr size_t kLayoutWords = 128;
+
+// The CQ's format kept as itself (FT_UP_CQ_FMT_WORD): in the first
+// kLayoutWords words of one CQ of each format ([enum fi_cq_format], 1..4),
+// past the fid_cq, the first 32-bit word equal to the CQ's format in all four.
+// The fallback where no per-format function is found.
+bool find_cq_format_word(const std::vector<uint64_t> (&w)[5], UprobeLayout* l);
+
+// The pipe's line for a layout ("L\t<provider>\t<numbers>\t<path>") and its reader.
 std::string layout_line(const UprobeLayout& l);
 bool parse_layout_line(const std::string& line, UprobeLayout* l);
 
 struct OptableResult {
   std::vector<OpSite> sites;       // deduplicated
   std::vector<std::string> notes;  // providers not available, shared stubs, ...
-  UprobeLayout layout;             // the same for every provider opened, or empty
+  // The providers' distinct layouts (at most FT_UP_MAX_LAYOUTS), which each
+  // site's `layout` indexes.
+  std::vector<UprobeLayout> layouts;
 };
 
 // Runs probe_provider_here for every provider, endpoint type and threading variant in a
