@@ -42,10 +42,12 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
-/* Learning CQs and endpoints opened before the session (struct ft_up_layout),
- * and each site's probed file offset (the CQ read's distance to the format
+/* Learning CQs and endpoints opened before the session (struct ft_up_layout):
+ * the providers' layouts, each site's (its index in ft_layouts + 1; 0: none),
+ * and each CQ read site's probed file offset (its distance to the format
  * functions). */
-const volatile struct ft_up_layout ft_layout = {};
+const volatile struct ft_up_layout ft_layouts[FT_UP_MAX_LAYOUTS] = {};
+const volatile __u8 ft_site_layout[FT_UP_MAX_SITES] = {};
 const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 /* An AV insert site's address stride: the provider's address length (0: its
  * addresses are NUL-terminated strings, FI_ADDR_STR, each as long as it is).
@@ -343,15 +345,37 @@ int ft_up_op(struct pt_regs* regs) {
   return 0;
 }
 
+/* Site `site`'s layout (struct ft_up_layout); NULL when it has none. */
+static __always_inline const volatile struct ft_up_layout* layout_of(__u32 site) {
+  const __u32 li = ft_site_layout[site & (FT_UP_MAX_SITES - 1)];
+  if (!li || li > FT_UP_MAX_LAYOUTS) return 0;
+  return &ft_layouts[(li - 1) & (FT_UP_MAX_LAYOUTS - 1)];
+}
+
+/* An endpoint's CQ of one side, through the layout's path from the endpoint. */
+static __always_inline __u64 ep_cq_of(const volatile struct ft_up_layout* l, int side, __u64 p) {
+  const __u32 hops = l->ep_cq_hops[side];
+  __u64 cq = 0;
+#pragma unroll
+  for (__u32 h = 0; h <= FT_UP_EP_HOPS_MAX; ++h) {
+    if (h < hops)
+      p = p ? read_u64(p + l->ep_cq_path[side][h]) : 0;
+    else if (h == hops)
+      cq = p ? read_u64(p + l->ep_cq_path[side][h]) : 0;
+  }
+  return cq;
+}
+
 /* An endpoint opened before the session (its binds were not seen), at its
- * first op: its CQs read from the utility endpoint, each marked with the side
- * it serves (its format is learnt at its next outermost read: learn_cq). NULL
- * without a layout. */
-static __always_inline struct ft_up_ep* learn_ep(__u32 tgid, __u64 ep_ptr) {
-  if (!ft_layout.ep_cq_off[FT_UP_TX] || !ft_layout.ep_cq_off[FT_UP_RX] || !ep_ptr) return 0;
+ * first op on site `site`: its CQs read from the endpoint by the site's
+ * provider's layout, each marked with the side it serves (its format is
+ * learnt at its next outermost read: learn_cq). NULL without a layout. */
+static __always_inline struct ft_up_ep* learn_ep(__u32 tgid, __u64 ep_ptr, __u32 site) {
+  const volatile struct ft_up_layout* l = layout_of(site);
+  if (!l || !l->cq_fmt_kind || !ep_ptr) return 0;
   struct ft_up_ep e = {};
-  e.cq[FT_UP_TX] = read_u64(ep_ptr + ft_layout.ep_cq_off[FT_UP_TX]);
-  e.cq[FT_UP_RX] = read_u64(ep_ptr + ft_layout.ep_cq_off[FT_UP_RX]);
+  e.cq[FT_UP_TX] = ep_cq_of(l, FT_UP_TX, ep_ptr);
+  e.cq[FT_UP_RX] = ep_cq_of(l, FT_UP_RX, ep_ptr);
   if (!e.cq[FT_UP_TX] && !e.cq[FT_UP_RX]) return 0;
   struct ft_up_key ek = {.tgid = tgid, .ptr = ep_ptr};
   bpf_map_update_elem(&up_eps, &ek, &e, BPF_NOEXIST);
@@ -390,7 +414,7 @@ int ft_up_op_ret(struct pt_regs* regs) {
   /* An endpoint opened before the session: its CQs become known here. */
   struct ft_up_key ek = {.tgid = tgid, .ptr = c.ep};
   struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
-  if (!ep) ep = learn_ep(tgid, c.ep);
+  if (!ep) ep = learn_ep(tgid, c.ep, c.site);
   if (c.ctx) return 0;
   /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
   struct ft_up_pending p = {
@@ -493,8 +517,9 @@ int ft_up_ep_bind(struct pt_regs* regs) {
 
 /* A CQ opened before the session, at its first outermost read after an op of
  * an endpoint bound to it (learn_ep made `known`, sides and no format): its
- * format is the one whose utility read_entry function lies at the same distance
- * from this probe as in the library file (struct ft_up_layout). Only such CQs:
+ * format by this site's provider's layout (struct ft_up_layout): the word it
+ * keeps, or the one whose per-format function lies at the same distance from
+ * this probe as in the library file. Only such CQs:
  * a utility provider's inner CQ (rxm's tcp CQ) is read through the same
  * function, and its read looks outermost when the application's read around it
  * began before the session. Any other object (a provider without the utility
@@ -502,14 +527,22 @@ int ft_up_ep_bind(struct pt_regs* regs) {
 static __always_inline struct ft_up_cq* learn_cq(struct pt_regs* regs, const struct ft_up_key* k,
                                                  struct ft_up_cq* known) {
   const __u32 site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
-  const __u64 probe_off = ft_site_off[site];
-  if (!known || !ft_layout.cq_fmt_off || !probe_off || !k->ptr) return 0;
-  const __u64 ip = bpf_get_func_ip(regs);
-  const __u64 fn = read_u64(k->ptr + ft_layout.cq_fmt_off);
+  const volatile struct ft_up_layout* l = layout_of(site);
+  if (!known || !l || !l->cq_fmt_off || !k->ptr) return 0;
   __u32 format = 0;
+  if (l->cq_fmt_kind == FT_UP_CQ_FMT_WORD) {
+    __u32 w = 0;
+    bpf_probe_read_user(&w, sizeof(w), (const void*)(k->ptr + l->cq_fmt_off));
+    if (w >= 1 && w <= 4) format = w;
+  } else if (l->cq_fmt_kind == FT_UP_CQ_FMT_FN) {
+    const __u64 probe_off = ft_site_off[site];
+    if (!probe_off) return 0;
+    const __u64 ip = bpf_get_func_ip(regs);
+    const __u64 fn = read_u64(k->ptr + l->cq_fmt_off);
 #pragma unroll
-  for (__u32 f = 1; f < 5; ++f) {
-    if (ft_layout.fmt_fn[f] && fn - ip == ft_layout.fmt_fn[f] - probe_off) format = f;
+    for (__u32 f = 1; f < 5; ++f) {
+      if (l->fmt_fn[f] && fn - ip == l->fmt_fn[f] - probe_off) format = f;
+    }
   }
   if (!format) return 0;
   known->format = format;

@@ -227,18 +227,33 @@ struct ft_up_cq {
   __u32 learnt;     /* 1: opened before the session (no cq_open seen) */
 };
 
-/* Where libfabric's utility objects keep what a CQ opened before the session
+/* Where a provider's CQ and endpoint keep what a CQ opened before the session
  * cannot tell the programs otherwise (userspace/record/optable_probe.cpp's
  * helper finds it by opening CQs of each format and an endpoint bound to two
- * CQs, and comparing their memory). The utility CQ (struct util_cq) keeps one
- * function per entry format (its read_entry), a code pointer of the library:
- * the format is the one whose function lies at the same distance from the
- * probed CQ read function as in the library file. The utility endpoint (struct
- * util_ep) keeps its transmit and receive CQs. All 0: not known (no learning). */
+ * CQs, and comparing their memory), one per provider (a session's providers
+ * may differ: libfabric's utility objects, sockets' own), picked by the
+ * probed site (ft_site_layout). The CQ's format, by one of:
+ * - FT_UP_CQ_FMT_FN: the CQ keeps one function per entry format (the utility
+ *   CQ's read_entry, sockets' report_completion), a code pointer of the
+ *   library: the format is the one whose function lies at the same distance
+ *   from the probed CQ read function as in the library file;
+ * - FT_UP_CQ_FMT_WORD: the CQ keeps the format itself (its fi_cq_attr), a
+ *   32-bit word.
+ * The endpoint's transmit and receive CQs: a word of the endpoint (the
+ * utility endpoint), or one reached through up to FT_UP_EP_HOPS_MAX pointers
+ * (sockets: ep->attr->tx_ctx->comp.send_cq). */
+#define FT_UP_MAX_LAYOUTS 8
+#define FT_UP_EP_HOPS_MAX 2
+enum ft_up_cq_fmt { FT_UP_CQ_FMT_NONE = 0, FT_UP_CQ_FMT_FN = 1, FT_UP_CQ_FMT_WORD = 2 };
 struct ft_up_layout {
-  __u64 cq_fmt_off;   /* offset in the CQ object of the per-format function */
-  __u64 fmt_fn[5];    /* [format]: that function's file offset (0: unknown format) */
-  __u64 ep_cq_off[2]; /* [FT_UP_TX], [FT_UP_RX]: offset of the CQ pointer in the ep */
+  __u32 cq_fmt_kind; /* enum ft_up_cq_fmt */
+  __u32 pad;
+  __u64 cq_fmt_off; /* offset in the CQ object of the per-format function or word */
+  __u64 fmt_fn[5];  /* FN: [format]: that function's file offset (0: unknown format) */
+  /* [FT_UP_TX], [FT_UP_RX]: the pointers followed (ep_cq_hops of them, each
+   * at its offset), then the offset of the CQ pointer */
+  __u64 ep_cq_path[2][FT_UP_EP_HOPS_MAX + 1];
+  __u32 ep_cq_hops[2];
 };
 
 /* A cq_open in flight (key: tid). */

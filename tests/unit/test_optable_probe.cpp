@@ -14,6 +14,7 @@
 
 #include <complex>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "bpf/uprobe_ops.h"
@@ -238,16 +239,19 @@ TEST(OptableProbe, FindsTheDataPathOfTcpRxmAndShm) {
 TEST(OptableProbe, UnknownProviderIsANoteNotASite) {
   const OptableResult r = probe_optables({"no_such_provider"}, 20000);
   EXPECT_TRUE(r.sites.empty());
-  ASSERT_EQ(r.notes.size(), 4u);  // two threading variants of two endpoint types
+  ASSERT_EQ(r.notes.size(), 6u);  // two threading variants of three endpoint types
   for (const std::string& n : r.notes) EXPECT_NE(n.find("no_such_provider"), std::string::npos);
-  EXPECT_TRUE(r.layout.path.empty());
+  EXPECT_TRUE(r.layouts.empty());
 }
 
 // Providers whose endpoints are not RDM utility ones: tcp's own endpoint is
 // MSG only (asked for RDM, libfabric offers tcp;ofi_rxm: not taken for tcp's)
 // and has no tagged ops; its CQ and endpoint are the utility ones (the same
-// layout as rxm's). sockets has RDM and MSG endpoints and its own CQ (no
-// layout, said in a note).
+// layout as rxm's). sockets has RDM and MSG endpoints and its own CQ and
+// endpoint, whose layout differs: the CQ's per-format function (its
+// report_completion) further in, the endpoint's CQs two pointers away
+// (ep->attr->tx_ctx->comp.send_cq, prov/sockets/include/sock.h). Each site
+// has its provider's.
 TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
   const OptableResult r = probe_optables({"tcp", "sockets"}, 20000);
   for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
@@ -293,13 +297,55 @@ TEST(OptableProbe, FindsTcpMsgEndpointAndSockets) {
   EXPECT_EQ(find_site(rxm.sites, "tcp;ofi_rxm", "cm", "connect"), nullptr);  // RDM: its AV
   EXPECT_NE(find_site(r.sites, "tcp", "msg", "send")->offset,
             find_site(rxm.sites, "tcp;ofi_rxm", "msg", "send")->offset);
-  // The layout: tcp's (sockets has none), the same as rxm's.
-  ASSERT_FALSE(r.layout.path.empty()) << ::testing::PrintToString(r.notes);
-  EXPECT_TRUE(r.layout == rxm.layout);
-  size_t no_layout = 0;
-  for (const std::string& n : r.notes)
-    no_layout += n.rfind("sockets: no utility CQ format function", 0) == 0;
-  EXPECT_EQ(no_layout, 1u);
+  // The layouts: tcp's, the same as rxm's, and sockets'.
+  ASSERT_EQ(r.layouts.size(), 2u) << ::testing::PrintToString(r.notes);
+  ASSERT_EQ(rxm.layouts.size(), 1u);
+  const OpSite* tcp_send = find_site(r.sites, "tcp", "msg", "send");
+  const OpSite* sock_send = find_site(r.sites, "sockets", "msg", "send");
+  const OpSite* sock_read = find_site(r.sites, "sockets", "cq", "read");
+  ASSERT_NE(sock_read, nullptr);
+  ASSERT_TRUE(tcp_send->layout && sock_send->layout);
+  EXPECT_TRUE(r.layouts[tcp_send->layout - 1] == rxm.layouts.front());
+  EXPECT_EQ(sock_read->layout, sock_send->layout);
+  EXPECT_NE(tcp_send->layout, sock_send->layout);
+  const UprobeLayout& sock = r.layouts[sock_send->layout - 1];
+  std::printf("sockets: %s\n", sock.describe().c_str());
+  EXPECT_EQ(sock.provider, "sockets");
+  EXPECT_NE(sock.cq_kind, static_cast<uint32_t>(FT_UP_CQ_FMT_NONE));
+  for (const int side : {FT_UP_TX, FT_UP_RX}) EXPECT_EQ(sock.ep_hops[side], 2u) << side;
+  // One pointer into the endpoint's attributes for both sides, then each side's context.
+  EXPECT_EQ(sock.ep_path[FT_UP_TX][0], sock.ep_path[FT_UP_RX][0]);
+  EXPECT_NE(sock.ep_path[FT_UP_TX][1], sock.ep_path[FT_UP_RX][1]);
+  UprobeLayout back;
+  ASSERT_TRUE(parse_layout_line(layout_line(sock), &back));
+  EXPECT_TRUE(back == sock);
+  EXPECT_EQ(back.provider, "sockets");
+}
+
+// udp offers FI_EP_DGRAM endpoints only (asked for RDM, libfabric offers
+// udp;ofi_rxd): the helper opens them, with an AV, and finds udp's own data
+// path, not the rxd functions an RDM endpoint over udp uses; its CQ and
+// endpoint are the utility ones (the same layout as rxm's).
+TEST(OptableProbe, FindsUdpDgramEndpoint) {
+  const OptableResult r = probe_optables({"udp"}, 20000);
+  for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+  // What an application's send, receive, CQ and AV calls reach.
+  std::istringstream want(
+      "domain.cq_open ep.bind cq.readfrom msg.send msg.recv msg.sendmsg av.insert cm.getname");
+  for (std::string w; want >> w;) {
+    const std::string table = w.substr(0, w.find('.')), op = w.substr(w.find('.') + 1);
+    EXPECT_NE(find_site(r.sites, "udp", table.c_str(), op.c_str()), nullptr) << w;
+  }
+  const OpSite* insert = find_site(r.sites, "udp", "av", "insert");
+  ASSERT_NE(insert, nullptr);
+  EXPECT_GE(insert->addrlen, sizeof(sockaddr_in));  // sockaddr_in or _in6: the first info's
+  const OptableResult rxd = probe_optables({"udp;ofi_rxd"}, 20000);
+  const OpSite* rxd_send = find_site(rxd.sites, "udp;ofi_rxd", "msg", "send");
+  ASSERT_NE(rxd_send, nullptr);
+  ASSERT_NE(find_site(r.sites, "udp", "msg", "send"), nullptr);
+  EXPECT_NE(find_site(r.sites, "udp", "msg", "send")->offset, rxd_send->offset);
+  ASSERT_EQ(r.layouts.size(), 1u) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(r.layouts == probe_optables({"tcp;ofi_rxm"}, 20000).layouts);
 }
 
 // A utility provider and its core in one list: said, once.
@@ -317,18 +363,43 @@ TEST(OptableProbe, UtilityProviderWithItsCoreIsANote) {
 // hold four different functions of the library; the line round-trips.
 TEST(OptableProbe, UtilityLayoutIsSharedAndRoundTrips) {
   const OptableResult r = probe_optables({"tcp;ofi_rxm", "shm"}, 20000);
-  ASSERT_FALSE(r.layout.path.empty()) << ::testing::PrintToString(r.notes);
-  const UprobeLayout& l = r.layout;
+  ASSERT_EQ(r.layouts.size(), 1u) << ::testing::PrintToString(r.notes);
+  const UprobeLayout& l = r.layouts.front();
+  for (const OpSite& site : r.sites) EXPECT_EQ(site.layout, 1u) << site.what();
+  EXPECT_EQ(l.cq_kind, static_cast<uint32_t>(FT_UP_CQ_FMT_FN));
+  EXPECT_EQ(l.ep_hops[FT_UP_TX], 0u);  // the utility endpoint keeps its CQs itself
+  EXPECT_EQ(l.ep_hops[FT_UP_RX], 0u);
   EXPECT_NE(l.path.find("libfabric"), std::string::npos) << l.path;
   EXPECT_GE(l.cq_fmt_off, 32u);  // past struct fid_cq
   EXPECT_EQ(l.cq_fmt_off % 8, 0u);
   for (int a = 1; a <= 4; ++a)
     for (int b = a + 1; b <= 4; ++b) EXPECT_NE(l.fmt_fn[a], l.fmt_fn[b]) << a << " " << b;
-  EXPECT_NE(l.ep_cq_off[FT_UP_TX], l.ep_cq_off[FT_UP_RX]);
+  EXPECT_NE(l.ep_path[FT_UP_TX][0], l.ep_path[FT_UP_RX][0]);
   UprobeLayout back;
   ASSERT_TRUE(parse_layout_line(layout_line(l), &back));
   EXPECT_TRUE(back == l);
   EXPECT_FALSE(parse_layout_line("L\t1\t2", &back));
+}
+
+// A CQ that keeps its format itself (sockets' struct sock_cq: its fi_cq_attr's
+// format at +72 in libfabric 1.17): the first 32-bit word past the fid_cq that
+// holds each CQ's own format, whatever the half-word beside it (the attr's
+// wait_obj) holds; a word that holds the format in three CQs only is not it;
+// none: not found.
+TEST(OptableProbe, CqFormatWordIsTheFirstEqualToEachFormat) {
+  std::vector<uint64_t> w[5];
+  for (int fmt = 1; fmt <= 4; ++fmt) {
+    w[fmt].assign(kLayoutWords, 0);
+    w[fmt][6] = fmt == 4 ? 9 : static_cast<uint64_t>(fmt);  // three of four: no
+    w[fmt][9] = static_cast<uint64_t>(fmt) | (static_cast<uint64_t>(fmt % 2) << 32);  // +72: yes
+    w[fmt][11] = static_cast<uint64_t>(fmt);  // later: not taken
+  }
+  UprobeLayout l;
+  ASSERT_TRUE(find_cq_format_word(w, &l));
+  EXPECT_EQ(l.cq_kind, static_cast<uint32_t>(FT_UP_CQ_FMT_WORD));
+  EXPECT_EQ(l.cq_fmt_off, 72u);
+  for (int fmt = 1; fmt <= 4; ++fmt) w[fmt][9] = w[fmt][11] = 0;
+  EXPECT_FALSE(find_cq_format_word(w, &l));
 }
 
 // The element sizes the BPF program multiplies an atomic's count by, against

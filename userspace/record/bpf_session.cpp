@@ -222,19 +222,24 @@ struct BpfSession::Impl {
 
   // --uprobes, before the load: the sites to attach (their index is the
   // cookie's site) and what the programs need to learn the CQs and endpoints
-  // of processes started before the session (the layout, and each CQ read
-  // site's probed offset in the layout's library).
+  // of processes started before the session (the providers' layouts, each
+  // site's, and each CQ read site's probed offset in its layout's library).
   void configure_uprobes() {
     for (const OpSite& site : opt.uprobe_sites) {
       if (up_sites.size() >= FT_UP_MAX_SITES) break;
       if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
-      if (site.role == FT_UP_ROLE_CQ_READ && !opt.uprobe_layout.path.empty() &&
-          site.path == opt.uprobe_layout.path)
-        up->rodata->ft_site_off[up_sites.size()] = probe_offset(site.path, site.offset);
+      const size_t index = up_sites.size();
+      if (site.layout && site.layout <= opt.uprobe_layouts.size() &&
+          site.layout <= FT_UP_MAX_LAYOUTS) {
+        up->rodata->ft_site_layout[index] = static_cast<__u8>(site.layout);
+        if (site.role == FT_UP_ROLE_CQ_READ &&
+            site.path == opt.uprobe_layouts[site.layout - 1].path)
+          up->rodata->ft_site_off[index] = probe_offset(site.path, site.offset);
+      }
       if (site.role == FT_UP_ROLE_AV_INSERT || site.role == FT_UP_ROLE_CONNECT)
-        up->rodata->ft_site_addrlen[up_sites.size()] = site.addrlen;
+        up->rodata->ft_site_addrlen[index] = site.addrlen;
       if (site.role == FT_UP_ROLE_CONNECT)
-        up->rodata->ft_site_addr_format[up_sites.size()] = site.addr_format;
+        up->rodata->ft_site_addr_format[index] = site.addr_format;
       up_sites.push_back(site);
     }
     // The statistics rows: a per-CPU row of ft_up_stats each, so as many as
@@ -245,12 +250,17 @@ struct BpfSession::Impl {
         kStatsBudget / (sizeof(ft_up_stats) * static_cast<uint64_t>(ncpu > 0 ? ncpu : 1));
     bpf_map__set_max_entries(up->maps.up_stats,
                              static_cast<__u32>(fit < FT_UP_MAX_STATS ? fit : FT_UP_MAX_STATS));
-    const UprobeLayout& l = opt.uprobe_layout;
-    if (l.path.empty()) return;
-    up->rodata->ft_layout.cq_fmt_off = l.cq_fmt_off;
-    for (int f = 0; f < 5; ++f) up->rodata->ft_layout.fmt_fn[f] = l.fmt_fn[f];
-    up->rodata->ft_layout.ep_cq_off[FT_UP_TX] = l.ep_cq_off[FT_UP_TX];
-    up->rodata->ft_layout.ep_cq_off[FT_UP_RX] = l.ep_cq_off[FT_UP_RX];
+    for (size_t i = 0; i < opt.uprobe_layouts.size() && i < FT_UP_MAX_LAYOUTS; ++i) {
+      const UprobeLayout& l = opt.uprobe_layouts[i];
+      auto& r = up->rodata->ft_layouts[i];
+      r.cq_fmt_kind = l.cq_kind;
+      r.cq_fmt_off = l.cq_fmt_off;
+      for (int f = 0; f < 5; ++f) r.fmt_fn[f] = l.fmt_fn[f];
+      for (const int side : {FT_UP_TX, FT_UP_RX}) {
+        r.ep_cq_hops[side] = l.ep_hops[side];
+        for (int h = 0; h <= FT_UP_EP_HOPS_MAX; ++h) r.ep_cq_path[side][h] = l.ep_path[side][h];
+      }
+    }
   }
 
   // --uprobes: every site on its library file, for all processes (pid -1) or

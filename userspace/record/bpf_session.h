@@ -35,7 +35,9 @@ struct BpfOptions {
   // library file for every process that maps it.
   bool uprobes = false;
   std::vector<OpSite> uprobe_sites;
-  UprobeLayout uprobe_layout;  // empty: CQs opened before the session stay unknown
+  // The providers' layouts, which each site's `layout` indexes (none: CQs
+  // opened before the session stay unknown).
+  std::vector<UprobeLayout> uprobe_layouts;
   // The only processes traced (--only-pids with --pid): each USDT probe and
   // uprobe site is attached once per process, so only these take the traps and
   // only their preloads see a session (and leave their NIC counters to it).

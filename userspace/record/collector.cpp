@@ -84,15 +84,14 @@ bool Collector::start(std::string* error) {
     so.by_name = opt_.uprobe_by_name;
     if (!apply_symbols(so, &r, error)) return false;
     opt_.bpf.uprobe_sites = std::move(r.sites);
-    opt_.bpf.uprobe_layout = r.layout;
+    opt_.bpf.uprobe_layouts = r.layouts;
     uprobe_notes_ = std::move(r.notes);
-    const UprobeLayout& l = r.layout;
-    uprobe_notes_.push_back(
-        l.path.empty() ? "CQs and endpoints opened before the session: not learnt (no layout)"
-                       : "CQs and endpoints opened before the session: learnt (" + l.path +
-                             ": CQ format function at +" + std::to_string(l.cq_fmt_off) +
-                             ", endpoint CQs at +" + std::to_string(l.ep_cq_off[0]) + " and +" +
-                             std::to_string(l.ep_cq_off[1]) + ")");
+    if (r.layouts.empty())
+      uprobe_notes_.push_back(
+          "CQs and endpoints opened before the session: not learnt (no layout)");
+    for (const UprobeLayout& l : r.layouts)
+      uprobe_notes_.push_back("CQs and endpoints opened before the session: learnt (" + l.path +
+                              ": " + l.describe() + "; " + l.provider + ")");
   }
   if (!session_.start(opt_.bpf, error)) return false;
 

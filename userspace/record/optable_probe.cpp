@@ -28,6 +28,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "bpf/uprobe_ops.h"
@@ -434,40 +435,120 @@ std::vector<uint64_t> words_at(const void* addr, size_t n) {
   return w;
 }
 
-// The layout (struct UprobeLayout) from one CQ of each format and an endpoint
-// whose transmit side is bound to cq[CONTEXT] and receive side to cq[TAGGED]:
-// past the fid_cq (fid, ops), the first word that is a different function of
-// one library file in each format's CQ, and the endpoint's words that hold its
-// two CQs.
-bool find_layout(fid_cq* const (&cq)[5], fid_ep* ep, UprobeLayout* out) {
-  constexpr size_t kWords = 128;  // the utility objects' fields searched (1 KiB)
-  UprobeLayout l;
-  std::vector<uint64_t> w[5];
-  for (int fmt = 1; fmt <= 4; ++fmt) w[fmt] = words_at(cq[fmt], kWords);
-  for (size_t i = sizeof(fid_cq) / 8; i < kWords && l.path.empty(); ++i) {
+// The CQ's per-format function: past the fid_cq (fid, ops), the first word
+// that is a different function of one library file in each format's CQ.
+bool find_cq_format_fn(const std::vector<uint64_t> (&w)[5], UprobeLayout* l) {
+  for (size_t i = sizeof(fid_cq) / 8; i < kLayoutWords; ++i) {
     std::string path;
     bool ok = true;
     for (int fmt = 1; fmt <= 4 && ok; ++fmt) {
       for (int o = 1; o < fmt; ++o) ok = ok && w[o][i] != w[fmt][i];
       std::string p;
       ok = ok && w[fmt][i] &&
-           code_location(reinterpret_cast<const void*>(w[fmt][i]), &p, &l.fmt_fn[fmt]) &&
+           code_location(reinterpret_cast<const void*>(w[fmt][i]), &p, &l->fmt_fn[fmt]) &&
            (path.empty() || p == path);
       path = p;
     }
     if (ok) {
-      l.path = real_path(path);
-      l.cq_fmt_off = i * 8;
+      l->path = real_path(path);
+      l->cq_kind = FT_UP_CQ_FMT_FN;
+      l->cq_fmt_off = i * 8;
+      return true;
     }
   }
-  const std::vector<uint64_t> e = words_at(ep, kWords);
-  for (size_t i = 0; i < kWords; ++i) {
-    if (!l.ep_cq_off[FT_UP_TX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_CONTEXT]))
-      l.ep_cq_off[FT_UP_TX] = i * 8;
-    if (!l.ep_cq_off[FT_UP_RX] && e[i] == reinterpret_cast<uint64_t>(cq[FI_CQ_FORMAT_TAGGED]))
-      l.ep_cq_off[FT_UP_RX] = i * 8;
+  return false;
+}
+
+}  // namespace
+
+bool find_cq_format_word(const std::vector<uint64_t> (&w)[5], UprobeLayout* l) {
+  for (size_t i = sizeof(fid_cq) / 4; i < 2 * kLayoutWords; ++i) {
+    bool ok = true;
+    for (uint64_t fmt = 1; fmt <= 4 && ok; ++fmt)
+      ok = ((w[fmt][i / 2] >> (32 * (i % 2))) & 0xffffffffu) == fmt;
+    if (ok) {
+      l->cq_kind = FT_UP_CQ_FMT_WORD;
+      l->cq_fmt_off = i * 4;
+      return true;
+    }
   }
-  if (l.path.empty() || !l.ep_cq_off[FT_UP_TX] || !l.ep_cq_off[FT_UP_RX]) return false;
+  return false;
+}
+
+namespace {
+
+// The words of the heap block that starts at `addr`, at most `most`: glibc
+// keeps a block's size (low 3 bits: flags) in the word before it; `most` where
+// that word does not look like one (not a block's start). The search stays in
+// the object, not in the one malloc placed after it: sockets allocates an
+// endpoint's attributes just after the endpoint, so in one process its CQs
+// look one pointer away at a fixed distance past the endpoint's end, which
+// holds in no other.
+size_t object_words(uint64_t addr, size_t most) {
+  const uint64_t size = words_at(reinterpret_cast<const void*>(addr - 8), 1)[0] & ~uint64_t{7};
+  if (addr % 16 || size < 32 || size % 16 || size > (uint64_t{1} << 20)) return most;
+  return std::min<size_t>(most, (size - 8) / 8);
+}
+
+// Where endpoint `ep` keeps its pointer to `cq`: a word of the endpoint, or
+// of an object it points to, and so on, FT_UP_EP_HOPS_MAX pointers deep at
+// the most; the shallowest, then the lowest offsets.
+bool find_ep_cq(const void* ep, const void* cq, uint32_t* hops,
+                uint64_t (&path)[FT_UP_EP_HOPS_MAX + 1]) {
+  struct Node {
+    uint64_t addr;
+    std::vector<uint64_t> offs;
+  };
+  std::vector<Node> level = {{reinterpret_cast<uint64_t>(ep), {}}};
+  std::set<uint64_t> seen = {level.front().addr};
+  for (uint32_t depth = 0; depth <= FT_UP_EP_HOPS_MAX; ++depth) {
+    std::vector<Node> next;
+    for (const Node& n : level) {
+      const size_t count = object_words(n.addr, kLayoutWords);
+      const std::vector<uint64_t> w = words_at(reinterpret_cast<const void*>(n.addr), count);
+      for (size_t i = 0; i < count; ++i) {
+        if (w[i] == reinterpret_cast<uint64_t>(cq)) {
+          for (uint32_t h = 0; h < depth; ++h) path[h] = n.offs[h];
+          path[depth] = i * 8;
+          *hops = depth;
+          return true;
+        }
+        // An aligned pointer not followed yet (a number reads as nothing).
+        if (depth < FT_UP_EP_HOPS_MAX && w[i] && w[i] % 8 == 0 && seen.insert(w[i]).second) {
+          next.push_back({w[i], n.offs});
+          next.back().offs.push_back(i * 8);
+        }
+      }
+    }
+    level = std::move(next);
+  }
+  return false;
+}
+
+// The layout (struct UprobeLayout) from one CQ of each format and an endpoint
+// whose transmit side is bound to cq[CONTEXT] and receive side to cq[TAGGED].
+// *why says which part was not found.
+bool find_layout(fid_cq* const (&cq)[5], fid_ep* ep, UprobeLayout* out, std::string* why) {
+  UprobeLayout l;
+  std::vector<uint64_t> w[5];
+  for (int fmt = 1; fmt <= 4; ++fmt) w[fmt] = words_at(cq[fmt], kLayoutWords);
+  if (!find_cq_format_fn(w, &l)) {
+    std::string path;
+    uint64_t off = 0;
+    if (!find_cq_format_word(w, &l) || !code_location(fn_ptr(cq[1]->ops->read), &path, &off)) {
+      *why = "no CQ format function or word found in its CQs' memory";
+      return false;
+    }
+    l.path = real_path(path);
+  }
+  for (const int side : {FT_UP_TX, FT_UP_RX})
+    if (!find_ep_cq(ep, cq[side == FT_UP_TX ? FI_CQ_FORMAT_CONTEXT : FI_CQ_FORMAT_TAGGED],
+                    &l.ep_hops[side], l.ep_path[side])) {
+      *why = std::string("its endpoint's ") + (side == FT_UP_TX ? "transmit" : "receive") +
+             " CQ not found in its memory (" + std::to_string(FT_UP_EP_HOPS_MAX) +
+             " pointers deep)";
+      return false;
+    }
   *out = l;
   return true;
 }
@@ -591,7 +672,9 @@ void add_conn_sites(std::vector<OpSite>* out, const std::string& prov, fi_info* 
 
 }  // namespace
 
-const char* ep_type_name(int ep_type) { return ep_type == FI_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM"; }
+const char* ep_type_name(int ep_type) {
+  return ep_type == FI_EP_MSG ? "FI_EP_MSG" : ep_type == FI_EP_DGRAM ? "FI_EP_DGRAM" : "FI_EP_RDM";
+}
 
 bool probe_provider_here(const std::string& prov, int threading, int ep_type,
                          std::vector<OpSite>* out, std::string* why,
@@ -684,12 +767,12 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
     if (caps & FI_ATOMIC) add_table(out, prov, "atomic", ep->atomic, kAtomicSlots);
     add_name_sites(out, prov, info, ep, av);
     if (msg_ep) add_conn_sites(out, prov, info, fab, dom, ep);
-    if (layout && !find_layout(cq, ep, layout)) {
+    std::string no_layout;
+    if (layout && !find_layout(cq, ep, layout, &no_layout)) {
       layout->path.clear();
-      if (notes)
-        notes->push_back(prov +
-                         ": no utility CQ format function or endpoint CQ found in their memory");
+      if (notes) notes->push_back(prov + ": no layout: " + no_layout);
     }
+    if (layout) layout->provider = prov;
   } else {
     *why = prov + ": " + step + ": " + std::to_string(ret);
   }
@@ -705,29 +788,54 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
 }
 
 bool UprobeLayout::operator==(const UprobeLayout& o) const {
-  return path == o.path && cq_fmt_off == o.cq_fmt_off && std::equal(fmt_fn, fmt_fn + 5, o.fmt_fn) &&
-         ep_cq_off[0] == o.ep_cq_off[0] && ep_cq_off[1] == o.ep_cq_off[1];
+  return path == o.path && cq_kind == o.cq_kind && cq_fmt_off == o.cq_fmt_off &&
+         std::equal(fmt_fn, fmt_fn + 5, o.fmt_fn) && std::equal(ep_hops, ep_hops + 2, o.ep_hops) &&
+         std::equal(&ep_path[0][0], &ep_path[0][0] + 2 * (FT_UP_EP_HOPS_MAX + 1), &o.ep_path[0][0]);
+}
+
+std::string UprobeLayout::describe() const {
+  std::string d = cq_kind == FT_UP_CQ_FMT_FN ? "CQ format function at +" : "CQ format at +";
+  d += std::to_string(cq_fmt_off) + ", endpoint CQs at ";
+  for (const int side : {FT_UP_TX, FT_UP_RX}) {
+    d += side == FT_UP_TX ? "+" : " and +";
+    for (uint32_t h = 0; h <= ep_hops[side] && h <= FT_UP_EP_HOPS_MAX; ++h)
+      d += (h ? "->+" : "") + std::to_string(ep_path[side][h]);
+  }
+  return d;
 }
 
 std::string layout_line(const UprobeLayout& l) {
   std::ostringstream o;
-  o << "L\t" << l.cq_fmt_off;
+  o << "L\t" << l.provider << '\t' << l.cq_kind << '\t' << l.cq_fmt_off;
   for (int fmt = 1; fmt <= 4; ++fmt) o << '\t' << l.fmt_fn[fmt];
-  o << '\t' << l.ep_cq_off[0] << '\t' << l.ep_cq_off[1] << '\t' << l.path;
+  for (const int side : {FT_UP_TX, FT_UP_RX}) {
+    o << '\t' << l.ep_hops[side];
+    for (const uint64_t off : l.ep_path[side]) o << '\t' << off;
+  }
+  o << '\t' << l.path;
   return o.str();
 }
 
 bool parse_layout_line(const std::string& line, UprobeLayout* l) {
-  std::istringstream in(line);
-  std::string tag;
+  // "L", the provider (it has no tabs; spaces maybe), numbers, the path.
+  if (line.rfind("L\t", 0) != 0) return false;
+  const size_t tab = line.find('\t', 2);
+  if (tab == std::string::npos) return false;
   UprobeLayout r;
-  if (!(in >> tag) || tag != "L" || !(in >> r.cq_fmt_off)) return false;
+  r.provider = line.substr(2, tab - 2);
+  std::istringstream in(line.substr(tab + 1));
+  if (!(in >> r.cq_kind >> r.cq_fmt_off)) return false;
   for (int fmt = 1; fmt <= 4; ++fmt)
     if (!(in >> r.fmt_fn[fmt])) return false;
-  if (!(in >> r.ep_cq_off[0] >> r.ep_cq_off[1])) return false;
+  for (const int side : {FT_UP_TX, FT_UP_RX}) {
+    if (!(in >> r.ep_hops[side]) || r.ep_hops[side] > FT_UP_EP_HOPS_MAX) return false;
+    for (uint64_t& off : r.ep_path[side])
+      if (!(in >> off)) return false;
+  }
   in.get();  // the tab before the path (which may hold spaces)
   std::getline(in, r.path);
-  if (r.path.empty() || r.path[0] != '/' || !r.cq_fmt_off || !r.ep_cq_off[0] || !r.ep_cq_off[1])
+  if (r.provider.empty() || r.path.empty() || r.path[0] != '/' || !r.cq_fmt_off ||
+      (r.cq_kind != FT_UP_CQ_FMT_FN && r.cq_kind != FT_UP_CQ_FMT_WORD))
     return false;
   *l = r;
   return true;
@@ -820,6 +928,34 @@ bool parse_site_line(const std::string& line, OpSite* s) {
   return true;
 }
 
+namespace {
+
+// The providers' distinct layouts (res->layouts), and each site's: the one
+// its providers have (a function shared by providers whose layouts differ, or
+// by one without a layout, gets none: its CQs are not learnt rather than
+// learnt wrong).
+void assign_layouts(const std::vector<UprobeLayout>& per_provider, OptableResult* res) {
+  std::map<std::string, uint32_t> of;  // provider -> index in res->layouts + 1
+  for (const UprobeLayout& l : per_provider) {
+    auto it = std::find(res->layouts.begin(), res->layouts.end(), l);
+    if (it == res->layouts.end() && res->layouts.size() >= FT_UP_MAX_LAYOUTS) {
+      res->notes.push_back(l.provider + ": more than " + std::to_string(FT_UP_MAX_LAYOUTS) +
+                           " layouts: its CQs opened before the session are not learnt");
+      continue;
+    }
+    if (it == res->layouts.end()) it = res->layouts.insert(res->layouts.end(), l);
+    of[l.provider] = static_cast<uint32_t>(it - res->layouts.begin()) + 1;
+  }
+  for (OpSite& site : res->sites) {
+    std::set<uint32_t> got;
+    std::istringstream in(site.provider);
+    for (std::string p; std::getline(in, p, ',');) got.insert(of.count(p) ? of[p] : 0);
+    site.layout = got.size() == 1 ? *got.begin() : 0;
+  }
+}
+
+}  // namespace
+
 OptableResult probe_optables(const std::vector<std::string>& providers, int timeout_ms) {
   OptableResult res;
   int fds[2];
@@ -847,13 +983,14 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     }
     for (const std::string& p : providers) {
       // Once per threading level and endpoint type: a provider may choose its
-      // tables by threading, and offer RDM or MSG endpoints (or both). The
-      // layout from the first open with FI_THREAD_SAFE (RDM where the provider
-      // has it, else MSG: the utility objects).
+      // tables by threading, and offer RDM, MSG or DGRAM endpoints (several;
+      // udp's DGRAM functions are not those rxd's RDM tables hold over it).
+      // The layout from the first open with FI_THREAD_SAFE (RDM where the
+      // provider has it, else MSG, else DGRAM: the utility objects).
       bool opened = false, layout_tried = false;
       std::vector<std::string> failed;
       UprobeLayout layout;
-      for (const int ep_type : {FI_EP_RDM, FI_EP_MSG}) {
+      for (const int ep_type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
         for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
           std::vector<OpSite> sites;
           std::vector<std::string> notes;
@@ -943,16 +1080,8 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     OpSite s;
     if (parse_site_line(line, &s)) all.push_back(s);
   }
-  // One layout for the session: every provider's the same (they share the
-  // utility code), or none (CQs opened before the session stay unknown).
-  if (!layouts.empty() && std::all_of(layouts.begin(), layouts.end(),
-                                      [&](const UprobeLayout& l) { return l == layouts.front(); }))
-    res.layout = layouts.front();
-  else if (!layouts.empty())
-    res.notes.push_back(
-        "the providers' utility layouts differ: CQs opened before the session "
-        "are not learnt");
   res.sites = dedupe_sites(all, &res.notes);
+  assign_layouts(layouts, &res);
   // A utility provider and its core probed together: the utility provider's
   // own core objects (opened and driven from inside it) look like an
   // application's, and its ops are counted twice.

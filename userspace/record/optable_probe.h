@@ -6,11 +6,12 @@
 // domain->ops->endpoint, fi_connect -> ep->cm->connect, and a passive
 // endpoint's fi_getname -> pep->cm->getname) are not exported, and distribution builds
 // are stripped, so they are found the way an application finds them: open the provider from the
-// same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM endpoint with
-// msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may install their
-// real tables only then), read the table pointers, and turn each into (library file, file offset)
-// through the ELF program headers of the object that holds it. The offsets do not depend on where a
-// process loads the library, so one probe per file covers every process that maps it.
+// same library file (fi_getinfo with the provider's name, fabric, domain, AV, CQ, RDM (MSG, DGRAM)
+// endpoint with msg and tagged caps, and again with RMA and atomic caps, fi_enable: providers may
+// install their real tables only then), read the table pointers, and turn each into (library file,
+// file offset) through the ELF program headers of the object that holds it. The offsets do not
+// depend on where a process loads the library, so one probe per file covers every process that maps
+// it.
 //
 // Providers choose tables by attributes; each provider is opened once per
 // threading level an application commonly asks for, and the union is kept.
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
 
 namespace fabtrace {
@@ -45,6 +47,9 @@ struct OpSite {
   std::string path;      // the library file that holds it
   uint64_t offset = 0;   // file offset of its first instruction
   std::string function;  // its symbol, where the library's symbols are known
+  // Its provider's layout (OptableResult::layouts' index + 1; 0: none): how
+  // the CQs and endpoints its process opened before the session are learnt.
+  uint32_t layout = 0;
 
   // "tcp;ofi_rxm msg.send" ("tcp;ofi_rxm msg.send (rxm_send)" with its symbol):
   // how record and the kernel log name the site.
@@ -89,7 +94,7 @@ struct UprobeLayout;
 // Opens provider `prov` in this process as an application would and appends
 // the op-table functions it uses: once, with msg, tagged, RMA and atomic caps
 // (without the last two where the provider offers none), an `ep_type`
-// endpoint (FI_EP_RDM with an AV, FI_EP_MSG with an EQ) and `threading` (an
+// endpoint (FI_EP_RDM and FI_EP_DGRAM with an AV, FI_EP_MSG with an EQ) and `threading` (an
 // enum fi_threading value). False with *why when the provider cannot be
 // opened so here. A CQ read that calls the CQ's readfrom through the op table
 // is left out (readfrom's probe sees it), with a note. With `layout`, the
@@ -97,7 +102,7 @@ struct UprobeLayout;
 bool probe_provider_here(const std::string& prov, int threading, int ep_type,
                          std::vector<OpSite>* out, std::string* why,
                          std::vector<std::string>* notes = nullptr, UprobeLayout* layout = nullptr);
-// "FI_EP_MSG" or "FI_EP_RDM", for notes.
+// "FI_EP_MSG", "FI_EP_RDM" or "FI_EP_DGRAM", for notes.
 const char* ep_type_name(int ep_type);
 
 // Sites that share a function: one per (path, offset). Slots that name the same
@@ -105,33 +110,50 @@ const char* ep_type_name(int ep_type);
 // slots) cannot be told apart: dropped, with a note.
 std::vector<OpSite> dedupe_sites(const std::vector<OpSite>& in, std::vector<std::string>* notes);
 
-// Where libfabric's utility CQ and endpoint keep what the BPF programs need to
-// pair the completions of a CQ opened before the session (bpf/uprobe_ops.h,
-// struct ft_up_layout): the offset of the CQ's per-format function and each
-// format's function as a file offset of `path`, and the offsets of an
-// endpoint's transmit and receive CQ pointers. Empty path: not known.
+// Where a provider's CQ and endpoint keep what the BPF programs need to pair
+// the completions of a CQ opened before the session (bpf/uprobe_ops.h, struct
+// ft_up_layout): the CQ's format, as a per-format function at an offset of the
+// CQ (each format's function as a file offset of `path`: the utility CQ's
+// read_entry, sockets' report_completion) or else as a 32-bit word equal to
+// the format (sockets' fi_cq_attr); and the endpoint's transmit and receive CQ
+// pointers, at an offset of the endpoint or reached through up to
+// FT_UP_EP_HOPS_MAX pointers (sockets: ep->attr->tx_ctx->comp.send_cq).
 // probe_provider_here finds it by comparing the memory of one CQ of each
 // format (FI_CQ_FORMAT_CONTEXT .. TAGGED) and of an endpoint bound to two of
-// them (transmit, receive): the first word where the four CQs hold four
-// different functions of one library, and the words of the endpoint that hold
-// its two CQs.
+// them (transmit, receive). Empty path: not known.
 struct UprobeLayout {
-  std::string path;
+  std::string provider;  // whose (not compared: providers may share one)
+  std::string path;      // the library of the provider's CQ read
+  uint32_t cq_kind = 0;  // enum ft_up_cq_fmt
   uint64_t cq_fmt_off = 0;
-  uint64_t fmt_fn[5] = {};  // [enum fi_cq_format], 1..4
-  uint64_t ep_cq_off[2] = {};
+  uint64_t fmt_fn[5] = {};  // [enum fi_cq_format], 1..4 (FT_UP_CQ_FMT_FN)
+  uint32_t ep_hops[2] = {};
+  uint64_t ep_path[2][FT_UP_EP_HOPS_MAX + 1] = {};  // [side]: offsets, the CQ's last
   bool operator==(const UprobeLayout& o) const;
+  // "CQ format function at +N, endpoint CQs at +A and +B->+C": for record's notes.
+  std::string describe() const;
 };
 
-// The pipe's line for a layout ("L\t<path>\t<numbers>") and its reader.
+// An object's fields the layout is searched in (1 KiB).
+constexpr size_t kLayoutWords = 128;
+
+// The CQ's format kept as itself (FT_UP_CQ_FMT_WORD): in the first
+// kLayoutWords words of one CQ of each format ([enum fi_cq_format], 1..4),
+// past the fid_cq, the first 32-bit word equal to the CQ's format in all four.
+// The fallback where no per-format function is found.
+bool find_cq_format_word(const std::vector<uint64_t> (&w)[5], UprobeLayout* l);
+
+// The pipe's line for a layout ("L\t<provider>\t<numbers>\t<path>") and its reader.
 std::string layout_line(const UprobeLayout& l);
 bool parse_layout_line(const std::string& line, UprobeLayout* l);
 
 struct OptableResult {
   std::vector<OpSite> sites;       // deduplicated
   std::vector<std::string> notes;  // providers not available, shared stubs, ...
-  UprobeLayout layout;             // the same for every provider opened, or empty
-  std::string library;             // the libfabric file the helper opened, or empty
+  // The providers' distinct layouts (at most FT_UP_MAX_LAYOUTS), which each
+  // site's `layout` indexes.
+  std::vector<UprobeLayout> layouts;
+  std::string library;  // the libfabric file the helper opened, or empty
 };
 
 // Runs probe_provider_here for every provider, endpoint type and threading variant in a
