@@ -270,9 +270,7 @@ struct BpfSession::Impl {
     for (uint32_t index = 0; index < up_sites.size(); ++index) {
       const OpSite& site = up_sites[index];
       const uint64_t off = probe_offset(site.path, site.offset);
-      char hex[32];
-      std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(off));
-      const std::string point = "uprobe:" + site.path + hex;
+      const std::string point = "uprobe:" + site.path + hex_offset(off);
       const std::string what = site.what();
       struct Prog {
         bpf_program* prog;

@@ -352,6 +352,12 @@ bool code_location(const void* addr, std::string* path, uint64_t* offset) {
   return true;
 }
 
+std::string hex_offset(uint64_t offset) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "+0x%llx", static_cast<unsigned long long>(offset));
+  return b;
+}
+
 uint64_t probe_offset(const std::string& path, uint64_t offset) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return offset;

@@ -83,6 +83,9 @@ bool file_offset_in(uint64_t addr, uint64_t bias, const std::vector<ElfLoad>& lo
 // (the executable's real path for the main program) and the offset.
 bool code_location(const void* addr, std::string* path, uint64_t* offset);
 
+// "+0x1a2b": how record names a file offset (a probe's point, a symbol's place).
+std::string hex_offset(uint64_t offset);
+
 // Where to put the uprobe for a function that starts at `offset` of `path`:
 // past a leading endbr64 (f3 0f 1e fa), which the kernel would single-step
 // (8-10 us a hit here, against about 1 us for the instruction after it). The

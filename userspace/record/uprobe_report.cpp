@@ -51,10 +51,19 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
   r.duration_s = ctx.duration_s;
   // (local, remote) -> op -> the rows of that op on links so named, summed.
   std::map<std::pair<std::string, std::string>, std::map<uint32_t, UprobeRow>> links;
+  // The labels of each (endpoint, peer), made once for all its op kinds' rows
+  // (a label may scan the process's names: uprobe_names.h).
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<std::string, std::string>> labels_of;
   for (const UprobeRow& u : rows) {
     if (u.pid != pid || u.op == FT_UP_OP_POLLS) continue;
-    UprobeRow& sum = links[{uprobe_local_label(pid, u.ep, names),
-                            uprobe_remote_label(pid, u.ep, u.peer, names)}][u.op];
+    auto it = labels_of.find({u.ep, u.peer});
+    if (it == labels_of.end())
+      it = labels_of
+               .emplace(std::make_pair(u.ep, u.peer),
+                        std::make_pair(uprobe_local_label(pid, u.ep, names),
+                                       uprobe_remote_label(pid, u.ep, u.peer, names)))
+               .first;
+    UprobeRow& sum = links[it->second][u.op];
     sum.pid = pid;
     sum.op = u.op;
     sum.pending += u.pending;

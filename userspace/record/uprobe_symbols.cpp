@@ -1,7 +1,5 @@
 #include "userspace/record/uprobe_symbols.h"
 
-#include <cstdio>
-
 #include "bpf/uprobe_ops.h"
 #include "common/addr_format.h"
 #include "userspace/record/provider_functions.h"
@@ -9,12 +7,6 @@
 namespace fabtrace {
 
 namespace {
-
-std::string hex_offset(uint64_t off) {
-  char b[32];
-  std::snprintf(b, sizeof(b), "+0x%llx", static_cast<unsigned long long>(off));
-  return b;
-}
 
 // Whether `list` ("tcp;ofi_rxm,shm": a deduplicated site's providers) holds `prov`.
 bool has_provider(const std::string& list, const std::string& prov) {
