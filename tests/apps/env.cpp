@@ -50,6 +50,10 @@ void Env::handle(const Completion& c) {
 }
 
 void Env::progress(bool may_block) {
+  last_progress_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch())
+                              .count(),
+                          std::memory_order_relaxed);
   std::vector<Completion> entries;
   std::vector<fid_cq*> cqs = {fab.txcq, fab.rxcq == fab.txcq ? nullptr : fab.rxcq};
   cqs.insert(cqs.end(), fab.tx_ctx_cq.begin(), fab.tx_ctx_cq.end());

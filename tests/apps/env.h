@@ -4,6 +4,7 @@
 
 #include <rdma/fabric.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -42,6 +43,9 @@ class Env {
   // `may_block` does the fi_cq_sread method block (some providers' fi_cq_sread
   // ignores its timeout, so it is only used while a completion is due).
   void progress(bool may_block = false);
+  // When the latest progress() began (steady_clock ns): a program's own bound
+  // on when a tracer may have stamped the completions that call brought.
+  int64_t last_progress_ns() const { return last_progress_ns_.load(std::memory_order_relaxed); }
   // Progresses until done() is true; fatal error after the timeout.
   void wait(const std::function<bool()>& done, const std::string& what);
   // As wait(), but gives up after `ms` milliseconds and returns whether done().
@@ -83,6 +87,7 @@ class Env {
   void handle(const Completion& c);
 
   std::thread::id main_thread_;
+  std::atomic<int64_t> last_progress_ns_{0};
   std::chrono::steady_clock::time_point last_abort_check_;
   std::map<std::string, std::string> skips_;
   std::mutex rd_mu_;
