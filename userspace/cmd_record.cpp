@@ -36,7 +36,7 @@ void usage(std::FILE* f) {
       "usage: fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--net-all]\n"
       "                       [--min-offcpu-us N] [--no-preload] [--uprobes]\n"
       "                       [--uprobe-providers P,...] [--symbols FILE] [--uprobe-by-name]\n"
-      "                       [--list] [-- CMD ARGS...]\n"
+      "                       [--uprobe-perf-events] [--list] [-- CMD ARGS...]\n"
       "  As root, once per node. Loads the BPF programs and writes what the kernel saw\n"
       "  (off-CPU intervals and who ran instead, IRQs, page faults, TCP retransmits and\n"
       "  drops, cxi driver events, and the cause of every stall and slow op the\n"
@@ -67,6 +67,9 @@ void usage(std::FILE* f) {
       "                 build-id under /usr/lib/debug, where there is one)\n"
       "  --uprobe-by-name  attach every provider by name through the symbols (the op\n"
       "                 tables only check them)\n"
+      "  --uprobe-perf-events  one perf-event uprobe per probe, as on kernels before\n"
+      "                 6.6, instead of one uprobe_multi link per program and file\n"
+      "                 (those detach together at exit; perf events one by one)\n"
       "  --list         print every program and attach point and whether it attaches here\n");
 }
 
@@ -160,6 +163,8 @@ int cmd_record(int argc, char** argv) {
       opt.symbols_file = v;
     } else if (a == "--uprobe-by-name") {
       opt.uprobe_by_name = true;
+    } else if (a == "--uprobe-perf-events") {
+      opt.bpf.uprobe_perf_events = true;
     } else if (a == "--no-preload") {
       preload = false;
     } else if (a == "--list") {
@@ -170,8 +175,11 @@ int cmd_record(int argc, char** argv) {
       return 2;
     }
   }
-  if ((opt.uprobe_by_name || !opt.symbols_file.empty()) && !opt.bpf.uprobes) {
-    std::fprintf(stderr, "fabtrace record: --symbols and --uprobe-by-name go with --uprobes\n");
+  if ((opt.uprobe_by_name || !opt.symbols_file.empty() || opt.bpf.uprobe_perf_events) &&
+      !opt.bpf.uprobes) {
+    std::fprintf(stderr,
+                 "fabtrace record: --symbols, --uprobe-by-name and --uprobe-perf-events go with "
+                 "--uprobes\n");
     return 2;
   }
   // FABTRACE_PRELOAD may be a list (a sanitizer runtime first): the probes live
@@ -235,6 +243,9 @@ int cmd_record(int argc, char** argv) {
       std::fprintf(stderr,
                    "fabtrace record: uprobes: --only-pids: probes attached to the --pid "
                    "processes only; a process started during the session is not probed\n");
+    for (const KernelAttach& a : col.attach_list())
+      if (a.point == "uprobe_multi" && a.state == "attached")
+        std::fprintf(stderr, "fabtrace record: uprobes: uprobe_multi: %s\n", a.detail.c_str());
     std::fprintf(stderr, "fabtrace record: uprobes: %zu provider functions probed\n",
                  col.uprobe_sites().size());
   }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -595,6 +596,71 @@ TEST(Record, UprobesPingpongShmMsg) {
 TEST(Record, UprobesPingpongShmTagged) {
   REQUIRE_ROOT();
   uprobes_pingpong("shm", true);
+}
+
+// --uprobe-perf-events: one perf-event uprobe per probe, as kernels before 6.6
+// are attached (this one makes uprobe_multi links, which the tests above use):
+// the same exact pairing.
+TEST(Record, UprobesPingpongTcpRxmTaggedPerfEvents) {
+  REQUIRE_ROOT();
+  std::string log;
+  uprobes_pingpong("tcp;ofi_rxm", true, "rdm", nullptr, 300, {"--uprobe-perf-events"}, &log);
+  EXPECT_NE(log.find("uprobe_multi absent: --uprobe-perf-events"), std::string::npos) << log;
+  EXPECT_EQ(log.find("uprobes: uprobe_multi: "), std::string::npos) << log;
+}
+
+// How many of process `pid`'s open files are `what` ("anon_inode:bpf_link").
+size_t fds_of(int pid, const std::string& what) {
+  size_t n = 0;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  for (const std::string& fd : list_files(dir, "", "")) {
+    char target[256];
+    const ssize_t len = readlink(fd.c_str(), target, sizeof(target) - 1);
+    if (len > 0 && std::string(target, static_cast<size_t>(len)) == what) ++n;
+  }
+  return n;
+}
+
+// uprobe_multi links: the session holds its probes in a few links (one per
+// program, library file and process) instead of one perf event each, which is
+// what lets the kernel release them together at exit (README, "Performance":
+// 17 s with perf events). The same session once each way, nothing running:
+// the perf events it no longer opens are exactly the probes its links hold.
+TEST(Record, UprobesHeldInMultiLinks) {
+  REQUIRE_ROOT();
+  struct Held {
+    size_t perf_events = 0, links = 0;
+    std::string log;
+  };
+  auto session = [](const std::vector<std::string>& args, Held* h) {
+    const std::string dir = make_temp_dir("rec-up-links");
+    const int rec = start_uprobe_session(dir, "record.log", args);
+    ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+    h->perf_events = fds_of(rec, "anon_inode:[perf_event]");
+    h->links = fds_of(rec, "anon_inode:bpf_link");
+    kill(rec, SIGINT);
+    ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+    h->log = slurp(dir + "/record.log");
+  };
+  Held multi, perf;
+  ASSERT_NO_FATAL_FAILURE(session({}, &multi));
+  ASSERT_NO_FATAL_FAILURE(session({"--uprobe-perf-events"}, &perf));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(multi.log, m,
+                                std::regex("uprobe_multi: ([0-9]+) probes in ([0-9]+) links")))
+      << multi.log;
+  const size_t probes = std::stoul(m[1]), links = std::stoul(m[2]);
+  std::smatch f1, f2;
+  const std::regex functions("([0-9]+) provider functions probed");
+  ASSERT_TRUE(std::regex_search(multi.log, f1, functions));
+  ASSERT_TRUE(std::regex_search(perf.log, f2, functions));
+  EXPECT_EQ(f1[1], f2[1]);               // the same functions either way
+  EXPECT_GT(probes, std::stoul(f1[1]));  // most have an entry and a return probe
+  EXPECT_LT(links, probes / 4);
+  EXPECT_GE(multi.links, links);
+  EXPECT_EQ(perf.perf_events - multi.perf_events, probes)
+      << "perf events: " << perf.perf_events << " with --uprobe-perf-events, " << multi.perf_events
+      << " with links";
 }
 
 // ---- --uprobes by name: --symbols FILE --uprobe-by-name.

@@ -25,6 +25,7 @@
 #include "sched.skel.h"
 #include "uprobe_ops.h"
 #include "uprobe_ops.skel.h"
+#include "userspace/record/uprobe_multi.h"
 
 namespace fabtrace {
 
@@ -131,6 +132,8 @@ struct BpfSession::Impl {
   std::vector<OpSite> up_sites;       // as attached: the index is the cookie's site
   std::map<std::string, int> shared;  // map name -> fd, from the first loaded object
   std::vector<bpf_link*> links;
+  bool up_multi = false;         // --uprobes through uprobe_multi links (uprobe_multi.h)
+  std::vector<int> multi_links;  // their fds
   std::vector<std::string> usdt_paths;
   ring_buffer* rb = nullptr;
   const std::function<void(const void*, size_t)>* sink = nullptr;
@@ -139,6 +142,7 @@ struct BpfSession::Impl {
   ~Impl() {
     if (rb) ring_buffer__free(rb);
     for (bpf_link* l : links) bpf_link__destroy(l);
+    for (int fd : multi_links) close(fd);
     for (Skel& s : skels)
       if (s.destroy) s.destroy();
   }
@@ -225,6 +229,7 @@ struct BpfSession::Impl {
   // of processes started before the session (the providers' layouts, each
   // site's, and each CQ read site's probed offset in its layout's library).
   void configure_uprobes() {
+    choose_uprobe_links();
     for (const OpSite& site : opt.uprobe_sites) {
       if (up_sites.size() >= FT_UP_MAX_SITES) break;
       if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
@@ -263,72 +268,170 @@ struct BpfSession::Impl {
     }
   }
 
+  // uprobe_multi links where the kernel makes them (and --uprobe-perf-events
+  // does not say otherwise): the uprobe programs are then loaded with that
+  // attach type, which perf-event uprobes do not take, so this is decided
+  // once, before the load.
+  void choose_uprobe_links() {
+    std::string why = "--uprobe-perf-events";
+    up_multi = !opt.uprobe_perf_events && uprobe_multi_usable(!opt.only_pids.empty(), &why);
+    if (!up_multi) {
+      note("uprobe_ops", "uprobe_multi", "absent",
+           why + ": one perf-event uprobe per probe (each detached on its own at exit)");
+      return;
+    }
+    bpf_program* p;
+    bpf_object__for_each_program(p, up->obj) {
+      const std::string sec = bpf_program__section_name(p);
+      if (sec.rfind("uprobe", 0) == 0 || sec.rfind("uretprobe", 0) == 0)
+        bpf_program__set_expected_attach_type(p,
+                                              static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+    }
+  }
+
+  // One site's probes: the programs on its function, return probe first.
+  struct SiteProg {
+    bpf_program* prog;
+    bool ret;
+  };
+  std::vector<SiteProg> site_programs(const OpSite& site) const {
+    // A function's return probe is attached before its entry probe: a
+    // uretprobe takes hold at a call's entry, so every call whose entry is
+    // seen then has its return seen too (the other way round, a call that
+    // returns in between leaves its entry's record behind).
+    switch (site.role) {
+      case FT_UP_ROLE_OP:
+        if (site.ctx != FT_UP_CTX_NONE)
+          return {{up->progs.ft_up_op_ret, true}, {up->progs.ft_up_op, false}};
+        return {{up->progs.ft_up_op, false}};
+      case FT_UP_ROLE_EP_BIND:
+        return {{up->progs.ft_up_ep_bind, false}};
+      case FT_UP_ROLE_CQ_READ:
+        return {{up->progs.ft_up_cq_read_ret, true}, {up->progs.ft_up_cq_read, false}};
+      case FT_UP_ROLE_AV_INSERT:
+        return {{up->progs.ft_up_av_insert_ret, true}, {up->progs.ft_up_av_insert, false}};
+      case FT_UP_ROLE_GETNAME:
+        return {{up->progs.ft_up_getname_ret, true}, {up->progs.ft_up_getname, false}};
+      case FT_UP_ROLE_EP_OPEN:
+        return {{up->progs.ft_up_ep_open_ret, true}, {up->progs.ft_up_ep_open, false}};
+      case FT_UP_ROLE_CONNECT:
+        return {{up->progs.ft_up_connect_ret, true}, {up->progs.ft_up_connect, false}};
+      default:
+        return {{up->progs.ft_up_cq_open_ret, true}, {up->progs.ft_up_cq_open, false}};
+    }
+  }
+
+  uint64_t site_cookie(uint32_t index) const {
+    const OpSite& site = up_sites[index];
+    const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
+                    op_is_recv(static_cast<OpKind>(site.op_kind));
+    return FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
+                        rx ? FT_UP_RX : FT_UP_TX, site.peer);
+  }
+
+  std::string site_point(uint32_t index) const {
+    const OpSite& site = up_sites[index];
+    return "uprobe:" + site.path + hex_offset(probe_offset(site.path, site.offset));
+  }
+
   // --uprobes: every site on its library file, for all processes (pid -1) or
   // for each of only_pids, by file offset (past an endbr64: see probe_offset).
   void attach_uprobes() {
     if (!up) return;
-    for (uint32_t index = 0; index < up_sites.size(); ++index) {
-      const OpSite& site = up_sites[index];
-      const uint64_t off = probe_offset(site.path, site.offset);
-      const std::string point = "uprobe:" + site.path + hex_offset(off);
-      const std::string what = site.what();
-      struct Prog {
-        bpf_program* prog;
-        bool ret;
-      };
-      // A function's return probe is attached before its entry probe: a
-      // uretprobe takes hold at a call's entry, so every call whose entry is
-      // seen then has its return seen too (the other way round, a call that
-      // returns in between leaves its entry's record behind).
-      std::vector<Prog> progs;
-      if (site.role == FT_UP_ROLE_OP) {
-        if (site.ctx != FT_UP_CTX_NONE) progs.push_back({up->progs.ft_up_op_ret, true});
-        progs.push_back({up->progs.ft_up_op, false});
-      } else if (site.role == FT_UP_ROLE_EP_BIND) {
-        progs = {{up->progs.ft_up_ep_bind, false}};
-      } else if (site.role == FT_UP_ROLE_CQ_READ) {
-        progs = {{up->progs.ft_up_cq_read_ret, true}, {up->progs.ft_up_cq_read, false}};
-      } else if (site.role == FT_UP_ROLE_AV_INSERT) {
-        progs = {{up->progs.ft_up_av_insert_ret, true}, {up->progs.ft_up_av_insert, false}};
-      } else if (site.role == FT_UP_ROLE_GETNAME) {
-        progs = {{up->progs.ft_up_getname_ret, true}, {up->progs.ft_up_getname, false}};
-      } else if (site.role == FT_UP_ROLE_EP_OPEN) {
-        progs = {{up->progs.ft_up_ep_open_ret, true}, {up->progs.ft_up_ep_open, false}};
-      } else if (site.role == FT_UP_ROLE_CONNECT) {
-        progs = {{up->progs.ft_up_connect_ret, true}, {up->progs.ft_up_connect, false}};
-      } else {
-        progs = {{up->progs.ft_up_cq_open_ret, true}, {up->progs.ft_up_cq_open, false}};
-      }
-      bool ok = true;
-      const std::vector<pid_t> pids = attach_pids();
-      for (const pid_t pid : pids)
-        for (const Prog& p : progs) {
-          LIBBPF_OPTS(bpf_uprobe_opts, uo);
-          uo.retprobe = p.ret;
-          const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
-                          op_is_recv(static_cast<OpKind>(site.op_kind));
-          uo.bpf_cookie = FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
-                                       rx ? FT_UP_RX : FT_UP_TX, site.peer);
-          take_log();
-          bpf_link* l = bpf_program__attach_uprobe_opts(p.prog, pid, site.path.c_str(),
-                                                        static_cast<size_t>(off), &uo);
-          if (!l) {
-            note(
-                "uprobe_ops",
-                point + (pid > 0 ? " pid " + std::to_string(pid) : "") + (p.ret ? " (return)" : ""),
-                "failed", what + ": " + reason_of(take_log(), errno));
-            ok = false;
-            continue;
-          }
-          links.push_back(l);
-        }
-      if (ok) note("uprobe_ops", point, "attached", what);
-    }
+    std::vector<bool> ok(up_sites.size(), true);
+    if (up_multi)
+      attach_uprobe_links(&ok);
+    else
+      attach_uprobe_events(&ok);
+    for (uint32_t index = 0; index < up_sites.size(); ++index)
+      if (ok[index]) note("uprobe_ops", site_point(index), "attached", up_sites[index].what());
     if (up_sites.empty())
       note("uprobe_ops", "uprobe:*", "absent", "no provider function found to probe");
     attach_connect_sockets();
     // Every probe in place: they start together (uprobe_ops.bpf.c).
     __atomic_store_n(&up->bss->ft_up_armed, 1u, __ATOMIC_RELEASE);
+  }
+
+  void site_failed(uint32_t index, pid_t pid, bool ret, const std::string& why,
+                   std::vector<bool>* ok) {
+    note("uprobe_ops",
+         site_point(index) + (pid > 0 ? " pid " + std::to_string(pid) : "") +
+             (ret ? " (return)" : ""),
+         "failed", up_sites[index].what() + ": " + why);
+    (*ok)[index] = false;
+  }
+
+  // One perf-event uprobe per probe (kernels before 6.6).
+  void attach_uprobe_events(std::vector<bool>* ok) {
+    for (uint32_t index = 0; index < up_sites.size(); ++index) {
+      const OpSite& site = up_sites[index];
+      const uint64_t off = probe_offset(site.path, site.offset);
+      for (const pid_t pid : attach_pids())
+        for (const SiteProg& p : site_programs(site)) {
+          LIBBPF_OPTS(bpf_uprobe_opts, uo);
+          uo.retprobe = p.ret;
+          uo.bpf_cookie = site_cookie(index);
+          take_log();
+          bpf_link* l = bpf_program__attach_uprobe_opts(p.prog, pid, site.path.c_str(),
+                                                        static_cast<size_t>(off), &uo);
+          if (!l) {
+            site_failed(index, pid, p.ret, reason_of(take_log(), errno), ok);
+            continue;
+          }
+          links.push_back(l);
+        }
+    }
+  }
+
+  // One uprobe_multi link per (program, library file, process), return
+  // programs' links before entry programs' (as site_programs orders them per
+  // site). A link the kernel refuses is retried site by site, so that one bad
+  // offset costs its own site only.
+  void attach_uprobe_links(std::vector<bool>* ok) {
+    struct Group {
+      std::vector<uint32_t> sites;
+      std::vector<uint64_t> offsets, cookies;
+    };
+    // (return first, program, path) -> its sites, in site order.
+    std::map<std::tuple<bool, bpf_program*, std::string>, Group> groups;
+    for (uint32_t index = 0; index < up_sites.size(); ++index) {
+      const OpSite& site = up_sites[index];
+      for (const SiteProg& p : site_programs(site)) {
+        Group& g = groups[{!p.ret, p.prog, site.path}];
+        g.sites.push_back(index);
+        g.offsets.push_back(probe_offset(site.path, site.offset));
+        g.cookies.push_back(site_cookie(index));
+      }
+    }
+    size_t made = 0, placed = 0;
+    for (const pid_t pid : attach_pids())
+      for (const auto& [key, g] : groups) {
+        const bool ret = !std::get<0>(key);
+        const int prog_fd = bpf_program__fd(std::get<1>(key));
+        const std::string& path = std::get<2>(key);
+        const int fd = uprobe_multi_attach(prog_fd, path, g.offsets, g.cookies, ret, pid);
+        if (fd >= 0) {
+          multi_links.push_back(fd);
+          ++made;
+          placed += g.sites.size();
+          continue;
+        }
+        for (size_t i = 0; i < g.sites.size(); ++i) {
+          const int one =
+              uprobe_multi_attach(prog_fd, path, {g.offsets[i]}, {g.cookies[i]}, ret, pid);
+          if (one < 0) {
+            site_failed(g.sites[i], pid, ret, std::strerror(-one), ok);
+            continue;
+          }
+          multi_links.push_back(one);
+          ++made;
+          ++placed;
+        }
+      }
+    if (made)
+      note("uprobe_ops", "uprobe_multi", "attached",
+           std::to_string(placed) + " probes in " + std::to_string(made) +
+               " links (one per program, library file and process; detached together)");
   }
 
   // The connecting side's own address (uprobe_ops.bpf.c, ft_up_sk_state):

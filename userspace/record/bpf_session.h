@@ -35,6 +35,9 @@ struct BpfOptions {
   // library file for every process that maps it.
   bool uprobes = false;
   std::vector<OpSite> uprobe_sites;
+  // One perf-event uprobe per probe even where the kernel makes uprobe_multi
+  // links (--uprobe-perf-events): how kernels before 6.6 are attached.
+  bool uprobe_perf_events = false;
   // The providers' layouts, which each site's `layout` indexes (none: CQs
   // opened before the session stay unknown).
   std::vector<UprobeLayout> uprobe_layouts;
