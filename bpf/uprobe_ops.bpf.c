@@ -158,8 +158,10 @@ static __always_inline void lost(__u32 what) {
 
 /* The row of (process, op, endpoint, peer); NULL, counted lost, when the map
  * is full. */
-static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 ep, __u64 peer) {
-  struct ft_up_stat_key k = {.tgid = tgid, .op = op, .ep = ep, .peer = peer};
+static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 ep, __u64 peer,
+                                                    __u64 bytes) {
+  struct ft_up_stat_key k = {
+      .tgid = tgid, .op = op, .ep = ep, .peer = peer, .size_class = ft_up_size_class(bytes)};
   struct ft_up_stats* s = lookup_or_zero(&up_stats, &k);
   if (!s) lost(FT_UP_LOST_STATS);
   return s;
@@ -303,11 +305,11 @@ int ft_up_op(struct pt_regs* regs) {
   struct ft_up_call c = {};
   c.ep = arg_n(regs, 1);
   c.peer = op_peer(regs, FT_UP_PEERLOC(cookie));
-  struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer);
+  c.bytes = op_bytes(regs, FT_UP_LENLOC(cookie));
+  struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer, c.bytes);
   if (s) s->calls += 1;
   if (FT_UP_CTXLOC(cookie) == FT_UP_CTX_NONE) return 0; /* inject: no completion will come */
 
-  c.bytes = op_bytes(regs, FT_UP_LENLOC(cookie));
   const __u32 ctxloc = FT_UP_CTXLOC(cookie);
   if (FT_UP_CTX_IS_STACK(ctxloc)) c.ctx = arg_n(regs, FT_UP_CTX_STACK_ARG(ctxloc));
   switch (ctxloc) {
@@ -402,7 +404,7 @@ int ft_up_op_ret(struct pt_regs* regs) {
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   const long ret = (long)FT_RET(regs);
   if (ret != 0) {
-    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer);
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes);
     if (s) s->refused += 1;
     if (c.ctx) {
       struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
@@ -421,7 +423,7 @@ int ft_up_op_ret(struct pt_regs* regs) {
       .start = c.start, .bytes = c.bytes, .ep = c.ep, .peer = c.peer, .op = c.op, .site = c.site};
   const __u64 cq = ep ? ep->cq[c.cls & 1] : 0;
   if (!cq) {
-    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer);
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes);
     if (s) s->unmatched += 1;
     return 0;
   }
@@ -616,7 +618,7 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   struct ft_up_poll pp;
   if (!take_call(&up_poll, regs, &pp, sizeof(pp))) return 0;
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0);
+  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0, 0);
   if (ps) ps->calls += 1;
   if (ret <= 0) return 0;
   if (ps) ps->completions += (__u64)ret;
@@ -653,7 +655,7 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
       bpf_map_delete_elem(&up_pending, &k);
     else
       bpf_map_delete_elem(&up_seq_pending, &sk);
-    struct ft_up_stats* s = stats_of(tgid, op, ep, peer);
+    struct ft_up_stats* s = stats_of(tgid, op, ep, peer, bytes);
     if (!s) continue;
     s->completions += 1;
     if (!k.ptr) s->by_order += 1;

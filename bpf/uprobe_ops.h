@@ -282,6 +282,8 @@ struct ft_up_stat_key {
   __u32 op;
   __u64 ep;
   __u64 peer;
+  __u32 size_class; /* ft_up_size_class of the op's bytes as posted (0 in the polls row) */
+  __u32 pad;
 };
 
 /* What an address is (the collector formats it as the provider's straddr
@@ -359,18 +361,30 @@ enum ft_up_lost {
   FT_UP_LOST_KINDS = 2
 };
 
-/* The histogram bucket of a latency: floor(log2(ns)) (0 for 0 and 1 ns), at
- * most FT_UP_HIST - 1. One home for the BPF program and the readers. */
-static inline __u32 ft_up_hist_bucket(__u64 ns) {
+/* floor(log2(x)), 0 for 0 and 1, without a loop the verifier must unroll on
+ * data (BPF has no count-leading-zeros instruction). */
+static inline __u32 ft_up_log2(__u64 x) {
   __u32 b = 0;
   for (int i = 5; i >= 1; --i) {
     /* halve the width still to search: 32, 16, 8, 4, 2 bits */
-    const __u32 shift = (__u32)(ns > (1ULL << (1 << i)) - 1) << i;
-    ns >>= shift;
+    const __u32 shift = (__u32)(x > (1ULL << (1 << i)) - 1) << i;
+    x >>= shift;
     b |= shift;
   }
-  b |= (__u32)(ns >> 1);
+  return b | (__u32)(x >> 1);
+}
+
+/* The histogram bucket of a latency: floor(log2(ns)) (0 for 0 and 1 ns), at
+ * most FT_UP_HIST - 1. One home for the BPF program and the readers. */
+static inline __u32 ft_up_hist_bucket(__u64 ns) {
+  const __u32 b = ft_up_log2(ns);
   return b < FT_UP_HIST - 1 ? b : FT_UP_HIST - 1;
 }
+
+/* An op's size class, a statistics row's key: 0 for 0 bytes, else
+ * 1 + floor(log2(bytes)): [2^(c-1), 2^c) bytes, 1 to 64. A row's size is the
+ * mean of its ops', exact wherever a class holds one size (a program's sizes
+ * are mostly powers of two or few), and the rows per link stay bounded. */
+static inline __u32 ft_up_size_class(__u64 bytes) { return bytes ? 1 + ft_up_log2(bytes) : 0; }
 
 #endif /* FABTRACE_UPROBE_OPS_H */

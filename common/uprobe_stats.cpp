@@ -73,6 +73,7 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
   kv("completions", s.completions);
   kv("by_order", s.by_order);
   kv("bytes", s.bytes);
+  kv("size_class", r.size_class);
   kv("pending", r.pending);
   kv("unmatched", s.unmatched);
   if (s.completions) {

@@ -27,7 +27,7 @@ uint32_t uprobe_hist_bucket(uint64_t ns);
 // histogram; 0 when it is empty. Within a factor of 2 of the true value.
 uint64_t uprobe_hist_quantile(const ft_up_stats& s, double q);
 
-// "ep=0x..;peer=..;calls=..;refused=..;completions=..;by_order=..;bytes=..;pending=..;
+// "ep=0x..;peer=..;calls=..;refused=..;completions=..;by_order=..;bytes=..;size_class=..;pending=..;
 // unmatched=..;avg_ns=..;min_ns=..;max_ns=..;p50_le_ns=..;p99_le_ns=.." (the latencies only
 // when something completed; peer "any" for FI_ADDR_UNSPEC); polls: "calls=..;entries=..;
 // unmatched=..;unwalked=..;early=..;remote=..".

@@ -869,6 +869,73 @@ void ft_app_under_uprobes(const std::string& dir, std::vector<std::string> args,
   ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
 }
 
+// ft_app's sizes family over `prov` without the preload, under `record
+// --uprobes`: rank 0 sends messages of 0, 1, 64, 256, 1000 and 4096 bytes,
+// --count of each, through fi_send and fi_tsend, into receives posted with
+// 4096 bytes. Ground truth: the sizes the receiving program got, by its own
+// plan (received_sizes: size -> count), and the ops each rank issued. The
+// sender's per-rank report must have one row per size (each its own size
+// class), its count the messages of that size, as the preload's report has;
+// the receiver's one row per receive op, sized as posted (size_unknown: the
+// kernel reads no completion length), its count the receives issued.
+void uprobes_sizes(const char* prov) {
+  const std::string dir = make_temp_dir("rec-up-sizes");
+  int app_rc = -1;
+  ASSERT_NO_FATAL_FAILURE(ft_app_under_uprobes(
+      dir, {"--prov", prov, "--test", "sizes", "--count", "20", "--size", "4096"}, &app_rc));
+  if (app_rc == 77) GTEST_SKIP() << slurp(dir + "/app.log");
+  ASSERT_EQ(app_rc, 0) << slurp(dir + "/app.log");
+  const nlohmann::json sender = load_json(dir + "/app.r0.json");
+  const nlohmann::json receiver = load_json(dir + "/app.r1.json");
+  ASSERT_TRUE(sender.at("ok").get<bool>() && receiver.at("ok").get<bool>());
+  // (op, bytes) -> count, and which rows are sized as posted, of a process's report.
+  auto rows_of = [&dir](int pid, std::map<std::pair<std::string, uint64_t>, uint64_t>* rows,
+                        std::set<std::string>* posted) {
+    const auto reports = list_files(dir, "fabtrace.", ".p" + std::to_string(pid) + ".json");
+    ASSERT_EQ(reports.size(), 1u) << pid;
+    const nlohmann::json rep = load_json(reports.front());
+    EXPECT_EQ(rep.at("source"), "uprobes");
+    for (const auto& l : rep.at("links"))
+      for (const auto& o : l.at("ops")) {
+        const std::string op = o.at("op").get<std::string>();
+        (*rows)[{op, o.at("bytes").get<uint64_t>()}] += o.at("count").get<uint64_t>();
+        if (o.value("size_unknown", false)) posted->insert(op);
+      }
+  };
+  std::map<std::pair<std::string, uint64_t>, uint64_t> sent, received;
+  std::set<std::string> sent_posted, received_posted;
+  ASSERT_NO_FATAL_FAILURE(rows_of(sender.at("pid").get<int>(), &sent, &sent_posted));
+  ASSERT_NO_FATAL_FAILURE(rows_of(receiver.at("pid").get<int>(), &received, &received_posted));
+  EXPECT_TRUE(sent_posted.empty());
+  size_t kinds = 0;
+  for (const auto& [recv_op, sizes] : receiver.at("received_sizes").items()) {
+    const std::string send_op = recv_op == "fi_trecv" ? "fi_tsend" : "fi_send";
+    SCOPED_TRACE(send_op);
+    ++kinds;
+    std::map<uint64_t, uint64_t> want, got;
+    for (const auto& [size, n] : sizes.items()) want[std::stoull(size)] = n.get<uint64_t>();
+    for (const auto& [key, n] : sent)
+      if (key.first == send_op) got[key.second] = n;
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(want.size(), 6u);
+    // Receives: one row, of the posted size, every one issued.
+    const uint64_t issued = receiver.at("issued").at(recv_op).get<uint64_t>();
+    EXPECT_EQ(received.count({recv_op, 4096}) ? received.at({recv_op, 4096}) : 0, issued);
+    EXPECT_TRUE(received_posted.count(recv_op));
+  }
+  EXPECT_GT(kinds, 0u) << receiver.dump();
+}
+
+TEST(Record, UprobesSizesTcpRxm) {
+  REQUIRE_ROOT();
+  uprobes_sizes("tcp;ofi_rxm");
+}
+
+TEST(Record, UprobesSizesShm) {
+  REQUIRE_ROOT();
+  uprobes_sizes("shm");
+}
+
 // ft_app's `family` (rma or atomic) over `prov`, both ranks without the
 // preload, under `record --uprobes`. Ground truth: each rank's own result file
 // (its pid, the ops it issued - accepted - and those refused with -FI_EAGAIN

@@ -429,6 +429,25 @@ TEST(UprobeStats, Log2Buckets) {
   EXPECT_EQ(uprobe_hist_bucket(~0ULL), static_cast<uint32_t>(FT_UP_HIST - 1));
 }
 
+// A statistics row's size class: 0 bytes alone, then [2^(c-1), 2^c).
+TEST(UprobeStats, SizeClasses) {
+  EXPECT_EQ(ft_up_size_class(0), 0u);
+  EXPECT_EQ(ft_up_size_class(1), 1u);
+  EXPECT_EQ(ft_up_size_class(2), 2u);
+  EXPECT_EQ(ft_up_size_class(3), 2u);
+  EXPECT_EQ(ft_up_size_class(4096), 13u);
+  EXPECT_EQ(ft_up_size_class(4097), 13u);
+  EXPECT_EQ(ft_up_size_class(8191), 13u);
+  EXPECT_EQ(ft_up_size_class(8192), 14u);
+  EXPECT_EQ(ft_up_size_class(~0ULL), 64u);
+  for (int b = 0; b < 64; ++b) {
+    EXPECT_EQ(ft_up_size_class(1ULL << b), static_cast<uint32_t>(b + 1)) << b;
+    if (b > 1) {
+      EXPECT_EQ(ft_up_size_class((1ULL << b) - 1), static_cast<uint32_t>(b)) << b;
+    }
+  }
+}
+
 TEST(UprobeStats, QuantilesAndDetail) {
   ft_uprobe_ops r{};
   r.op = static_cast<uint32_t>(OpKind::kTsend);
@@ -448,10 +467,12 @@ TEST(UprobeStats, QuantilesAndDetail) {
   r.s.by_order = 10;
   r.ep = 0x55aa00;
   r.peer = 2;
-  EXPECT_EQ(uprobe_stats_detail(r),
-            "ep=0x55aa00;peer=2;calls=12;refused=1;completions=10;by_order=10;bytes=40960;"
-            "pending=1;unmatched=0;avg_ns=10000;min_ns=3000;max_ns=40000;p50_le_ns=4096;"
-            "p99_le_ns=65536");
+  r.size_class = 13;  // 4096 bytes each
+  EXPECT_EQ(
+      uprobe_stats_detail(r),
+      "ep=0x55aa00;peer=2;calls=12;refused=1;completions=10;by_order=10;bytes=40960;"
+      "size_class=13;pending=1;unmatched=0;avg_ns=10000;min_ns=3000;max_ns=40000;p50_le_ns=4096;"
+      "p99_le_ns=65536");
   r.peer = FT_UP_ADDR_UNSPEC;  // a receive from any source
   EXPECT_EQ(uprobe_stats_detail(r).substr(0, 24), "ep=0x55aa00;peer=any;cal");
   EXPECT_EQ(uprobe_op_name(r.op), "fi_tsend");

@@ -1,6 +1,6 @@
 // uprobe_process_report: a process's kernel rows as the preload's per-rank
-// report (one link per endpoint and peer, one row per op kind), written and
-// read back through the report's own JSON writer and reader.
+// report (one link per endpoint and peer, one row per op kind and size class),
+// written and read back through the report's own JSON writer and reader.
 #include "userspace/record/uprobe_report.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +31,7 @@ UprobeRow row(uint32_t pid, OpKind op, uint64_t completions, uint64_t bytes_each
   r.op = static_cast<uint32_t>(op);
   r.ep = kEp;
   r.peer = peer;
+  r.size_class = ft_up_size_class(bytes_each);
   r.s.calls = completions + 3;
   r.s.refused = 3;
   r.s.completions = completions;
@@ -68,6 +69,7 @@ TEST(UprobeReport, OneLinkOneRowPerOpKindOfThatProcess) {
   polls.s.calls = 9000;
   rows.push_back(polls);
   rows[1].pending = 1;
+  rows[1].pending_bytes = 4096;
   UprobeReportContext ctx;
   ctx.host = "h";
   ctx.start_mono_ns = 1000;
@@ -128,6 +130,7 @@ TEST(UprobeReport, OneLinkPerEndpointAndPeer) {
                                  row(7, OpKind::kTrecv, 1, 64, kPeer)};
   rows.back().ep = 0x6000;  // an endpoint named before the session
   rows[2].pending = 2;
+  rows[2].pending_bytes = 2 * 64;
   const ProcessReport r = uprobe_process_report(7, rows, n, UprobeReportContext{});
   // The row of `op` on the link named (local, remote); NULL when there is none.
   auto at = [&r](const std::string& local, const std::string& remote,
@@ -155,6 +158,37 @@ TEST(UprobeReport, OneLinkPerEndpointAndPeer) {
   const OpRow* old_ep = at("pid 7 ep 0x6000", peer, "fi_trecv");
   ASSERT_NE(old_ep, nullptr);
   EXPECT_EQ(old_ep->count, 1u);
+}
+
+// Sizes: a row per (op kind, size class) of the link, as the preload keeps a
+// row per size. Each row's size is the mean of its ops, paired or pending:
+// the size itself where its class holds one (64 and 4096 bytes here), the
+// mean where a class holds two (600 and 1000 bytes, both in [512, 1024)). A
+// class whose ops are all pending is sized by them.
+TEST(UprobeReport, OneRowPerSizeClass) {
+  std::vector<UprobeRow> rows = {row(7, OpKind::kTsend, 10, 64), row(7, OpKind::kTsend, 20, 4096),
+                                 row(7, OpKind::kTsend, 3, 600), row(7, OpKind::kTsend, 0, 65536)};
+  rows[2].s.completions += 1;  // and one of 1000 bytes, in the same row
+  rows[2].s.bytes += 1000;
+  rows[3].pending = 2;
+  rows[3].pending_bytes = 2 * 65536;
+  ASSERT_EQ(rows[2].size_class, ft_up_size_class(1000));
+  const ProcessReport r = uprobe_process_report(7, rows, names_of(7), UprobeReportContext{});
+  ASSERT_EQ(r.links.size(), 1u);
+  std::map<uint64_t, const OpRow*> by_size;
+  for (const OpRow& o : r.links[0].rows) {
+    EXPECT_EQ(o.op, "fi_tsend");
+    EXPECT_TRUE(by_size.emplace(o.bytes, &o).second) << o.bytes;
+  }
+  ASSERT_EQ(by_size.size(), 4u);
+  ASSERT_TRUE(by_size.count(64) && by_size.count(4096) && by_size.count(700) &&
+              by_size.count(65536));
+  EXPECT_EQ(by_size[64]->count, 10u);
+  EXPECT_EQ(by_size[4096]->count, 20u);
+  EXPECT_DOUBLE_EQ(by_size[4096]->gbps, 4096.0 / 10000.0);
+  EXPECT_EQ(by_size[700]->count, 4u);  // (3 x 600 + 1000) / 4
+  EXPECT_EQ(by_size[65536]->count, 0u);
+  EXPECT_EQ(by_size[65536]->unfinished, 2u);
 }
 
 }  // namespace

@@ -730,14 +730,16 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
   if (!impl_ || !impl_->up) return rows;
   const int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return rows;
-  // By (pid, op, endpoint, peer).
-  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>, UprobeRow> by;
-  auto row = [&by](uint32_t pid, uint32_t op, uint64_t ep, uint64_t peer) -> UprobeRow& {
-    UprobeRow& r = by[{pid, op, ep, peer}];
+  // By (pid, op, endpoint, peer, size class).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t>, UprobeRow> by;
+  auto row = [&by](uint32_t pid, uint32_t op, uint64_t ep, uint64_t peer,
+                   uint32_t size_class) -> UprobeRow& {
+    UprobeRow& r = by[{pid, op, ep, peer, size_class}];
     r.pid = pid;
     r.op = op;
     r.ep = ep;
     r.peer = peer;
+    r.size_class = size_class;
     return r;
   };
   // The statistics, summed over CPUs.
@@ -749,12 +751,14 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
     first = false;
     key = next;
     if (bpf_map_lookup_elem(sfd, &key, v.data()) != 0) continue;
-    UprobeRow& r = row(key.tgid, key.op, key.ep, key.peer);
+    UprobeRow& r = row(key.tgid, key.op, key.ep, key.peer, key.size_class);
     for (const ft_up_stats& c : v) add_uprobe_stats(&r.s, c);
   }
   // Ops still waiting for their completion (by context, and by order).
   auto count_pending = [&row](const auto& k, const ft_up_pending& p) {
-    ++row(k.tgid, p.op, p.ep, p.peer).pending;
+    UprobeRow& r = row(k.tgid, p.op, p.ep, p.peer, ft_up_size_class(p.bytes));
+    ++r.pending;
+    r.pending_bytes += p.bytes;
   };
   each_entry<ft_up_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_pending), count_pending);
   each_entry<ft_up_seq_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_seq_pending),

@@ -48,14 +48,17 @@ struct BpfOptions {
   std::vector<pid_t> only_pids;
 };
 
-// --uprobes: what the kernel paired for one process's ops of one kind on one
-// link (endpoint, peer), or the process's polls row, summed over CPUs.
+// --uprobes: what the kernel paired for one process's ops of one kind and size
+// class on one link (endpoint, peer), or the process's polls row, summed over
+// CPUs.
 struct UprobeRow {
   uint32_t pid = 0;
-  uint32_t op = 0;    // OpKind, or FT_UP_OP_POLLS
-  uint64_t ep = 0;    // the application's endpoint (0 in the polls row)
-  uint64_t peer = 0;  // the ops' fi_addr_t (FI_ADDR_UNSPEC: from any source)
+  uint32_t op = 0;          // OpKind, or FT_UP_OP_POLLS
+  uint64_t ep = 0;          // the application's endpoint (0 in the polls row)
+  uint64_t peer = 0;        // the ops' fi_addr_t (FI_ADDR_UNSPEC: from any source)
+  uint32_t size_class = 0;  // the ops' bytes as posted (ft_up_size_class); 0 in the polls row
   uint64_t pending = 0;
+  uint64_t pending_bytes = 0;  // their bytes as posted
   ft_up_stats s{};
 
   // The row as the kernel log's FT_EV_UPROBE_OPS record, stamped `ts`.
@@ -66,6 +69,7 @@ struct UprobeRow {
     rec.h.size = sizeof(rec);
     rec.h.pid = pid;
     rec.op = op;
+    rec.size_class = size_class;
     rec.pending = pending;
     rec.ep = ep;
     rec.peer = peer;

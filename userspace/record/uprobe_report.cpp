@@ -23,8 +23,11 @@ OpRow op_row(const UprobeRow& u) {
   o.eagain = s.refused;
   // Receives: their posted length (the kernel reads no completion length).
   o.size_unknown = o.recv;
+  // The mean of the row's ops, paired or pending (a size class holding one
+  // size: that size).
+  if (s.completions + u.pending)
+    o.bytes = (s.bytes + u.pending_bytes) / (s.completions + u.pending);
   if (s.completions) {
-    o.bytes = s.bytes / s.completions;
     o.avg_ns = static_cast<double>(s.lat_sum_ns) / static_cast<double>(s.completions);
     o.min_ns = static_cast<double>(s.lat_min_ns);
     o.max_ns = static_cast<double>(s.lat_max_ns);
@@ -49,8 +52,10 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
   r.start_mono_ns = ctx.start_mono_ns;
   r.start_wall_ns = ctx.start_wall_ns;
   r.duration_s = ctx.duration_s;
-  // (local, remote) -> op -> the rows of that op on links so named, summed.
-  std::map<std::pair<std::string, std::string>, std::map<uint32_t, UprobeRow>> links;
+  // (local, remote) -> (op, size class) -> the rows of that op and size on
+  // links so named, summed.
+  std::map<std::pair<std::string, std::string>, std::map<std::pair<uint32_t, uint32_t>, UprobeRow>>
+      links;
   // The labels of each (endpoint, peer), made once for all its op kinds' rows
   // (a label may scan the process's names: uprobe_names.h).
   std::map<std::pair<uint64_t, uint64_t>, std::pair<std::string, std::string>> labels_of;
@@ -63,10 +68,12 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
                         std::make_pair(uprobe_local_label(pid, u.ep, names),
                                        uprobe_remote_label(pid, u.ep, u.peer, names)))
                .first;
-    UprobeRow& sum = links[it->second][u.op];
+    UprobeRow& sum = links[it->second][{u.op, u.size_class}];
     sum.pid = pid;
     sum.op = u.op;
+    sum.size_class = u.size_class;
     sum.pending += u.pending;
+    sum.pending_bytes += u.pending_bytes;
     add_uprobe_stats(&sum.s, u.s);
   }
   for (const auto& [labels, ops] : links) {

@@ -8,10 +8,13 @@
 // the peer's ("(any)" for receives from any source; a connected endpoint's one
 // peer for all its ops); the fallbacks "pid N ep 0x..." and "fi_addr#N"
 // ("(connected)") where the session did not see the endpoint named or the
-// address inserted (connected). Rows of one op kind whose
-// links carry the same labels are one row. Within a link, each op kind has one
-// row whose size is the mean of its paired ops (the kernel keeps no size
-// histogram); no NIC, CQ gap or clock figures.
+// address inserted (connected). Rows of one op kind and size class whose
+// links carry the same labels are one row. Within a link, each op kind has a
+// row per size class (powers of two, bpf/uprobe_ops.h's ft_up_size_class)
+// whose size is the mean of its ops, paired or pending: the size itself
+// wherever the class holds one (the preload keeps one row per exact size);
+// receives are sized as posted (size_unknown: the kernel reads no completion
+// length). No NIC, CQ gap or clock figures.
 #pragma once
 
 #include <cstdint>
