@@ -12,6 +12,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <tuple>
 
 #include "common/addr_format.h"
@@ -141,8 +143,20 @@ struct BpfSession::Impl {
 
   ~Impl() {
     if (rb) ring_buffer__free(rb);
+    // Each release waits for the kernel's grace periods (tens of ms for a
+    // uprobe_multi link, about 100 for a perf-event uprobe such as a USDT
+    // probe's): the links are closed on a thread of their own meanwhile.
+    auto close_multi = [fds = multi_links] {
+      for (int fd : fds) close(fd);
+    };
+    std::thread closer;
+    try {
+      if (!multi_links.empty()) closer = std::thread(close_multi);
+    } catch (const std::system_error&) {
+      close_multi();  // no thread to be had: one after the other
+    }
     for (bpf_link* l : links) bpf_link__destroy(l);
-    for (int fd : multi_links) close(fd);
+    if (closer.joinable()) closer.join();
     for (Skel& s : skels)
       if (s.destroy) s.destroy();
   }

@@ -291,6 +291,19 @@ const void* fn_ptr(F f) {
 
 }  // namespace
 
+std::vector<std::string> OpSite::providers() const {
+  std::vector<std::string> out;
+  std::istringstream in(provider);
+  for (std::string p; std::getline(in, p, ',');) out.push_back(p);
+  return out;
+}
+
+bool OpSite::has_provider(const std::string& prov) const {
+  for (const std::string& p : providers())
+    if (p == prov) return true;
+  return false;
+}
+
 OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
                uint32_t role, OpKind kind, uint32_t ctx, uint32_t len, uint32_t peer) {
   OpSite s;
@@ -954,8 +967,7 @@ void assign_layouts(const std::vector<UprobeLayout>& per_provider, OptableResult
   }
   for (OpSite& site : res->sites) {
     std::set<uint32_t> got;
-    std::istringstream in(site.provider);
-    for (std::string p; std::getline(in, p, ',');) got.insert(of.count(p) ? of[p] : 0);
+    for (const std::string& p : site.providers()) got.insert(of.count(p) ? of[p] : 0);
     site.layout = got.size() == 1 ? *got.begin() : 0;
   }
 }

@@ -56,6 +56,10 @@ struct OpSite {
   std::string what() const {
     return provider + " " + table + "." + op + (function.empty() ? "" : " (" + function + ")");
   }
+  // The providers whose tables hold it (`provider` split at its commas), and
+  // whether `prov` is one of them.
+  std::vector<std::string> providers() const;
+  bool has_provider(const std::string& prov) const;
 };
 
 // A site without its place (path, offset).

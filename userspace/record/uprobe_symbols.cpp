@@ -8,15 +8,10 @@ namespace fabtrace {
 
 namespace {
 
-// Whether `list` ("tcp;ofi_rxm,shm": a deduplicated site's providers) holds `prov`.
-bool has_provider(const std::string& list, const std::string& prov) {
-  return ("," + list + ",").find("," + prov + ",") != std::string::npos;
-}
-
 const OpSite* optable_site(const std::vector<OpSite>& sites, const std::string& prov,
                            const OpSite& like) {
   for (const OpSite& s : sites)
-    if (has_provider(s.provider, prov) && s.table == like.table && s.op == like.op) return &s;
+    if (s.has_provider(prov) && s.table == like.table && s.op == like.op) return &s;
   return nullptr;
 }
 
@@ -94,7 +89,7 @@ void merge_symbol_sites(const SymbolOptions& o, const LibrarySymbols& syms, Opta
   std::vector<OpSite> named;
   for (const std::string& prov : o.providers) {
     bool opened = false;
-    for (const OpSite& s : r->sites) opened = opened || has_provider(s.provider, prov);
+    for (const OpSite& s : r->sites) opened = opened || s.has_provider(prov);
     if (opened && !o.by_name && provider_functions(prov).empty()) continue;
     std::vector<std::string> missing, notes;
     std::vector<OpSite> mine = sites_by_name(prov, syms, &missing);
