@@ -305,7 +305,8 @@ struct ft_up_stats {
 struct ft_uprobe_ops {
   struct ft_hdr h;  /* ts = written, pid = the process, tid = 0 */
   __u32 op;         /* OpKind (common/op_kinds.h), or FT_UP_OP_POLLS (200) */
-  __u32 size_class; /* the ops' bytes as posted: 0, or [2^(c-1), 2^c) (ft_up_size_class) */
+  __u16 size_class; /* the ops' bytes: 0, or [2^(c-1), 2^c) (ft_up_size_class) */
+  __u16 posted;     /* 1: receives sized as posted (struct ft_up_stat_key) */
   __u64 pending;    /* ops issued whose completion was not seen (ops rows) */
   __u64 ep;         /* the application's endpoint (struct fid_ep *); 0 in the polls row */
   __u64 peer;       /* the ops' fi_addr_t; ~0 (FI_ADDR_UNSPEC): receives from any source */

@@ -159,9 +159,13 @@ static __always_inline void lost(__u32 what) {
 /* The row of (process, op, endpoint, peer); NULL, counted lost, when the map
  * is full. */
 static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 ep, __u64 peer,
-                                                    __u64 bytes) {
-  struct ft_up_stat_key k = {
-      .tgid = tgid, .op = op, .ep = ep, .peer = peer, .size_class = ft_up_size_class(bytes)};
+                                                    __u64 bytes, __u32 posted) {
+  struct ft_up_stat_key k = {.tgid = tgid,
+                             .op = op,
+                             .ep = ep,
+                             .peer = peer,
+                             .size_class = ft_up_size_class(bytes),
+                             .posted = posted};
   struct ft_up_stats* s = lookup_or_zero(&up_stats, &k);
   if (!s) lost(FT_UP_LOST_STATS);
   return s;
@@ -306,7 +310,8 @@ int ft_up_op(struct pt_regs* regs) {
   c.ep = arg_n(regs, 1);
   c.peer = op_peer(regs, FT_UP_PEERLOC(cookie));
   c.bytes = op_bytes(regs, FT_UP_LENLOC(cookie));
-  struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer, c.bytes);
+  c.cls = FT_UP_CLASS(cookie) ? FT_UP_RX : FT_UP_TX;
+  struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
   if (s) s->calls += 1;
   if (FT_UP_CTXLOC(cookie) == FT_UP_CTX_NONE) return 0; /* inject: no completion will come */
 
@@ -332,7 +337,6 @@ int ft_up_op(struct pt_regs* regs) {
   c.sp = FT_SP(regs);
   c.op = op;
   c.site = FT_UP_SITE(cookie);
-  c.cls = FT_UP_CLASS(cookie) ? FT_UP_RX : FT_UP_TX;
   c.start = bpf_ktime_get_ns();
   bpf_map_update_elem(&up_call, &tid, &c, BPF_ANY);
   if (c.ctx) {
@@ -340,8 +344,13 @@ int ft_up_op(struct pt_regs* regs) {
      * completion before this call returns); taken back if it is refused. An op
      * issued again after -FI_EAGAIN with the same context replaces it. */
     struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
-    struct ft_up_pending p = {
-        .start = c.start, .bytes = c.bytes, .ep = c.ep, .peer = c.peer, .op = op, .site = c.site};
+    struct ft_up_pending p = {.start = c.start,
+                              .bytes = c.bytes,
+                              .ep = c.ep,
+                              .peer = c.peer,
+                              .op = op,
+                              .site = c.site,
+                              .rx = c.cls == FT_UP_RX};
     bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
   }
   return 0;
@@ -404,7 +413,7 @@ int ft_up_op_ret(struct pt_regs* regs) {
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   const long ret = (long)FT_RET(regs);
   if (ret != 0) {
-    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes);
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
     if (s) s->refused += 1;
     if (c.ctx) {
       struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
@@ -419,11 +428,16 @@ int ft_up_op_ret(struct pt_regs* regs) {
   if (!ep) ep = learn_ep(tgid, c.ep, c.site);
   if (c.ctx) return 0;
   /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
-  struct ft_up_pending p = {
-      .start = c.start, .bytes = c.bytes, .ep = c.ep, .peer = c.peer, .op = c.op, .site = c.site};
+  struct ft_up_pending p = {.start = c.start,
+                            .bytes = c.bytes,
+                            .ep = c.ep,
+                            .peer = c.peer,
+                            .op = c.op,
+                            .site = c.site,
+                            .rx = c.cls == FT_UP_RX};
   const __u64 cq = ep ? ep->cq[c.cls & 1] : 0;
   if (!cq) {
-    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes);
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
     if (s) s->unmatched += 1;
     return 0;
   }
@@ -618,7 +632,7 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   struct ft_up_poll pp;
   if (!take_call(&up_poll, regs, &pp, sizeof(pp))) return 0;
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0, 0);
+  struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0, 0, 0);
   if (ps) ps->calls += 1;
   if (ret <= 0) return 0;
   if (ps) ps->completions += (__u64)ret;
@@ -650,12 +664,23 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
     }
     const __u64 lat = now > p->start ? now - p->start : 0;
     const __u32 op = p->op;
-    const __u64 bytes = p->bytes, ep = p->ep, peer = p->peer;
+    const __u64 ep = p->ep, peer = p->peer;
+    /* A receive is sized as arrived where the entry has a length (every
+     * format but FI_CQ_FORMAT_CONTEXT: fi_cq_msg_entry's len at +16), as the
+     * preload sizes it; else as posted. */
+    __u64 bytes = p->bytes;
+    __u32 posted = 0;
+    if (p->rx) {
+      if (pp.entry_size >= 24)
+        bytes = read_u64(entry + 16);
+      else
+        posted = 1;
+    }
     if (k.ptr)
       bpf_map_delete_elem(&up_pending, &k);
     else
       bpf_map_delete_elem(&up_seq_pending, &sk);
-    struct ft_up_stats* s = stats_of(tgid, op, ep, peer, bytes);
+    struct ft_up_stats* s = stats_of(tgid, op, ep, peer, bytes, posted);
     if (!s) continue;
     s->completions += 1;
     if (!k.ptr) s->by_order += 1;

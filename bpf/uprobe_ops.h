@@ -214,6 +214,8 @@ struct ft_up_pending {
   __u64 ep, peer; /* its statistics row's */
   __u32 op;
   __u32 site;
+  __u32 rx; /* a receive: its completion is sized by its CQ entry's len, where it has one */
+  __u32 pad;
 };
 
 /* An application CQ (key: process, CQ pointer), from its provider's cq_open, or
@@ -282,8 +284,11 @@ struct ft_up_stat_key {
   __u32 op;
   __u64 ep;
   __u64 peer;
-  __u32 size_class; /* ft_up_size_class of the op's bytes as posted (0 in the polls row) */
-  __u32 pad;
+  __u32 size_class; /* ft_up_size_class of the row's bytes (0 in the polls row) */
+  /* 1: a receive's row sized as posted: its calls, refusals and pending ops,
+   * and its completions whose CQ entry has no length (FI_CQ_FORMAT_CONTEXT);
+   * 0: sized as sent, or as arrived (the CQ entry's len), as the preload's */
+  __u32 posted;
 };
 
 /* What an address is (the collector formats it as the provider's straddr

@@ -74,6 +74,7 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
   kv("by_order", s.by_order);
   kv("bytes", s.bytes);
   kv("size_class", r.size_class);
+  if (r.posted) kv("posted", 1);
   kv("pending", r.pending);
   kv("unmatched", s.unmatched);
   if (s.completions) {

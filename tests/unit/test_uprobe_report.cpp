@@ -70,6 +70,7 @@ TEST(UprobeReport, OneLinkOneRowPerOpKindOfThatProcess) {
   rows.push_back(polls);
   rows[1].pending = 1;
   rows[1].pending_bytes = 4096;
+  rows[1].posted = true;  // its CQ has no length (FI_CQ_FORMAT_CONTEXT): sized as posted
   UprobeReportContext ctx;
   ctx.host = "h";
   ctx.start_mono_ns = 1000;
@@ -189,6 +190,41 @@ TEST(UprobeReport, OneRowPerSizeClass) {
   EXPECT_EQ(by_size[700]->count, 4u);  // (3 x 600 + 1000) / 4
   EXPECT_EQ(by_size[65536]->count, 0u);
   EXPECT_EQ(by_size[65536]->unfinished, 2u);
+}
+
+// Receives: a row per arrived size where the CQ entries have a length (as the
+// preload files them), not size_unknown; the row of their posted size holds
+// their calls, and shows only with something to say (one still pending here).
+TEST(UprobeReport, ReceivesSizedAsArrived) {
+  UprobeRow calls = row(7, OpKind::kTrecv, 0, 4096);
+  calls.posted = true;
+  calls.s.calls = 16;
+  calls.s.refused = 0;
+  UprobeRow pending = calls;
+  pending.ep = 0x7000;  // another endpoint: its posted row has a pending receive
+  pending.pending = 1;
+  pending.pending_bytes = 4096;
+  std::vector<UprobeRow> rows = {calls, pending, row(7, OpKind::kTrecv, 10, 64),
+                                 row(7, OpKind::kTrecv, 5, 4096)};
+  for (UprobeRow& r : rows) r.s.refused = 0;
+  const ProcessReport r = uprobe_process_report(7, rows, names_of(7), UprobeReportContext{});
+  ASSERT_EQ(r.links.size(), 2u);
+  size_t arrived = 0, as_posted = 0;
+  for (const LinkReport& l : r.links)
+    for (const OpRow& o : l.rows) {
+      EXPECT_TRUE(o.recv);
+      if (o.size_unknown) {
+        ++as_posted;
+        EXPECT_EQ(o.bytes, 4096u);
+        EXPECT_EQ(o.count, 0u);
+        EXPECT_EQ(o.unfinished, 1u);
+      } else {
+        ++arrived;
+        EXPECT_EQ(o.count, o.bytes == 64 ? 10u : 5u) << o.bytes;
+      }
+    }
+  EXPECT_EQ(arrived, 2u);
+  EXPECT_EQ(as_posted, 1u);  // not the one with calls only
 }
 
 }  // namespace

@@ -744,16 +744,17 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
   if (!impl_ || !impl_->up) return rows;
   const int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return rows;
-  // By (pid, op, endpoint, peer, size class).
-  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t>, UprobeRow> by;
-  auto row = [&by](uint32_t pid, uint32_t op, uint64_t ep, uint64_t peer,
-                   uint32_t size_class) -> UprobeRow& {
-    UprobeRow& r = by[{pid, op, ep, peer, size_class}];
+  // By (pid, op, endpoint, peer, size class, sized as posted).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, UprobeRow> by;
+  auto row = [&by](uint32_t pid, uint32_t op, uint64_t ep, uint64_t peer, uint32_t size_class,
+                   bool posted) -> UprobeRow& {
+    UprobeRow& r = by[{pid, op, ep, peer, size_class, posted}];
     r.pid = pid;
     r.op = op;
     r.ep = ep;
     r.peer = peer;
     r.size_class = size_class;
+    r.posted = posted;
     return r;
   };
   // The statistics, summed over CPUs.
@@ -765,12 +766,12 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
     first = false;
     key = next;
     if (bpf_map_lookup_elem(sfd, &key, v.data()) != 0) continue;
-    UprobeRow& r = row(key.tgid, key.op, key.ep, key.peer, key.size_class);
+    UprobeRow& r = row(key.tgid, key.op, key.ep, key.peer, key.size_class, key.posted != 0);
     for (const ft_up_stats& c : v) add_uprobe_stats(&r.s, c);
   }
   // Ops still waiting for their completion (by context, and by order).
   auto count_pending = [&row](const auto& k, const ft_up_pending& p) {
-    UprobeRow& r = row(k.tgid, p.op, p.ep, p.peer, ft_up_size_class(p.bytes));
+    UprobeRow& r = row(k.tgid, p.op, p.ep, p.peer, ft_up_size_class(p.bytes), p.rx != 0);
     ++r.pending;
     r.pending_bytes += p.bytes;
   };

@@ -56,7 +56,8 @@ struct UprobeRow {
   uint32_t op = 0;          // OpKind, or FT_UP_OP_POLLS
   uint64_t ep = 0;          // the application's endpoint (0 in the polls row)
   uint64_t peer = 0;        // the ops' fi_addr_t (FI_ADDR_UNSPEC: from any source)
-  uint32_t size_class = 0;  // the ops' bytes as posted (ft_up_size_class); 0 in the polls row
+  uint32_t size_class = 0;  // the ops' bytes (ft_up_size_class); 0 in the polls row
+  bool posted = false;      // receives sized as posted (bpf/uprobe_ops.h, ft_up_stat_key)
   uint64_t pending = 0;
   uint64_t pending_bytes = 0;  // their bytes as posted
   ft_up_stats s{};
@@ -69,7 +70,8 @@ struct UprobeRow {
     rec.h.size = sizeof(rec);
     rec.h.pid = pid;
     rec.op = op;
-    rec.size_class = size_class;
+    rec.size_class = static_cast<__u16>(size_class);
+    rec.posted = posted ? 1 : 0;
     rec.pending = pending;
     rec.ep = ep;
     rec.peer = peer;

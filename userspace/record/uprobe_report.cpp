@@ -21,8 +21,8 @@ OpRow op_row(const UprobeRow& u) {
   o.count = s.completions;
   o.unfinished = u.pending;
   o.eagain = s.refused;
-  // Receives: their posted length (the kernel reads no completion length).
-  o.size_unknown = o.recv;
+  // Receives sized as posted: their CQ entries had no length.
+  o.size_unknown = o.recv && u.posted;
   // The mean of the row's ops, paired or pending (a size class holding one
   // size: that size).
   if (s.completions + u.pending)
@@ -52,9 +52,10 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
   r.start_mono_ns = ctx.start_mono_ns;
   r.start_wall_ns = ctx.start_wall_ns;
   r.duration_s = ctx.duration_s;
-  // (local, remote) -> (op, size class) -> the rows of that op and size on
-  // links so named, summed.
-  std::map<std::pair<std::string, std::string>, std::map<std::pair<uint32_t, uint32_t>, UprobeRow>>
+  // (local, remote) -> (op, size class, sized as posted) -> the rows of that
+  // op and size on links so named, summed.
+  std::map<std::pair<std::string, std::string>,
+           std::map<std::tuple<uint32_t, uint32_t, bool>, UprobeRow>>
       links;
   // The labels of each (endpoint, peer), made once for all its op kinds' rows
   // (a label may scan the process's names: uprobe_names.h).
@@ -68,10 +69,11 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
                         std::make_pair(uprobe_local_label(pid, u.ep, names),
                                        uprobe_remote_label(pid, u.ep, u.peer, names)))
                .first;
-    UprobeRow& sum = links[it->second][{u.op, u.size_class}];
+    UprobeRow& sum = links[it->second][{u.op, u.size_class, u.posted}];
     sum.pid = pid;
     sum.op = u.op;
     sum.size_class = u.size_class;
+    sum.posted = u.posted;
     sum.pending += u.pending;
     sum.pending_bytes += u.pending_bytes;
     add_uprobe_stats(&sum.s, u.s);
@@ -80,7 +82,14 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
     LinkReport link;
     link.local = labels.first;
     link.remote = labels.second;
-    for (const auto& kv : ops) link.rows.push_back(op_row(kv.second));
+    for (const auto& kv : ops) {
+      // A receive's row as posted holds its calls; it has something to say
+      // only when some were refused or are pending, or completed without a
+      // length (the ops themselves are in the rows of their arrived sizes).
+      const UprobeRow& u = kv.second;
+      if (u.s.completions || u.pending || u.s.refused) link.rows.push_back(op_row(u));
+    }
+    if (link.rows.empty()) continue;
     r.links.push_back(std::move(link));
   }
   return r;

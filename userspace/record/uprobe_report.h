@@ -12,9 +12,10 @@
 // links carry the same labels are one row. Within a link, each op kind has a
 // row per size class (powers of two, bpf/uprobe_ops.h's ft_up_size_class)
 // whose size is the mean of its ops, paired or pending: the size itself
-// wherever the class holds one (the preload keeps one row per exact size);
-// receives are sized as posted (size_unknown: the kernel reads no completion
-// length). No NIC, CQ gap or clock figures.
+// wherever the class holds one (the preload keeps one row per exact size).
+// Receives are sized as they arrived (their CQ entry's len), as the preload
+// sizes them; as posted (size_unknown) where the CQ's format has no length,
+// and while pending or refused. No NIC, CQ gap or clock figures.
 #pragma once
 
 #include <cstdint>
