@@ -227,5 +227,18 @@ TEST(UprobeReport, ReceivesSizedAsArrived) {
   EXPECT_EQ(as_posted, 1u);  // not the one with calls only
 }
 
+// A row with calls only that is not a receive's as posted (an inject's: no
+// completion by design) is shown, as it was before receives had posted rows.
+TEST(UprobeReport, RowsWithCallsOnlyAreShownButPostedOnes) {
+  UprobeRow inj = row(7, OpKind::kInjectWrite, 0, 8);
+  inj.s.calls = 12;
+  inj.s.refused = 0;
+  const ProcessReport r = uprobe_process_report(7, {inj}, names_of(7), UprobeReportContext{});
+  ASSERT_EQ(r.links.size(), 1u);
+  ASSERT_EQ(r.links[0].rows.size(), 1u);
+  EXPECT_EQ(r.links[0].rows[0].op, "fi_inject_write");
+  EXPECT_EQ(r.links[0].rows[0].count, 0u);
+}
+
 }  // namespace
 }  // namespace fabtrace

@@ -1,6 +1,7 @@
 #include "userspace/record/uprobe_report.h"
 
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "bpf/uprobe_ops.h"
@@ -87,7 +88,8 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
       // only when some were refused or are pending, or completed without a
       // length (the ops themselves are in the rows of their arrived sizes).
       const UprobeRow& u = kv.second;
-      if (u.s.completions || u.pending || u.s.refused) link.rows.push_back(op_row(u));
+      if (u.posted && !u.s.completions && !u.pending && !u.s.refused) continue;
+      link.rows.push_back(op_row(u));
     }
     if (link.rows.empty()) continue;
     r.links.push_back(std::move(link));
