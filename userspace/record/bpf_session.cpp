@@ -132,6 +132,7 @@ struct BpfSession::Impl {
   ftskel_cxi* cxi = nullptr;
   ftskel_uprobe_ops* up = nullptr;
   std::vector<OpSite> up_sites;       // as attached: the index is the cookie's site
+  std::vector<uint64_t> up_offsets;   // each site's probed file offset (probe_offset: read once)
   std::map<std::string, int> shared;  // map name -> fd, from the first loaded object
   std::vector<bpf_link*> links;
   bool up_multi = false;         // --uprobes through uprobe_multi links (uprobe_multi.h)
@@ -248,18 +249,20 @@ struct BpfSession::Impl {
       if (up_sites.size() >= FT_UP_MAX_SITES) break;
       if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
       const size_t index = up_sites.size();
+      const uint64_t probed = probe_offset(site.path, site.offset);
       if (site.layout && site.layout <= opt.uprobe_layouts.size() &&
           site.layout <= FT_UP_MAX_LAYOUTS) {
         up->rodata->ft_site_layout[index] = static_cast<__u8>(site.layout);
         if (site.role == FT_UP_ROLE_CQ_READ &&
             site.path == opt.uprobe_layouts[site.layout - 1].path)
-          up->rodata->ft_site_off[index] = probe_offset(site.path, site.offset);
+          up->rodata->ft_site_off[index] = probed;
       }
       if (site.role == FT_UP_ROLE_AV_INSERT || site.role == FT_UP_ROLE_CONNECT)
         up->rodata->ft_site_addrlen[index] = site.addrlen;
       if (site.role == FT_UP_ROLE_CONNECT)
         up->rodata->ft_site_addr_format[index] = site.addr_format;
       up_sites.push_back(site);
+      up_offsets.push_back(probed);
     }
     // The statistics rows: a per-CPU row of ft_up_stats each, so as many as
     // fit kStatsBudget on this machine's CPUs (all of them on a small one).
@@ -345,7 +348,7 @@ struct BpfSession::Impl {
 
   std::string site_point(uint32_t index) const {
     const OpSite& site = up_sites[index];
-    return "uprobe:" + site.path + hex_offset(probe_offset(site.path, site.offset));
+    return "uprobe:" + site.path + hex_offset(up_offsets[index]);
   }
 
   // --uprobes: every site on its library file, for all processes (pid -1) or
@@ -379,7 +382,7 @@ struct BpfSession::Impl {
   void attach_uprobe_events(std::vector<bool>* ok) {
     for (uint32_t index = 0; index < up_sites.size(); ++index) {
       const OpSite& site = up_sites[index];
-      const uint64_t off = probe_offset(site.path, site.offset);
+      const uint64_t off = up_offsets[index];
       for (const pid_t pid : attach_pids())
         for (const SiteProg& p : site_programs(site)) {
           LIBBPF_OPTS(bpf_uprobe_opts, uo);
@@ -413,7 +416,7 @@ struct BpfSession::Impl {
       for (const SiteProg& p : site_programs(site)) {
         Group& g = groups[{!p.ret, p.prog, site.path}];
         g.sites.push_back(index);
-        g.offsets.push_back(probe_offset(site.path, site.offset));
+        g.offsets.push_back(up_offsets[index]);
         g.cookies.push_back(site_cookie(index));
       }
     }

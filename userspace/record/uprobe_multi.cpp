@@ -55,24 +55,35 @@ int probe_program() {
   return sys_bpf(BPF_PROG_LOAD, &a, sizeof(a));
 }
 
-int link_errno(int prog_fd, const char* path, uint64_t* offset, uint32_t pid) {
+// BPF_LINK_CREATE for a uprobe_multi link: its fd, or -errno. `pid` as the
+// kernel takes it (0: every process).
+int link_create(int prog_fd, const char* path, const uint64_t* offsets, const uint64_t* cookies,
+                uint32_t cnt, uint32_t multi_flags, uint32_t pid) {
   LinkCreateUprobeMulti a{};
-  union bpf_attr whole;
-  std::memset(&whole, 0, sizeof(whole));
   a.prog_fd = static_cast<uint32_t>(prog_fd);
   a.attach_type = kBpfTraceUprobeMulti;
   a.path = reinterpret_cast<uintptr_t>(path);
-  a.offsets = reinterpret_cast<uintptr_t>(offset);
-  a.cnt = 1;
+  a.offsets = reinterpret_cast<uintptr_t>(offsets);
+  a.cookies = reinterpret_cast<uintptr_t>(cookies);
+  a.cnt = cnt;
+  a.multi_flags = multi_flags;
   a.pid = pid;
+  union bpf_attr whole;
+  std::memset(&whole, 0, sizeof(whole));
   std::memcpy(&whole, &a, sizeof(a));
   const int fd = sys_bpf(BPF_LINK_CREATE, &whole, sizeof(whole));
-  const int err = errno;
+  return fd >= 0 ? fd : -errno;
+}
+
+// The kernel's answer (an errno; 0 when it made the link) to a link of one
+// probe at `offset` of `path` for `pid`.
+int link_errno(int prog_fd, const char* path, uint64_t* offset, uint32_t pid) {
+  const int fd = link_create(prog_fd, path, offset, nullptr, 1, 0, pid);
   if (fd >= 0) {
     close(fd);
     return 0;
   }
-  return err;
+  return -fd;
 }
 
 }  // namespace
@@ -109,20 +120,9 @@ bool uprobe_multi_usable(bool pid_filter, std::string* why) {
 int uprobe_multi_attach(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
                         const std::vector<uint64_t>& cookies, bool ret, pid_t pid) {
   if (offsets.empty() || offsets.size() != cookies.size()) return -EINVAL;
-  LinkCreateUprobeMulti a{};
-  a.prog_fd = static_cast<uint32_t>(prog_fd);
-  a.attach_type = kBpfTraceUprobeMulti;
-  a.path = reinterpret_cast<uintptr_t>(path.c_str());
-  a.offsets = reinterpret_cast<uintptr_t>(offsets.data());
-  a.cookies = reinterpret_cast<uintptr_t>(cookies.data());
-  a.cnt = static_cast<uint32_t>(offsets.size());
-  a.multi_flags = ret ? kUprobeMultiReturn : 0;
-  a.pid = pid > 0 ? static_cast<uint32_t>(pid) : 0;
-  union bpf_attr whole;
-  std::memset(&whole, 0, sizeof(whole));
-  std::memcpy(&whole, &a, sizeof(a));
-  const int fd = sys_bpf(BPF_LINK_CREATE, &whole, sizeof(whole));
-  return fd >= 0 ? fd : -errno;
+  return link_create(prog_fd, path.c_str(), offsets.data(), cookies.data(),
+                     static_cast<uint32_t>(offsets.size()), ret ? kUprobeMultiReturn : 0,
+                     pid > 0 ? static_cast<uint32_t>(pid) : 0);
 }
 
 }  // namespace fabtrace
