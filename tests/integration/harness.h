@@ -59,15 +59,22 @@ int free_port();
 
 // A `fabtrace record` session is attached somewhere on this node (its USDT
 // program is loaded). Every preload on the node then leaves the NIC counters to
-// the session: a test of the preload's own sampler cannot run beside one.
+// the session, and every traced process is seen by it. A test that assumes no
+// session runs (the preload's own sampler, its quiet output, the node to itself)
+// starts with SKIP_IF_RECORD_SESSION("what it needs"): the one place that rule
+// lives, so that a sysadmin running the suite beside a session gets skips that
+// name the cause, never red tests that don't.
 bool record_session_on_node();
-#define SKIP_IF_RECORD_SESSION()                                                    \
-  do {                                                                              \
-    if (::fabtrace::test::record_session_on_node())                                 \
-      GTEST_SKIP() << "a fabtrace record session runs on this node: its preloads "  \
-                      "leave the NIC counters to it, so the preload's own sampler " \
-                      "cannot be tested now";                                       \
+#define SKIP_IF_RECORD_SESSION(needs)                                          \
+  do {                                                                         \
+    if (::fabtrace::test::record_session_on_node())                            \
+      GTEST_SKIP() << "a fabtrace record session runs on this node, and this " \
+                      "test needs "                                            \
+                   << (needs) << " (stop the session to run it)";              \
   } while (0)
+// What most of those tests need: with a session, the preloads leave the NIC
+// counters to it, so the preload's own sampler is never exercised.
+inline constexpr const char kNeedsOwnSampler[] = "the preload's own NIC counter sampler";
 
 // A parameterized test's name from free text: every character that is not a
 // letter or digit becomes '_' ("tcp;ofi_rxm" -> "tcp_ofi_rxm").

@@ -79,7 +79,7 @@ std::string traced_job() {
 // protection keeps the victim's files intact.
 TEST(Hardening, PreloadNeverWritesThroughPlantedLinks) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (a directory of another user's)";
-  SKIP_IF_RECORD_SESSION();
+  SKIP_IF_RECORD_SESSION(kNeedsOwnSampler);
   const std::string dir = make_temp_dir("hardening-planted");
   ASSERT_EQ(::chown(dir.c_str(), kNobody, kNobody), 0);
   ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);

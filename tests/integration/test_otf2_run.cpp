@@ -12,6 +12,7 @@
 #include "common/oplog_file.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"
+#include "tests/support/require_program.h"
 #include "userspace/report/otf2_export.h"
 
 namespace fabtrace::test {
@@ -65,9 +66,10 @@ Printed otf2_print(const std::string& archive) {
 }
 
 TEST(Otf2Run, EveryTimelineRecordIsAnEnterAndALeave) {
-  if (!report::otf2_built()) GTEST_SKIP() << "built without OTF2";
-  if (::access("/usr/bin/otf2-print", X_OK) != 0) GTEST_SKIP() << "otf2-print not installed";
-  SKIP_IF_RECORD_SESSION();
+  SKIP_IF_RECORD_SESSION(kNeedsOwnSampler);
+  ASSERT_TRUE(report::otf2_built())
+      << "built without OTF2: scripts/install-deps installs libopen-trace-format2-dev";
+  REQUIRE_PROGRAM("otf2-print", "otf2-tools");
   const std::string dir = make_temp_dir("otf2-run");
   FakeCxiTree tree;
   tree.populate_standard();

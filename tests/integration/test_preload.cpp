@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tests/integration/harness.h"
+#include "tests/support/require_program.h"
 
 namespace fabtrace::test {
 namespace {
@@ -159,7 +160,9 @@ TEST(Preload, InterposesEverySymbolVersion) {
 // Open MPI over libfabric (pml cm, mtl ofi): a real MPI job, two ranks, each
 // writing its own report; every message rank 0 sends, rank 1 receives.
 TEST(Mpi, OpenMpiMtlOfiPingpong) {
-  if (std::string(MPI_PINGPONG).empty()) GTEST_SKIP() << "Open MPI not installed";
+  ASSERT_FALSE(std::string(MPI_PINGPONG).empty())
+      << "Open MPI was not found at build time: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_PROGRAM(MPIRUN, "openmpi-bin");
   const std::string dir = make_temp_dir("mpi");
   const std::string san = SANITIZER_PRELOAD;
   const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;

@@ -475,7 +475,7 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
 // so it samples its NIC counters itself and writes its own series.
 TEST(Record, OnlyPidsSessionIsInvisibleToOtherProcesses) {
   REQUIRE_ROOT();
-  SKIP_IF_RECORD_SESSION();  // another session would be seen by every process
+  SKIP_IF_RECORD_SESSION("a node where only its own session runs");
   const std::string dir = make_temp_dir("rec-only");
   // The one traced process: the preload mapped, never active (sleep).
   const int traced = spawn({"sleep", "120"}, {}, dir + "/sleep.log", true);

@@ -20,6 +20,7 @@
 #include "tests/integration/sample_stepper.h"
 #include "tests/report_fixtures/kernel_fixture.h"
 #include "tests/report_fixtures/synthetic_job.h"
+#include "tests/support/require_program.h"
 #include "tests/unit/fake_cxi_tree.h"
 
 namespace fabtrace::test {
@@ -197,7 +198,7 @@ void check_report(const std::vector<nlohmann::json>& reps, const Cli& cli, const
 }
 
 TEST(Report, RealFtAppRun) {
-  SKIP_IF_RECORD_SESSION();
+  SKIP_IF_RECORD_SESSION(kNeedsOwnSampler);
   const std::string dir = ftapp_run();
   const std::string out = dir + "/out";
   const Cli cli = report_cli(dir, out);
@@ -224,7 +225,7 @@ TEST(Report, RealFiPingpongRun) {
 // Corrupt and foreign files dropped among the real ones: each is named once
 // on stderr and skipped; the rest is reported as before.
 TEST(Report, BadFilesAreNamedAndSkipped) {
-  SKIP_IF_RECORD_SESSION();
+  SKIP_IF_RECORD_SESSION(kNeedsOwnSampler);
   const std::string dir = ftapp_run();
   const std::vector<nlohmann::json> real = all_reports(dir);
   const Cli before = report_cli(dir, dir + "/out1");
@@ -393,8 +394,8 @@ std::string rendered_dom(const std::string& out) {
 }
 
 TEST(Report, HtmlRendersInHeadlessChromium) {
-  if (access(kChromium, X_OK) != 0)
-    GTEST_SKIP() << kChromium << " is not installed (apt-get install chromium)";
+  SKIP_IF_RECORD_SESSION(kNeedsOwnSampler);
+  REQUIRE_PROGRAM(kChromium, "chromium");
   const std::string dir = ftapp_run();
   const std::string out = dir + "/out";
   const Cli cli = report_cli(dir, out);
@@ -432,8 +433,7 @@ TEST(Report, HtmlRendersInHeadlessChromium) {
 // A job with a node's kernel log (the kernel fixture): the kernel sections of
 // the page render in Chromium with the planted causes.
 TEST(Report, KernelSectionsRenderInHeadlessChromium) {
-  if (access(kChromium, X_OK) != 0)
-    GTEST_SKIP() << kChromium << " is not installed (apt-get install chromium)";
+  REQUIRE_PROGRAM(kChromium, "chromium");
   const std::string dir = make_temp_dir("report-kernel-html");
   write_kernel_fixture(dir);
   const std::string out = dir + "/out";

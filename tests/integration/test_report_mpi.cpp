@@ -88,7 +88,8 @@ std::string oplog_of(const std::string& dir, const ProcessReport& r) {
 }
 
 TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
-  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  ASSERT_TRUE(FABTRACE_HAVE_MPI)
+      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
   const std::string dir = make_temp_dir("report-mpi");
   SyntheticOptions o;
   o.nodes = 3;
@@ -128,7 +129,8 @@ TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
 // Per-op timelines across 9 ranks, one cut short, read by 2 and by 3
 // processes, with per-rank trace files: the same bytes as one process.
 TEST(ReportMpi, TimelinesAndPerRankTracesAcrossProcesses) {
-  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  ASSERT_TRUE(FABTRACE_HAVE_MPI)
+      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
   const std::string dir = make_temp_dir("report-mpi-timelines");
   const SyntheticJob sj = timeline_job(dir + "/job", 3, 3);
   {
@@ -165,7 +167,8 @@ TEST(ReportMpi, TimelinesAndPerRankTracesAcrossProcesses) {
 // the other process's timeline. The generator posted the odd receives 5 us
 // after their send: 5 of 10 late, median 5 us, on both ranks.
 TEST(ReportMpi, ReceivesMatchSendsReadByAnotherProcess) {
-  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  ASSERT_TRUE(FABTRACE_HAVE_MPI)
+      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
   const std::string dir = make_temp_dir("report-mpi-posted");
   const SyntheticJob sj = timeline_job(dir + "/job", 2, 1);
   const std::string out = dir + "/out";
@@ -186,7 +189,8 @@ TEST(ReportMpi, ReceivesMatchSendsReadByAnotherProcess) {
 // The per-rank files two processes wrote: each decodes and stands alone, holds
 // its rank's process track only, and a slice per record of its timeline.
 TEST(ReportMpi, PerRankTracesDecode) {
-  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  ASSERT_TRUE(FABTRACE_HAVE_MPI)
+      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
   const std::string dir = make_temp_dir("report-mpi-decode");
   const SyntheticJob sj = timeline_job(dir + "/job", 2, 2);
   const std::string out = dir + "/out";
@@ -219,7 +223,8 @@ TEST(ReportMpi, PerRankTracesDecode) {
 // A DIR that cannot be read: process 0 stops before parsing, tells the others,
 // and the job ends with the single-process report's error and exit code.
 TEST(ReportMpi, UnreadableDirEndsEveryProcess) {
-  if (!FABTRACE_HAVE_MPI) GTEST_SKIP() << "fabtrace built without MPI";
+  ASSERT_TRUE(FABTRACE_HAVE_MPI)
+      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
   const std::string dir = make_temp_dir("report-mpi-none");
   int rc = -1;
   const std::string all = report_outputs(dir + "/nope", dir + "/out", 2, dir + "/stderr", &rc);

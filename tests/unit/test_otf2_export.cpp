@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tests/report_fixtures/synthetic_job.h"
+#include "tests/support/require_program.h"
 
 namespace fabtrace::report {
 namespace {
@@ -31,7 +32,8 @@ std::string command_output(const std::string& cmd) {
 class Otf2Export : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!otf2_built()) GTEST_SKIP() << "built without OTF2";
+    ASSERT_TRUE(otf2_built())
+        << "built without OTF2: scripts/install-deps installs libopen-trace-format2-dev";
     sj_ = test::make_synthetic_job();
     dir_ = test::make_fixture_dir("otf2");
     test::write_synthetic_job(sj_, dir_ + "/job", /*per_node_dirs=*/true);
@@ -61,7 +63,7 @@ TEST_F(Otf2Export, SyntheticMultiNodeJob) {
   // Written again over the first: a fresh archive.
   ASSERT_TRUE(write_otf2(job_, dir_ + "/out", &archive, &st, &err)) << err;
 
-  if (::access("/usr/bin/otf2-print", X_OK) != 0) GTEST_SKIP() << "otf2-print not installed";
+  REQUIRE_PROGRAM("otf2-print", "otf2-tools");
   const std::string defs = command_output("otf2-print -G '" + archive + "' 2>&1");
   EXPECT_EQ(defs.find("warning"), std::string::npos) << defs;
   for (const char* host : {"node01", "node02"})

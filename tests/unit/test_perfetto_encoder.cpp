@@ -1,6 +1,7 @@
 // ProtoEncoder: varints, tags, fixed fields and nested lengths, checked byte by
 // byte and against `protoc --decode_raw` (skipped when protoc is not installed;
 // scripts/install-deps installs protobuf-compiler).
+#include "tests/support/require_program.h"
 #include "userspace/report/protobuf_encoder.h"
 
 #include <gtest/gtest.h>
@@ -27,8 +28,6 @@ void append_varint(std::vector<uint8_t>* v, uint64_t x) {
   const uint8_t* end = pb::put_varint(b, x);
   for (const uint8_t* p = b; p != end; ++p) v->push_back(*p);
 }
-
-bool have_protoc() { return std::system("command -v protoc >/dev/null 2>&1") == 0; }
 
 // Runs `protoc --decode_raw` on the bytes; returns its stdout, or "<failed>".
 std::string decode_raw(const uint8_t* data, size_t n) {
@@ -176,7 +175,7 @@ TEST(ProtobufEncoder, TruncateDropsTail) {
 }
 
 TEST(ProtobufEncoder, DecodeRawAgrees) {
-  if (!have_protoc()) GTEST_SKIP() << "protoc not installed (apt-get install protobuf-compiler)";
+  REQUIRE_PROGRAM("protoc", "protobuf-compiler");
   ProtoEncoder e;
   e.add_varint(1, 150);
   e.add_int64(2, -1);
@@ -214,7 +213,7 @@ TEST(ProtobufEncoder, DecodeRawAgrees) {
 }
 
 TEST(ProtobufEncoder, DecodeRawLongRepeatedMessages) {
-  if (!have_protoc()) GTEST_SKIP() << "protoc not installed (apt-get install protobuf-compiler)";
+  REQUIRE_PROGRAM("protoc", "protobuf-compiler");
   // A Trace-like stream: 1000 length-delimited "packets" of varying sizes,
   // some longer than 127 bytes, each with a nested message inside.
   ProtoEncoder e;

@@ -27,6 +27,7 @@
 #include "common/oplog_file.h"
 #include "tests/report_fixtures/kernel_fixture.h"
 #include "tests/report_fixtures/perfetto_decode.h"
+#include "tests/support/require_program.h"
 #include "userspace/report/job.h"
 #include "userspace/report/perfetto_trace.h"
 #include "userspace/report/perfetto_writer.h"
@@ -42,8 +43,6 @@ using test::read_file;
 using test::TraceEvent;
 
 // ------------------------------------------------------------ protoc --decode_raw
-
-bool have_protoc() { return std::system("command -v protoc >/dev/null 2>&1") == 0; }
 
 struct TextNode {
   std::string key, value;
@@ -462,7 +461,7 @@ TEST_F(PerfettoTrace, SyntheticJobRoundTrip) {
   EXPECT_EQ(find_desc(d, "cxi0:lpe_in_use")->unit_name, "");
 
   // protoc's own reading of the file agrees on every count.
-  if (!have_protoc()) GTEST_SKIP() << "protoc not installed: decode_raw cross-check skipped";
+  REQUIRE_PROGRAM("protoc", "protobuf-compiler");
   const RawCounts raw = decode_raw_counts(files[0]);
   ASSERT_TRUE(raw.ok);
   EXPECT_EQ(raw.packets, d.packets);

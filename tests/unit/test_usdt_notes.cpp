@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bpf/fabtrace_events.h"
+#include "tests/support/require_program.h"
 #include "tests/unit/scratch_dir.h"
 
 #ifndef FABTRACE_LIB
@@ -128,7 +129,8 @@ TEST(UsdtNotes, ReaderRefusesWhatIsNotElf) {
 
 TEST(UsdtNotes, ProbesMatchTheDocumentedLayouts) {
 #if !FABTRACE_HAVE_SDT_H
-  GTEST_SKIP() << "libfabtrace.so was built without <sys/sdt.h> (systemtap-sdt-dev): no probes";
+  FAIL() << "libfabtrace.so was built without <sys/sdt.h>: scripts/install-deps installs "
+            "systemtap-sdt-dev";
 #endif
   const std::string bytes = test::read_file_bytes(FABTRACE_LIB);
   ASSERT_FALSE(bytes.empty()) << FABTRACE_LIB;
