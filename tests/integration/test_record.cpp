@@ -305,6 +305,14 @@ TEST(Record, PageFaultsInsideASlowOp) {
   EXPECT_GE(faults, 16384u);
 }
 
+// argv run inside the network namespace `ns` (made by `ip netns add`). nsenter
+// enters the namespace only; `ip netns exec` and `ip -n` also remount / and
+// /sys, which fails where / is not a mount point (a chroot, as in a fresh root).
+std::vector<std::string> in_netns(const std::string& ns, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"nsenter", "--net=/run/netns/" + ns, "--"});
+  return argv;
+}
+
 // What the namespace's tc filter (tc_drop.bpf.c) counted: the data segments it
 // saw and dropped, and per connection direction ("a.b.c.d:port>a.b.c.d:port",
 // the sender's view) the segments TCP sent again.
@@ -319,8 +327,7 @@ TcFilterCounts tc_filter_counts(const std::string& ns) {
     return nlohmann::json::parse(r.output, nullptr, false);
   };
   TcFilterCounts out;
-  const auto net =
-      json_of({"ip", "netns", "exec", ns, "bpftool", "-j", "net", "show", "dev", "lo"});
+  const auto net = json_of(in_netns(ns, {"bpftool", "-j", "net", "show", "dev", "lo"}));
   if (!net.is_array() || net.empty() || !net[0].contains("tc") || net[0]["tc"].empty()) return out;
   const auto prog = json_of(
       {"bpftool", "-j", "prog", "show", "id", std::to_string(net[0]["tc"][0].value("id", 0))});
@@ -375,12 +382,10 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
     std::string ns;
     ~Cleanup() { run({"ip", "netns", "del", ns}, {}, false); }
   } cleanup{ns};
-  ASSERT_EQ(run({"ip", "-n", ns, "link", "set", "lo", "up"}, {}, false).exit_code, 0);
-  ASSERT_EQ(run({"ip", "netns", "exec", ns, tc, "qdisc", "add", "dev", "lo", "clsact"}, {}, false)
-                .exit_code,
-            0);
-  const RunResult f = run({"ip", "netns", "exec", ns, tc, "filter", "add", "dev", "lo", "egress",
-                           "bpf", "direct-action", "obj", TC_DROP_OBJ, "sec", "tc"},
+  ASSERT_EQ(run(in_netns(ns, {"ip", "link", "set", "lo", "up"}), {}, false).exit_code, 0);
+  ASSERT_EQ(run(in_netns(ns, {tc, "qdisc", "add", "dev", "lo", "clsact"}), {}, false).exit_code, 0);
+  const RunResult f = run(in_netns(ns, {tc, "filter", "add", "dev", "lo", "egress", "bpf",
+                                        "direct-action", "obj", TC_DROP_OBJ, "sec", "tc"}),
                           {}, false);
   ASSERT_EQ(f.exit_code, 0) << f.output;
 
@@ -392,12 +397,11 @@ TEST(Record, RetransmitsOnTheTracedConnection) {
       "\"$@\"; rc=$?; i=0; while [ $i -lt 200 ] && "
       "ss -Htan exclude listening exclude time-wait | grep -q .; do sleep 0.1; i=$((i+1)); done; "
       "exit $rc";
-  StreamSession s("rec-net", {"ip", "netns", "exec", ns, "sh", "-c", drain, "sh"},
-                  {"--count", "3000"});
+  StreamSession s("rec-net", in_netns(ns, {"sh", "-c", drain, "sh"}), {"--count", "3000"});
   ASSERT_EQ(wait_for(s.record, 240), 0) << s.record_log();
   // The kernel's own count of what the namespace's TCP sent again (the namespace
   // is new: everything in it is this run's).
-  const RunResult snmp = run({"ip", "netns", "exec", ns, "cat", "/proc/net/snmp"}, {}, false);
+  const RunResult snmp = run(in_netns(ns, {"cat", "/proc/net/snmp"}), {}, false);
   uint64_t retrans_segs = 0, out_segs = 0;
   {
     std::istringstream in(snmp.output);
