@@ -325,8 +325,29 @@ enum ft_counter {
    * kernel ran it without a sched_switch naming it (seen on these VMs after a
    * real-time task exits). The interval is closed at the CPU's last switch. */
   FT_CNT_IN_UNSEEN,
+  FT_CNT_USDT_OVER_BUDGET, /* a USDT record over its process's budget per second: dropped */
+  FT_CNT_USDT_MALFORMED,   /* a USDT probe's arguments out of range: counted, not recorded */
   FT_COUNTERS
 };
+
+/* Per process (probes.bpf.c's usdt_budget map, key: tgid): what its USDT
+ * probes may emit and what was dropped. Each process may emit `rate` records
+ * per second (the collector's ft_usdt_rate; --polls' poll records have
+ * ft_poll_rate of their own); the rest are counted here, as are probes whose
+ * arguments are out of range (a window reversed, in the future or reaching
+ * before the session; an error code that is not one), which are never
+ * explained. */
+struct ft_usdt_budget {
+  __u64 window;     /* CLOCK_MONOTONIC ns: the current second's start */
+  __u32 used;       /* records emitted in it */
+  __u32 polls_used; /* poll records emitted in it */
+  __u64 over_budget;
+  __u64 malformed;
+};
+/* The largest error code an op_error probe may carry (errno's range). */
+#define FT_MAX_ERR 4095
+/* How far in the future a window may end (the preload converts its clock). */
+#define FT_WINDOW_SLACK_NS 10000000ULL
 
 /* ---- USDT probe arguments (preload/probes.h fires them; probes.bpf.c reads them) ----
  * provider "fabtrace":

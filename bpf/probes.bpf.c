@@ -24,6 +24,67 @@
 #define FT_NR_CLOCK_NANOSLEEP 230
 #endif
 
+/* Set by the collector before load: the session's start (CLOCK_MONOTONIC ns;
+ * a window reaching before it is malformed), and the records each process may
+ * emit per second (0: no bound), poll records apart. */
+const volatile __u64 ft_session_start_ns = 0;
+const volatile __u32 ft_usdt_rate = 0;
+const volatile __u32 ft_poll_rate = 0;
+
+/* Each process's budget and drops (struct ft_usdt_budget); LRU: a process
+ * evicted by many others starts a fresh second. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FT_MAX_PROCS);
+  __type(key, __u32);
+  __type(value, struct ft_usdt_budget);
+} usdt_budget SEC(".maps");
+
+static __always_inline struct ft_usdt_budget* budget_of(__u32 tgid) {
+  struct ft_usdt_budget* b = bpf_map_lookup_elem(&usdt_budget, &tgid);
+  if (b) return b;
+  struct ft_usdt_budget fresh = {};
+  bpf_map_update_elem(&usdt_budget, &tgid, &fresh, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&usdt_budget, &tgid);
+}
+
+/* One record of process `tgid` may be emitted now (a poll record: `poll`);
+ * else it is counted over budget. Per-CPU races may let a few more through. */
+static __always_inline bool admit(__u32 tgid, bool poll) {
+  const __u32 rate = poll ? ft_poll_rate : ft_usdt_rate;
+  if (!rate) return true;
+  struct ft_usdt_budget* b = budget_of(tgid);
+  if (!b) return true; /* the map is full of others: the ring buffer still bounds */
+  const __u64 now = bpf_ktime_get_ns();
+  if (now - b->window >= 1000000000ULL) {
+    b->window = now;
+    b->used = 0;
+    b->polls_used = 0;
+  }
+  __u32* used = poll ? &b->polls_used : &b->used;
+  if (*used >= rate) {
+    __sync_fetch_and_add(&b->over_budget, 1);
+    ft_count(FT_CNT_USDT_OVER_BUDGET);
+    return false;
+  }
+  *used += 1;
+  return true;
+}
+
+/* A probe's arguments out of range: counted for its process, never recorded. */
+static __always_inline void malformed(__u32 tgid) {
+  struct ft_usdt_budget* b = budget_of(tgid);
+  if (b) __sync_fetch_and_add(&b->malformed, 1);
+  ft_count(FT_CNT_USDT_MALFORMED);
+}
+
+/* A window the preload could have measured in this session: not reversed, not
+ * ending in the future, not reaching before the session's start. */
+static __always_inline bool window_ok(__u64 start, __u64 end) {
+  return start <= end && start >= ft_session_start_ns &&
+         end <= bpf_ktime_get_ns() + FT_WINDOW_SLACK_NS;
+}
+
 /* Scratch records (too large for the BPF stack), one per CPU. */
 union scratch {
   struct ft_stall stall;
@@ -216,6 +277,7 @@ int BPF_USDT(ft_thread_start, const char* rank) {
     struct ft_proc np = {.flags = FT_PROC_PRELOAD, .since = now};
     bpf_map_update_elem(&traced, &tgid, &np, BPF_NOEXIST);
   }
+  if (!admit(tgid, false)) return 0;
   struct ft_thread* r = ft_reserve(sizeof(*r), FT_EV_THREAD, now, tgid, tid);
   if (!r) return 0;
   bpf_get_current_comm(r->comm, sizeof(r->comm));
@@ -229,6 +291,11 @@ SEC("usdt")
 int BPF_USDT(ft_cq_stall, __u64 cq, __u64 start_ns, __u64 end_ns) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
   if (!ft_is_traced(tgid)) return 0;
+  if (!window_ok(start_ns, end_ns)) {
+    malformed(tgid);
+    return 0;
+  }
+  if (!admit(tgid, false)) return 0;
   union scratch* sc = scratch_get();
   if (!sc) return 0;
   struct ft_stall* t = &sc->stall;
@@ -249,6 +316,12 @@ static __always_inline int op_event(__u16 kind, __u32 op, __u64 bytes, __u64 sta
                                     __s32 err, const char* local, const char* remote) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
   if (!ft_is_traced(tgid)) return 0;
+  if (!window_ok(start_ns, end_ns) || op >= 64 ||
+      (kind == FT_EV_OP_ERROR && (err <= 0 || err > FT_MAX_ERR))) {
+    malformed(tgid);
+    return 0;
+  }
+  if (!admit(tgid, false)) return 0;
   union scratch* sc = scratch_get();
   if (!sc) return 0;
   struct ft_op* t = &sc->op;
@@ -296,6 +369,7 @@ int BPF_USDT(ft_poll_exit, __u64 cq, __s64 ret) {
   if (!enter) return 0;
   const __u64 start = *enter;
   bpf_map_delete_elem(&poll_enter_ts, &tid);
+  if (!admit(tgid, true)) return 0;
   struct ft_poll* r = ft_reserve(sizeof(*r), FT_EV_POLL, bpf_ktime_get_ns(), tgid, tid);
   if (!r) return 0;
   r->enter = start;
@@ -309,6 +383,7 @@ int BPF_USDT(ft_poll_exit, __u64 cq, __s64 ret) {
 static __always_inline int mark_event(__u32 type, const char* name) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
   if (!ft_is_traced(tgid)) return 0;
+  if (!admit(tgid, false)) return 0;
   struct ft_mark* r = ft_reserve(sizeof(*r), FT_EV_MARK, bpf_ktime_get_ns(), tgid, tid);
   if (!r) return 0;
   r->type = type;

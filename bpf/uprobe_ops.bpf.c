@@ -57,6 +57,8 @@ const volatile __u32 ft_site_addrlen[FT_UP_MAX_SITES] = {};
 /* A connect site's address format (the helper's info's, enum fi_addr_format):
  * for an endpoint opened before the session, whose own info was not seen. */
 const volatile __u32 ft_site_addr_format[FT_UP_MAX_SITES] = {};
+/* The statistics rows one process may hold (struct ft_up_quota; 0: no bound). */
+const volatile __u32 ft_up_rows_per_proc = 0;
 
 #if defined(__TARGET_ARCH_arm64)
 #define FT_ARG(regs, n) ((regs)->regs[(n)-1])
@@ -108,6 +110,7 @@ FT_UP_MAP(up_call, BPF_MAP_TYPE_HASH, 16384, __u32, struct ft_up_call);
 FT_UP_MAP_GROWN(up_stats, BPF_MAP_TYPE_PERCPU_HASH, FT_UP_MAX_STATS, struct ft_up_stat_key,
                 struct ft_up_stats);
 FT_UP_MAP(up_lost, BPF_MAP_TYPE_PERCPU_ARRAY, FT_UP_LOST_KINDS, __u32, __u64);
+FT_UP_MAP(up_quota, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PROCS, __u32, struct ft_up_quota);
 /* What the endpoints and peers are: AV entries, endpoint names (their memory
  * taken as they come: they are written at set-up only), the AV each endpoint
  * is bound to; AV inserts and getnames in flight (by thread). */
@@ -157,7 +160,7 @@ static __always_inline void lost(__u32 what) {
 }
 
 /* The row of (process, op, endpoint, peer); NULL, counted lost, when the map
- * is full. */
+ * is full or the process holds its quota of rows (counted for it too). */
 static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 ep, __u64 peer,
                                                     __u64 bytes, __u32 posted) {
   struct ft_up_stat_key k = {.tgid = tgid,
@@ -166,8 +169,20 @@ static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 
                              .peer = peer,
                              .size_class = ft_up_size_class(bytes),
                              .posted = posted};
-  struct ft_up_stats* s = lookup_or_zero(&up_stats, &k);
-  if (!s) lost(FT_UP_LOST_STATS);
+  struct ft_up_stats* s = bpf_map_lookup_elem(&up_stats, &k);
+  if (s) return s;
+  struct ft_up_quota* q = lookup_or_zero(&up_quota, &tgid);
+  if (q && ft_up_rows_per_proc && q->rows >= ft_up_rows_per_proc) {
+    __sync_fetch_and_add(&q->over, 1);
+    lost(FT_UP_LOST_QUOTA);
+    return 0;
+  }
+  s = lookup_or_zero(&up_stats, &k);
+  if (!s) {
+    lost(FT_UP_LOST_STATS);
+    return 0;
+  }
+  if (q) __sync_fetch_and_add(&q->rows, 1);
   return s;
 }
 

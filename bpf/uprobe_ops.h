@@ -363,8 +363,18 @@ struct ft_up_conn_call {
 enum ft_up_lost {
   FT_UP_LOST_STATS = 0, /* a statistics row not created: the map was full */
   FT_UP_LOST_ADDRS = 1, /* an AV entry or endpoint name not kept: full */
-  FT_UP_LOST_KINDS = 2
+  FT_UP_LOST_QUOTA = 2, /* a statistics row not created: its process holds its quota */
+  FT_UP_LOST_KINDS = 3
 };
+
+/* A process's share of the statistics rows (up_quota, key: tgid): the rows it
+ * holds and the updates of new rows refused over its quota (the collector's
+ * ft_up_rows_per_proc), so that one process cannot take the rows of all. */
+struct ft_up_quota {
+  __u64 rows;
+  __u64 over;
+};
+#define FT_UP_MAX_PROCS 4096 /* processes with rows (LRU: the least recent is forgotten) */
 
 /* floor(log2(x)), 0 for 0 and 1, without a loop the verifier must unroll on
  * data (BPF has no count-leading-zeros instruction). */

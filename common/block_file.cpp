@@ -1,6 +1,7 @@
 #include "common/block_file.h"
 
 #include "common/input_limits.h"
+#include "common/safe_output.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -47,17 +48,27 @@ bool BlockFileWriter::fail(const char* what, int err) {
 }
 
 bool BlockFileWriter::create(const std::string& path, const char magic[8], uint32_t version) {
+  std::string why;
+  const int fd = create_new_file(path, &why);
+  if (fd < 0) {
+    close();
+    path_ = path;
+    failed_ = true;
+    error_ = path + ": cannot create: " + why;
+    return false;
+  }
+  return create(fd, path, magic, version);
+}
+
+bool BlockFileWriter::create(int fd, const std::string& path, const char magic[8],
+                             uint32_t version) {
   close();
   path_ = path;
   failed_ = false;
   error_.clear();
   bytes_ = 0;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    return fail(
-        errno == EEXIST ? "cannot create (something already exists at that name)" : "cannot create",
-        errno);
-  }
+  fd_ = fd;
+  if (fd_ < 0) return fail("cannot create", EBADF);
   blockfile::FileHeader fh{};
   std::memcpy(fh.magic, magic, sizeof(fh.magic));
   fh.version = version;
@@ -111,9 +122,12 @@ bool BlockFileWriter::write_block(uint16_t type, uint32_t count, const void* pay
   return write_all(iov, n);
 }
 
-void BlockFileWriter::close() {
-  if (fd_ >= 0) ::close(fd_);
+bool BlockFileWriter::close() {
+  if (fd_ < 0) return !failed_;
+  const int rc = ::close(fd_);
   fd_ = -1;
+  if (rc != 0 && errno != EINTR) return fail("close", errno);
+  return !failed_;
 }
 
 // ---------------------------------------------------------------- reader

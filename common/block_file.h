@@ -73,8 +73,12 @@ class BlockFileWriter {
   // a file or link planted at the name is refused, never written through), and
   // writes the file header.
   bool create(const std::string& path, const char magic[8], uint32_t version);
+  // The same on a new file the caller created (OutputDir::create), which this
+  // writer then owns; `path` names it in messages.
+  bool create(int fd, const std::string& path, const char magic[8], uint32_t version);
   bool write_block(uint16_t type, uint32_t count, const void* payload, size_t len);
-  void close();
+  // False when close(2) failed (an NFS server's late write error), said in error().
+  bool close();
   bool is_open() const { return fd_ >= 0; }
   uint64_t bytes_written() const { return bytes_; }
   const std::string& error() const { return error_; }

@@ -45,7 +45,23 @@ std::vector<WindowPart> window_parts(const ft_window& w) {
           {"softirq", w.softirq_ns}};
 }
 
+bool window_valid(const ft_window& w) {
+  if (w.start > w.end) return false;
+  const uint64_t len = w.end - w.start;
+  // The parts outside IRQs are disjoint pieces of the window (an off-CPU
+  // interval is clipped to it; on-CPU is the rest): their sum is the window's
+  // length at most, give or take a nanosecond per part.
+  uint64_t sum = 0;
+  for (const WindowPart& p : window_parts(w)) {
+    if (p.ns > len) return false;
+    const std::string n = p.name;
+    if (n != "irq" && n != "softirq") sum += p.ns;
+  }
+  return sum <= len + 16;
+}
+
 std::string window_verdict(const ft_window& w) {
+  if (!window_valid(w)) return kMalformedWindow;
   const uint64_t len = w.end > w.start ? w.end - w.start : 0;
   struct Cause {
     uint64_t ns;

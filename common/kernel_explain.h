@@ -22,7 +22,17 @@ struct WindowPart {
 // Every part of the window's breakdown (IRQ and softirq time are inside on-cpu).
 std::vector<WindowPart> window_parts(const ft_window& w);
 
-// The cause that took most of the window, with its length against the window's:
+// A window the kernel could have broken down: not reversed, and no part
+// longer than the window (the parts before IRQs adding up to it at most).
+// Anything else (a crafted log, a probe whose arguments were never checked)
+// is malformed: counted, never explained.
+bool window_valid(const ft_window& w);
+// An op_error record's code is one (1 .. FT_MAX_ERR).
+inline bool op_error_valid(int32_t err) { return err > 0 && err <= FT_MAX_ERR; }
+constexpr const char* kMalformedWindow = "malformed window (not explained)";
+
+// The cause that took most of the window, with its length against the window's
+// (kMalformedWindow for one that is not window_valid):
 //   "preempted by stress-ng[4312] for 48.1 of 50.2 ms"
 //   "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms"
 //   "blocked in futex for 9.8 of 10.0 ms", "in uninterruptible sleep (I/O) for ..."

@@ -2,6 +2,10 @@
 
 #include "common/input_limits.h"
 
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -123,6 +127,13 @@ json stats_json(const KernelStats& s) {
     if (s.emitted[k]) emitted[kernel_log::kind_name(k)] = s.emitted[k];
     if (s.lost[k]) lost[kernel_log::kind_name(k)] = s.lost[k];
   }
+  json procs = json::object();
+  for (const auto& [pid, p] : s.per_process) {
+    if (procs.size() >= kMaxStatsProcesses) break;
+    procs[std::to_string(pid)] = {{"over_budget", p.over_budget},
+                                  {"malformed", p.malformed},
+                                  {"uprobe_rows_over_quota", p.uprobe_rows_over_quota}};
+  }
   return json{{"emitted", emitted},
               {"lost", lost},
               {"untraced_retransmits", s.untraced_retrans},
@@ -130,7 +141,10 @@ json stats_json(const KernelStats& s) {
               {"threads_full", s.threads_full},
               {"recursion_misses", s.recursion_misses},
               {"in_without_out", s.in_without_out},
-              {"in_unseen", s.in_unseen}};
+              {"in_unseen", s.in_unseen},
+              {"usdt_over_budget", s.usdt_over_budget},
+              {"usdt_malformed", s.usdt_malformed},
+              {"processes", procs}};
 }
 
 void stats_from(const json& j, KernelStats* s) {
@@ -147,6 +161,20 @@ void stats_from(const json& j, KernelStats* s) {
   s->recursion_misses = u64_of(j, "recursion_misses");
   s->in_without_out = u64_of(j, "in_without_out");
   s->in_unseen = u64_of(j, "in_unseen");
+  s->usdt_over_budget = u64_of(j, "usdt_over_budget");
+  s->usdt_malformed = u64_of(j, "usdt_malformed");
+  const auto procs = j.find("processes");
+  if (procs == j.end() || !procs->is_object()) return;
+  for (const auto& [key, v] : procs->items()) {
+    if (s->per_process.size() >= kMaxStatsProcesses) break;
+    char* end = nullptr;
+    const unsigned long pid = std::strtoul(key.c_str(), &end, 10);
+    if (key.empty() || *end || pid == 0 || pid > 0x3fffffff || !v.is_object()) continue;
+    KernelStats::Process& p = s->per_process[static_cast<uint32_t>(pid)];
+    p.over_budget = u64_of(v, "over_budget");
+    p.malformed = u64_of(v, "malformed");
+    p.uprobe_rows_over_quota = u64_of(v, "uprobe_rows_over_quota");
+  }
 }
 
 }  // namespace
@@ -155,6 +183,15 @@ void stats_from(const json& j, KernelStats* s) {
 
 bool KernelLogWriter::create(const std::string& path, const KernelLogMeta& m) {
   if (!file_.create(path, kernel_log::kMagic, kernel_log::kVersion)) return false;
+  return write_meta(m);
+}
+
+bool KernelLogWriter::create(int fd, const std::string& path, const KernelLogMeta& m) {
+  if (!file_.create(fd, path, kernel_log::kMagic, kernel_log::kVersion)) return false;
+  return write_meta(m);
+}
+
+bool KernelLogWriter::write_meta(const KernelLogMeta& m) {
   json attach = json::array();
   for (const KernelAttach& a : m.attach)
     attach.push_back(
@@ -183,13 +220,13 @@ bool KernelLogWriter::append(const void* record, size_t len) {
   buf_.resize(at + len);
   std::memcpy(buf_.data() + at, record, len);
   ++buffered_;
-  ++records_;
   return buf_.size() < kernel_log::kEventsBlockBytes || flush();
 }
 
 bool KernelLogWriter::flush() {
   if (buf_.empty()) return file_.is_open() && file_.error().empty();
   const bool ok = file_.write_block(kernel_log::kEvents, buffered_, buf_.data(), buf_.size());
+  (ok ? written_ : lost_) += buffered_;
   buf_.clear();
   buffered_ = 0;
   return ok;
@@ -220,15 +257,28 @@ bool KernelLogWriter::write_stats(const KernelStats& s) {
   return json_block(kernel_log::kStats, stats_json(s).dump());
 }
 
+bool KernelLogWriter::write_uprobe_rows(const void* records, size_t n, size_t record_bytes) {
+  // In blocks of at most kEventsBlockBytes, as the events.
+  const size_t per = std::max<size_t>(1, kernel_log::kEventsBlockBytes / record_bytes);
+  const auto* p = static_cast<const uint8_t*>(records);
+  for (size_t i = 0; i < n; i += per) {
+    const size_t k = std::min(per, n - i);
+    if (!file_.write_block(kernel_log::kUprobeRows, static_cast<uint32_t>(k), p + i * record_bytes,
+                           k * record_bytes))
+      return false;
+  }
+  return true;
+}
+
 bool KernelLogWriter::write_end(uint64_t duration_ns) {
   if (!flush()) return false;
   return json_block(kernel_log::kEnd,
-                    json{{"records", records_}, {"duration_ns", duration_ns}}.dump());
+                    json{{"records", written_}, {"duration_ns", duration_ns}}.dump());
 }
 
-void KernelLogWriter::close() {
+bool KernelLogWriter::close() {
   flush();
-  file_.close();
+  return file_.close();
 }
 
 // ---------------------------------------------------------------- reader
@@ -286,8 +336,12 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
   symbols_.clear();
   has_stats_ = has_end_ = false;
   records_read_ = bad_records_ = unknown_records_ = 0;
-  bool first = true;
-  return file_.walk(
+  bool first = true, final_rows = false;
+  // The latest periodic --uprobes rows, by row (pid, op, endpoint, peer, size
+  // class, as posted), bounded.
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint16_t, uint16_t>, ft_uprobe_ops>
+      snapshot;
+  const bool ok = file_.walk(
       [&](const BlockView& b) {
         if (first) {  // kMeta, read by open()
           first = false;
@@ -313,6 +367,7 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
               if (want) {
                 on_record(h, b.payload + off);
                 ++records_read_;
+                final_rows = final_rows || h.kind == FT_EV_UPROBE_OPS;
               } else {
                 ++unknown_records_;
               }
@@ -324,7 +379,7 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
           case kernel_log::kTasks:
             if (parse_block_json(b.payload, b.len, &j) && j.is_array())
               for (const json& t : j)
-                if (t.is_object())
+                if (t.is_object() && tasks_.size() < kernel_log::kMaxTasks)
                   tasks_.push_back({long_of(t, "pid"), long_of(t, "tid"), str_of(t, "comm"),
                                     str_of(t, "rank"), str_of(t, "exe"),
                                     t.contains("preload") && t["preload"].is_boolean() &&
@@ -333,7 +388,7 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
           case kernel_log::kSymbols:
             if (parse_block_json(b.payload, b.len, &j) && j.is_array())
               for (const json& s : j)
-                if (s.is_object())
+                if (s.is_object() && symbols_.size() < kernel_log::kMaxSymbols)
                   symbols_.push_back({addr_of(s, "addr"), str_of(s, "name"), str_of(s, "class")});
             return true;
           case kernel_log::kStats:
@@ -349,11 +404,33 @@ bool KernelLogReader::read_all(const std::function<void(const ft_hdr&, const uin
               end_duration_ns_ = u64_of(j, "duration_ns");
             }
             return true;
+          case kernel_log::kUprobeRows:
+            for (size_t off = 0; off + sizeof(ft_uprobe_ops) <= b.len;
+                 off += sizeof(ft_uprobe_ops)) {
+              const auto e = kernel_log::record_as<ft_uprobe_ops>(b.payload + off);
+              if (e.h.kind != FT_EV_UPROBE_OPS || e.h.size != sizeof(ft_uprobe_ops)) {
+                ++bad_records_;
+                break;
+              }
+              const auto key = std::make_tuple(e.h.pid, e.op, e.ep, e.peer, e.size_class, e.posted);
+              const auto it = snapshot.find(key);
+              if (it != snapshot.end())
+                it->second = e;
+              else if (snapshot.size() < kernel_log::kMaxUprobeRows)
+                snapshot.emplace(key, e);
+            }
+            return true;
           default:
             return true;  // a block type from a newer writer: skipped
         }
       },
       error);
+  if (ok && !final_rows)
+    for (const auto& kv : snapshot) {
+      on_record(kv.second.h, reinterpret_cast<const uint8_t*>(&kv.second));
+      ++records_read_;
+    }
+  return ok;
 }
 
 }  // namespace fabtrace

@@ -21,6 +21,11 @@
 //             not traced, thread-table overflows; written every few seconds and at
 //             the end (the last one wins)
 //   kEnd      JSON: written at a clean stop ({"records","duration_ns"})
+//   kUprobeRows  --uprobes: FT_EV_UPROBE_OPS records of the rows that changed
+//             since the last such block, cumulative, every few seconds: what a
+//             session killed before its end (when it writes the final rows into
+//             kEvents) leaves. A reader of a log without final rows takes each
+//             row's latest.
 // All times are CLOCK_MONOTONIC ns (bpf_ktime_get_ns). Events are written in the
 // order the collector drained them: per CPU in time order, across CPUs nearly so.
 #pragma once
@@ -48,8 +53,15 @@ enum BlockType : uint16_t {
   kEvents = 3,
   kSymbols = 4,
   kStats = 5,
-  kEnd = 6
+  kEnd = 6,
+  kUprobeRows = 7
 };
+// Rows a reader keeps of the kUprobeRows blocks (the statistics map's most),
+// and tasks and symbols (a collector writes far fewer): a crafted log cannot
+// make a reader hold more.
+constexpr size_t kMaxUprobeRows = 65536;
+constexpr size_t kMaxTasks = 1u << 18;
+constexpr size_t kMaxSymbols = 1u << 18;
 // The writer cuts kEvents blocks at this size (and at every flush). Strings read
 // from a log are cut at limits::kMaxStringBytes (common/input_limits.h).
 constexpr size_t kEventsBlockBytes = 1u << 20;
@@ -108,8 +120,18 @@ struct KernelStats {
   uint64_t recursion_misses = 0;
   uint64_t in_without_out = 0;  // a thread came back on a CPU, never seen leaving it
   uint64_t in_unseen = 0;       // a thread ran again with no switch naming it (repaired)
+  // USDT records over their process's budget (dropped), and probes whose
+  // arguments were out of range (not recorded); per process with the uprobe
+  // statistics rows a process could not have over its quota.
+  uint64_t usdt_over_budget = 0, usdt_malformed = 0;
+  struct Process {
+    uint64_t over_budget = 0, malformed = 0, uprobe_rows_over_quota = 0;
+  };
+  std::map<uint32_t, Process> per_process;  // only processes with a count
   uint64_t lost_total() const;
 };
+// The processes a stats block keeps (those with the largest counts).
+constexpr size_t kMaxStatsProcesses = 1024;
 
 // Streams a kernel log to a new file. One thread.
 class KernelLogWriter {
@@ -117,6 +139,8 @@ class KernelLogWriter {
   // Creates the file (never over an existing one) and writes kMeta. False with
   // the reason in error().
   bool create(const std::string& path, const KernelLogMeta& meta);
+  // The same on a new file the caller created (OutputDir::create); `path` names it.
+  bool create(int fd, const std::string& path, const KernelLogMeta& meta);
   // Buffers one record (its header's size bytes); writes a kEvents block when
   // the buffer reaches kEventsBlockBytes.
   bool append(const void* record, size_t len);
@@ -124,19 +148,26 @@ class KernelLogWriter {
   bool write_tasks(const std::vector<KernelTask>& tasks);
   bool write_symbols(const std::vector<KernelSymbol>& syms);
   bool write_stats(const KernelStats& s);
+  // --uprobes: rows as they stand now (kUprobeRows), n records back to back.
+  bool write_uprobe_rows(const void* records, size_t n, size_t record_bytes);
   bool write_end(uint64_t duration_ns);  // flushes first
-  void close();
-  uint64_t records() const { return records_; }
+  bool close();                           // false when anything was not written
+  // Records in the file (their block written), and records that a write error
+  // kept out of it (the file fails for good at its first error: error()).
+  uint64_t records() const { return written_; }
+  uint64_t records_lost() const { return lost_; }
+  bool failed() const { return !file_.error().empty(); }
   uint64_t bytes_written() const { return file_.bytes_written(); }
   const std::string& error() const { return file_.error(); }
   const std::string& path() const { return file_.path(); }
 
  private:
   bool json_block(uint16_t type, const std::string& text);
+  bool write_meta(const KernelLogMeta& meta);
   BlockFileWriter file_;
   std::vector<uint8_t> buf_;
   uint32_t buffered_ = 0;
-  uint64_t records_ = 0;
+  uint64_t written_ = 0, lost_ = 0;
 };
 
 // Reads a kernel log written by KernelLogWriter, streaming the records. Memory
@@ -149,7 +180,9 @@ class KernelLogReader {
   // symbols, the last stats and kEnd. Stops at the first incomplete or corrupt
   // block (truncated()). Records with a size that does not fit their kind or
   // block are skipped and counted (bad_records()); the rest of their block with
-  // them. False only on a hard read error.
+  // them. A log without final --uprobes rows (a killed session) has the latest
+  // of its periodic rows (kUprobeRows) delivered after the rest. False only on
+  // a hard read error.
   bool read_all(const std::function<void(const ft_hdr&, const uint8_t*)>& on_record,
                 std::string* error);
 

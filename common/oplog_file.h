@@ -103,6 +103,7 @@ class OplogFileWriter {
                  uint64_t outside_window = 0);
   void close();
   bool is_open() const { return fd_ >= 0; }
+  bool failed() const { return failed_; }  // a write failed (said once, in one line)
   uint64_t bytes_written() const { return bytes_; }
 
  private:

@@ -139,14 +139,23 @@ void write_report() {
   write_report_text(txt, rep);
   write_counters(rt, rep);
   if (txt != stderr) {
-    std::fclose(txt);
-    log_line("%s rank %s -> %s", rep.host.c_str(), rep.rank.c_str(), txt_path.c_str());
-  } else {
-    std::fflush(stderr);
+    std::string why;
+    if (close_output(txt, &why)) {
+      log_line("%s rank %s -> %s", rep.host.c_str(), rep.rank.c_str(), txt_path.c_str());
+    } else {
+      // Never a path to a cut file as a success: said, and the text on stderr.
+      log_line("warning: writing %s failed (%s): the report follows on stderr", txt_path.c_str(),
+               why.c_str());
+      write_report_text(stderr, rep);
+    }
   }
+  std::fflush(stderr);
   if (json) {
     write_report_json(json, rep);
-    std::fclose(json);
+    std::string why;
+    if (!close_output(json, &why))
+      log_line("warning: writing %s failed (%s): the JSON report is incomplete",
+               runtime_output_path(OutputKind::kReportJson).c_str(), why.c_str());
   }
 }
 

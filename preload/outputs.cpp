@@ -55,4 +55,12 @@ std::FILE* create_output(const std::string& path, const char* instead) {
   return f;
 }
 
+bool close_output(std::FILE* f, std::string* why) {
+  int err = 0;
+  if (std::fflush(f) != 0 || std::ferror(f)) err = errno ? errno : EIO;
+  if (std::fclose(f) != 0 && !err) err = errno ? errno : EIO;
+  if (err) *why = std::strerror(err);
+  return err == 0;
+}
+
 }  // namespace fabtrace

@@ -34,4 +34,8 @@ std::string output_path(OutputKind kind, const OutputPlace& where);
 // what happened instead (`instead`, e.g. "the report goes to stderr").
 std::FILE* create_output(const std::string& path, const char* instead);
 
+// Flushes and closes an output made by create_output. False when anything
+// written to it was lost (a full disk, a quota), with the reason in *why.
+bool close_output(std::FILE* f, std::string* why);
+
 }  // namespace fabtrace

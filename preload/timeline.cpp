@@ -318,7 +318,10 @@ void Timeline::finish() {
     s->timeline.dropped = s->timeline.filtered = s->timeline.outside = 0;
   }
   on_.store(false, std::memory_order_release);
-  if (cfg_.window.kind == CaptureWindow::kWhole && capture_head_.load() == 0)
+  if (file_.failed())  // its first error was said: never a path to a cut file as a success
+    log_line("warning: per-op timeline %s is incomplete: a write failed (see above)",
+             path_.c_str());
+  else if (cfg_.window.kind == CaptureWindow::kWhole && capture_head_.load() == 0)
     log_line("per-op timeline -> %s (%llu ops)", path_.c_str(),
              static_cast<unsigned long long>(written_));
   else

@@ -12,6 +12,7 @@
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "common/printable.h"
+#include "common/safe_output.h"
 #include "userspace/commands.h"
 
 namespace fabtrace {
@@ -263,15 +264,19 @@ int cmd_export(int argc, char** argv) {
       return 1;
     }
   }
-  std::FILE* f = std::fopen(out_path.c_str(), "w");
+  // Created, never opened over: a file or link at OUT is left as it is and
+  // the next free name is used (common/safe_output.h).
+  OutputDir out_dir;
+  std::string written, note, why;
+  std::FILE* f = create_output_file(out_path, &out_dir, &written, &note, &why);
   if (!f) {
-    std::fprintf(stderr, "fabtrace: cannot create %s: %s\n", out_path.c_str(),
-                 std::strerror(errno));
+    std::fprintf(stderr, "fabtrace: %s\n", printable(why).c_str());
     return 1;
   }
+  if (!note.empty()) std::fprintf(stderr, "fabtrace: %s\n", printable(note).c_str());
   int rc = export_ops_csv(in, f);
   if (std::fclose(f) != 0 && rc == 0) {
-    std::fprintf(stderr, "fabtrace: writing %s failed: %s\n", out_path.c_str(),
+    std::fprintf(stderr, "fabtrace: writing %s failed: %s\n", written.c_str(),
                  std::strerror(errno));
     rc = 1;
   }

@@ -36,7 +36,8 @@ void usage(std::FILE* f) {
       "usage: fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--net-all]\n"
       "                       [--min-offcpu-us N] [--no-preload] [--uprobes]\n"
       "                       [--uprobe-providers P,...] [--symbols FILE] [--uprobe-by-name]\n"
-      "                       [--uprobe-perf-events] [--list] [-- CMD ARGS...]\n"
+      "                       [--uprobe-perf-events] [--usdt-rate N] [--max-log-mb N] [--list]\n"
+      "                       [-- CMD ARGS...]\n"
       "  As root, once per node. Loads the BPF programs and writes what the kernel saw\n"
       "  (off-CPU intervals and who ran instead, IRQs, page faults, TCP retransmits and\n"
       "  drops, cxi driver events, and the cause of every stall and slow op the\n"
@@ -70,6 +71,9 @@ void usage(std::FILE* f) {
       "  --uprobe-perf-events  one perf-event uprobe per probe, as on kernels before\n"
       "                 6.6, instead of one uprobe_multi link per program and file\n"
       "                 (those detach together at exit; perf events one by one)\n"
+      "  --usdt-rate N  records each process's probes may add per second (default 1000;\n"
+      "                 --polls' poll records apart); the rest are counted per process\n"
+      "  --max-log-mb N the kernel log's bound in MiB (default 4096): later events are counted\n"
       "  --list         print every program and attach point and whether it attaches here\n");
 }
 
@@ -165,6 +169,15 @@ int cmd_record(int argc, char** argv) {
       opt.uprobe_by_name = true;
     } else if (a == "--uprobe-perf-events") {
       opt.bpf.uprobe_perf_events = true;
+    } else if (a == "--usdt-rate" || a == "--max-log-mb") {
+      const char* v = value(a.c_str());
+      uint64_t n = 0;
+      if (!v || !parse_u64(v, &n) || n == 0 || n > (1u << 30)) {
+        std::fprintf(stderr, "fabtrace record: bad %s\n", a.c_str());
+        return 2;
+      }
+      if (a == "--usdt-rate") opt.bpf.usdt_rate = static_cast<uint32_t>(n);
+      if (a == "--max-log-mb") opt.max_log_bytes = n << 20;
     } else if (a == "--no-preload") {
       preload = false;
     } else if (a == "--list") {
@@ -206,12 +219,6 @@ int cmd_record(int argc, char** argv) {
   }
   if (!cmd.empty() && preload && lib.empty()) {
     std::fprintf(stderr, "fabtrace record: libfabtrace.so not found (set FABTRACE_PRELOAD)\n");
-    return 2;
-  }
-  struct stat st;
-  if (stat(opt.dir.c_str(), &st) != 0 && mkdir(opt.dir.c_str(), 0755) != 0) {
-    std::fprintf(stderr, "fabtrace record: cannot create %s: %s\n", opt.dir.c_str(),
-                 std::strerror(errno));
     return 2;
   }
   for (const std::string& c : cmd) opt.command += (opt.command.empty() ? "" : " ") + c;
@@ -296,6 +303,7 @@ int cmd_record(int argc, char** argv) {
                static_cast<unsigned long long>(s.lost_total()),
                static_cast<unsigned long long>(col.malformed()), col.traced_processes(),
                col.log_path().c_str());
+  const int lost_rc = report_lost_data(col);
   if (!col.counters_path().empty())
     std::fprintf(stderr, "fabtrace record: node NIC counters -> %s\n", col.counters_path().c_str());
   if (opt.bpf.uprobes) {
@@ -323,7 +331,8 @@ int cmd_record(int argc, char** argv) {
                    "libfabric: not probed (--only-pids)\n",
                    static_cast<int>(p.pid), p.comm.c_str());
   }
-  return child < 0 ? 0 : exit_code_of(status);
+  const int rc = child < 0 ? 0 : exit_code_of(status);
+  return rc ? rc : lost_rc;
 #endif
 }
 

@@ -228,21 +228,21 @@ int cmd_report(int argc, char** argv) {
   }
 
   // The output directory is ours: made here, or one of ours that is not a
-  // symlink (common/safe_output.h), so nobody else can place or swap what is
-  // written in it. Its parents are the user's choice.
+  // symlink (common/safe_output.h), opened once and held until the end: every
+  // output is created through its descriptor, so nobody can swap it meanwhile.
+  // Its parents are the user's choice.
+  OutputDir out;
   {
     std::error_code ec;
     const fs::path parent = fs::path(out_dir).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
     std::string why;
-    const int fd = open_own_dir(out_dir, true, &why);
-    if (fd < 0) {
+    if (!out.open(out_dir, true, &why)) {
       end_session();
       std::fprintf(stderr, "fabtrace report: cannot use the output directory %s\n",
                    printable(why).c_str());
       return 1;
     }
-    ::close(fd);
   }
 
   int rc = 0;

@@ -5,6 +5,8 @@
 // MPI_Reduce.
 #include "userspace/report_mpi.h"
 
+#include "common/safe_output.h"
+
 #include <mpi.h>
 
 #include <time.h>
@@ -89,6 +91,7 @@ struct Plan {
   uint64_t top = 10;
   bool per_rank_trace = false;
   std::string out_dir;
+  uint64_t out_ino = 0;  // process 0's held output directory (safe_output.h)
   uint64_t max_file_bytes = 0;
   double long_gap_ms = 0;
 };
@@ -99,6 +102,7 @@ void bcast_plan(Plan* p) {
   w.num(p->top);
   w.flag(p->per_rank_trace);
   w.str(p->out_dir);
+  w.num(p->out_ino);
   w.num(p->max_file_bytes);
   w.num(p->long_gap_ms);
   bcast_bytes(&bytes);
@@ -106,6 +110,7 @@ void bcast_plan(Plan* p) {
   p->top = r.num<uint64_t>();
   p->per_rank_trace = r.flag();
   p->out_dir = r.str();
+  p->out_ino = r.num<uint64_t>();
   p->max_file_bytes = r.num<uint64_t>();
   p->long_gap_ms = r.num<double>();
   if (!r.ok()) unreadable("plan", 0);
@@ -357,6 +362,9 @@ report::SlowestOps MpiReport::slowest_ops(const report::Job& job, size_t n, bool
   plan.top = n;
   plan.per_rank_trace = per_rank_trace;
   plan.out_dir = out_dir;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  if (held_dir_identity(out_dir, &dev, &ino)) plan.out_ino = ino;
   plan.max_file_bytes = opt.max_file_bytes;
   plan.long_gap_ms = opt.long_gap_ms;
   bcast_plan(&plan);
@@ -474,8 +482,19 @@ int MpiReport::serve(unsigned threads) {
   report::PerfettoStats stats;
   std::string err;
   std::vector<std::string> files;
-  const bool ok = report::write_perfetto_stats(
-      job, plan.out_dir, share_options(opt, job.ranks.size(), rank_, size_), &files, &stats, &err);
+  // The directory process 0 holds, opened here once too and held while this
+  // process writes: the very one, or nothing is written (by inode: a network
+  // file system's device number differs between the nodes that mount it).
+  OutputDir out;
+  bool ok = out.open(plan.out_dir, false, &err);
+  if (ok && out.ino() != plan.out_ino) {
+    ok = false;
+    err = plan.out_dir + " is no longer the output directory process 0 opened: nothing written";
+  }
+  if (ok)
+    ok = report::write_perfetto_stats(job, plan.out_dir,
+                                      share_options(opt, job.ranks.size(), rank_, size_), &files,
+                                      &stats, &err);
   std::string bytes;
   encode_share(trace_share(files, stats, ok, err), &bytes);
   gather_bytes(bytes, rank_, size_, nullptr);

@@ -57,14 +57,17 @@ std::map<std::string, OpTotals> op_totals(const nlohmann::json& report);
 
 int free_port();
 
-// A `fabtrace record` session is attached somewhere on this node (its USDT
-// program is loaded). Every preload on the node then leaves the NIC counters to
-// the session, and every traced process is seen by it. A test that assumes no
-// session runs (the preload's own sampler, its quiet output, the node to itself)
-// starts with SKIP_IF_RECORD_SESSION("what it needs"): the one place that rule
-// lives, so that a sysadmin running the suite beside a session gets skips that
-// name the cause, never red tests that don't.
+// A `fabtrace record` session runs on this node: it holds the node's session
+// lock (common/session_lock.h; a kernel lock, released when it exits however it
+// dies). Every preload on the node then leaves the NIC counters to the session,
+// every traced process is seen by it, and no other session can start. A test
+// that assumes no session runs (the preload's own sampler, its quiet output,
+// the node to itself, a session of its own) starts with
+// SKIP_IF_RECORD_SESSION("what it needs"): the one place that rule lives, so
+// that a sysadmin running the suite beside a session gets skips that name the
+// cause, never red tests that don't.
 bool record_session_on_node();
+long record_session_pid();  // its collector's pid, 0 when none
 #define SKIP_IF_RECORD_SESSION(needs)                                          \
   do {                                                                         \
     if (::fabtrace::test::record_session_on_node())                            \
@@ -75,6 +78,8 @@ bool record_session_on_node();
 // What most of those tests need: with a session, the preloads leave the NIC
 // counters to it, so the preload's own sampler is never exercised.
 inline constexpr const char kNeedsOwnSampler[] = "the preload's own NIC counter sampler";
+// What every test that starts a session needs: one session per node.
+inline constexpr const char kNeedsOwnSession[] = "to start a session of its own (one per node)";
 
 // A parameterized test's name from free text: every character that is not a
 // letter or digit becomes '_' ("tcp;ofi_rxm" -> "tcp_ofi_rxm").

@@ -18,6 +18,11 @@ bool is_root();
 
 #define REQUIRE_ROOT() \
   if (!::fabtrace::test::is_root()) GTEST_SKIP() << "fabtrace record needs root (CI runs as root)"
+// A test that starts a session: root, and the node's one session slot free
+// (another session, not the test's own, makes it skip, naming the cause).
+#define REQUIRE_SESSION_SLOT() \
+  REQUIRE_ROOT();              \
+  SKIP_IF_RECORD_SESSION(::fabtrace::test::kNeedsOwnSession)
 
 // One row of `fabtrace export kernel --csv`.
 struct Event {

@@ -515,12 +515,12 @@ void uprobes_running_pingpong(const char* prov, bool tagged, const char* provide
 }
 
 TEST(Record, UprobesRunningPingpongTcpRxmMsg) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_running_pingpong("tcp;ofi_rxm", false);
 }
 
 TEST(Record, UprobesRunningPingpongShmTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_running_pingpong("shm", true);
 }
 
@@ -530,7 +530,7 @@ TEST(Record, UprobesRunningPingpongShmTagged) {
 // busy-polls at about one CPU (less on this loaded machine); frozen after
 // 0.5 s of its CPU, a few iterations in.
 TEST(Record, UprobesRunningPingpongSocketsTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_running_pingpong("sockets", true, "sockets", 300, 0.5);
 }
 
@@ -541,7 +541,7 @@ TEST(Record, UprobesRunningPingpongSocketsTagged) {
 // (learnt CQs: both were opened before the session). The run is cut while it
 // goes on: at most one op of each kind is left pending.
 TEST(Record, UprobesOnlyPidsTcpRxm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   const std::string dir = make_temp_dir("rec-up-pid");
   const Pingpong pp = start_pingpong(dir, "tcp;ofi_rxm", false, 2000000);
   ASSERT_GT(pp.server, 0);
@@ -584,22 +584,22 @@ TEST(Record, UprobesOnlyPidsTcpRxm) {
 }
 
 TEST(Record, UprobesPingpongTcpRxmMsg) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("tcp;ofi_rxm", false);
 }
 
 TEST(Record, UprobesPingpongTcpRxmTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("tcp;ofi_rxm", true);
 }
 
 TEST(Record, UprobesPingpongShmMsg) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("shm", false);
 }
 
 TEST(Record, UprobesPingpongShmTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("shm", true);
 }
 
@@ -607,7 +607,7 @@ TEST(Record, UprobesPingpongShmTagged) {
 // are attached (this one makes uprobe_multi links, which the tests above use):
 // the same exact pairing.
 TEST(Record, UprobesPingpongTcpRxmTaggedPerfEvents) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   std::string log;
   uprobes_pingpong("tcp;ofi_rxm", true, "rdm", nullptr, 300, {"--uprobe-perf-events"}, &log);
   EXPECT_NE(log.find("uprobe_multi absent: --uprobe-perf-events"), std::string::npos) << log;
@@ -632,7 +632,7 @@ size_t fds_of(int pid, const std::string& what) {
 // 17 s with perf events). The same session once each way, nothing running:
 // the perf events it no longer opens are exactly the probes its links hold.
 TEST(Record, UprobesHeldInMultiLinks) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   struct Held {
     size_t perf_events = 0, links = 0;
     std::string log;
@@ -707,19 +707,19 @@ void uprobes_by_name_pingpong(const char* prov, bool tagged) {
 }
 
 TEST(Record, UprobesByNamePingpongTcpRxmTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_by_name_pingpong("tcp;ofi_rxm", true);
 }
 
 TEST(Record, UprobesByNamePingpongShmMsg) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_by_name_pingpong("shm", false);
 }
 
 // A symbols FILE of another build (another build-id: here the fabtrace CLI
 // itself) is refused with one clear line, before anything is attached.
 TEST(Record, UprobesSymbolsOfAnotherBuildAreRefused) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   const std::string dir = make_temp_dir("rec-up-badsyms");
   const int rc = wait_for(spawn({FABTRACE_CLI, "record", "-o", dir, "--uprobes", "--symbols",
                                  FABTRACE_CLI, "--duration", "1"},
@@ -737,34 +737,34 @@ TEST(Record, UprobesSymbolsOfAnotherBuildAreRefused) {
 // Other providers, each probed alone (--uprobe-providers): udp;ofi_rxd (RDM
 // over udp), sockets (RDM and MSG endpoints), tcp's own MSG endpoint.
 TEST(Record, UprobesPingpongUdpRxdMsg) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("udp;ofi_rxd", false, "rdm", "udp;ofi_rxd");
 }
 
 TEST(Record, UprobesPingpongUdpRxdTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("udp;ofi_rxd", true, "rdm", "udp;ofi_rxd");
 }
 
 // The sockets provider progresses in a thread of its own and answers slowly
 // here (tens of ms a round trip): fewer iterations.
 TEST(Record, UprobesPingpongSocketsMsg) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("sockets", false, "rdm", "sockets", 60);
 }
 
 TEST(Record, UprobesPingpongSocketsTagged) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("sockets", true, "rdm", "sockets", 60);
 }
 
 TEST(Record, UprobesPingpongSocketsMsgEndpoint) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("sockets", false, "msg", "sockets", 60);
 }
 
 TEST(Record, UprobesPingpongTcpMsgEndpoint) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("tcp", false, "msg", "tcp");
 }
 
@@ -772,7 +772,7 @@ TEST(Record, UprobesPingpongTcpMsgEndpoint) {
 // RDM tables hold): 1472-byte messages, udp's largest (and its inject size:
 // fi_pingpong sends a shorter one with fi_inject, without a completion).
 TEST(Record, UprobesPingpongUdpDgram) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_pingpong("udp", false, "dgram", "udp", 300, {}, nullptr, 1472);
 }
 
@@ -784,7 +784,7 @@ TEST(Record, UprobesPingpongUdpDgram) {
 // site is hit at all, the pair has no rows and no per-rank report, and record
 // names both processes as started during the session and not probed.
 TEST(Record, UprobesOnlyPidsLeavesLaterProcessesAlone) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   const std::string dir = make_temp_dir("rec-up-later");
   const std::string port = std::to_string(free_port());
   const int idle = spawn({"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm", "-B", port}, {},
@@ -933,12 +933,12 @@ void uprobes_sizes(const char* prov) {
 }
 
 TEST(Record, UprobesSizesTcpRxm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_sizes("tcp;ofi_rxm");
 }
 
 TEST(Record, UprobesSizesShm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_sizes("shm");
 }
 
@@ -1041,22 +1041,22 @@ void uprobes_ft_app(const char* prov, const char* family) {
 }
 
 TEST(Record, UprobesRmaTcpRxm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_ft_app("tcp;ofi_rxm", "rma");
 }
 
 TEST(Record, UprobesAtomicTcpRxm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_ft_app("tcp;ofi_rxm", "atomic");
 }
 
 TEST(Record, UprobesRmaShm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_ft_app("shm", "rma");
 }
 
 TEST(Record, UprobesAtomicShm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_ft_app("shm", "atomic");
 }
 
@@ -1108,12 +1108,12 @@ void uprobes_multiep(const char* prov) {
 }
 
 TEST(Record, UprobesMultiPeerTcpRxm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_multiep("tcp;ofi_rxm");
 }
 
 TEST(Record, UprobesMultiPeerShm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobes_multiep("shm");
 }
 

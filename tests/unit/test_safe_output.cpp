@@ -111,5 +111,92 @@ TEST(SafeOutput, AnAbandonedReplacementLeavesNothingBehind) {
   EXPECT_EQ(std::system(("test $(ls -A " + dir + " | wc -l) -eq 1").c_str()), 0);
 }
 
+TEST(SafeOutput, NumberedNamesKeepTheExtension) {
+  EXPECT_EQ(numbered_name("report.html", 1), "report.1.html");
+  EXPECT_EQ(numbered_name("fabtrace_kernel.h.p7.klog", 2), "fabtrace_kernel.h.p7.2.klog");
+  EXPECT_EQ(numbered_name("out", 3), "out.3");
+  EXPECT_EQ(numbered_name(".hidden", 1), ".hidden.1");
+}
+
+// Something at an output's name: the next free name, and one line saying so;
+// what was there is left exactly as it was.
+TEST(SafeOutput, AnOccupiedNameGetsTheNextFreeOne) {
+  const std::string dir = temp_dir();
+  put(dir + "/victim", "precious");
+  ASSERT_EQ(::symlink((dir + "/victim").c_str(), (dir + "/out.csv").c_str()), 0);
+  put(dir + "/out.1.csv", "earlier");
+  OutputDir d;
+  std::string why;
+  ASSERT_TRUE(d.open(dir, false, &why)) << why;
+  std::string name, note;
+  const int fd = d.create("out.csv", &name, &note, &why);
+  ASSERT_GE(fd, 0) << why;
+  ::close(fd);
+  EXPECT_EQ(name, "out.2.csv");
+  EXPECT_NE(note.find("out.csv already exists (left as it is): written to " + dir + "/out.2.csv"),
+            std::string::npos)
+      << note;
+  EXPECT_EQ(slurp(dir + "/victim"), "precious");
+  EXPECT_EQ(slurp(dir + "/out.1.csv"), "earlier");
+  EXPECT_EQ(d.free_name("out.csv"), "out.3.csv");
+  EXPECT_EQ(d.free_name("new.csv"), "new.csv");
+}
+
+// The directory is opened once: after its path is moved away and a link put in
+// its place, every way of creating a file under that path (the descriptor,
+// create_new_file, ReplacingFile) still lands in the directory that was opened.
+TEST(SafeOutput, AHeldDirectoryIsWrittenThroughItsDescriptor) {
+  const std::string dir = temp_dir();
+  const std::string out = dir + "/out", moved = dir + "/moved", target = dir + "/target";
+  ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(target.c_str(), 0755), 0);
+  OutputDir d;
+  std::string why;
+  ASSERT_TRUE(d.open(out, false, &why)) << why;
+  ASSERT_EQ(::rename(out.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(::symlink(target.c_str(), out.c_str()), 0);
+
+  std::string name, note;
+  ::close(d.create("a.txt", &name, &note, &why));
+  ::close(create_new_file(out + "/b.txt", &why));
+  {
+    ReplacingFile f;
+    ASSERT_TRUE(f.open(out + "/c.txt", &why)) << why;
+    std::fputs("c", f.stream());
+    ASSERT_TRUE(f.commit(&why)) << why;
+  }
+  const std::string via = held_path(out + "/sub");
+  EXPECT_EQ(via, "/proc/self/fd/" + std::to_string(d.fd()) + "/sub");
+  ASSERT_EQ(::mkdir(via.c_str(), 0755), 0);
+  for (const char* n : {"a.txt", "b.txt", "c.txt", "sub"}) {
+    struct stat st;
+    EXPECT_EQ(::lstat((moved + "/" + n).c_str(), &st), 0) << n;
+    EXPECT_NE(::lstat((target + "/" + n).c_str(), &st), 0) << n << " went through the link";
+  }
+  d.close();
+  EXPECT_EQ(held_path(out + "/x"), out + "/x");  // no longer held
+}
+
+// On the way to the directory, a link is followed only when a trusted owner
+// (root, this user) made it: another user's link could point anywhere.
+TEST(SafeOutput, OnlyTrustedLinksAreFollowedOnTheWay) {
+  const std::string dir = temp_dir();
+  ASSERT_EQ(::mkdir((dir + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink((dir + "/real").c_str(), (dir + "/mine").c_str()), 0);
+  std::string why;
+  OutputDir d;
+  EXPECT_TRUE(d.open(dir + "/mine/out", true, &why)) << why;
+  struct stat st;
+  EXPECT_EQ(::stat((dir + "/real/out").c_str(), &st), 0);
+  d.close();
+  if (::geteuid() != 0) return;  // root can make another user's link
+  ASSERT_EQ(::symlink((dir + "/real").c_str(), (dir + "/theirs").c_str()), 0);
+  ASSERT_EQ(::lchown((dir + "/theirs").c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(d.open(dir + "/theirs/out2", true, &why));
+  EXPECT_NE(why.find("'theirs' on the way is a symbolic link of uid 65534"), std::string::npos)
+      << why;
+  EXPECT_NE(::stat((dir + "/real/out2").c_str(), &st), 0) << "created through their link";
+}
+
 }  // namespace
 }  // namespace fabtrace

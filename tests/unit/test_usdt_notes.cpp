@@ -2,6 +2,9 @@
 // (section .note.stapsdt) against bpf/fabtrace_events.h ("USDT probe
 // arguments"), which bpf/probes.bpf.c reads them by.
 #include <elf.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "bpf/fabtrace_events.h"
+#include "userspace/record/usdt_libraries.h"
 #include "tests/support/require_program.h"
 #include "tests/unit/scratch_dir.h"
 
@@ -180,6 +184,51 @@ TEST(UsdtNotes, ProbesMatchTheDocumentedLayouts) {
   std::set<uint64_t> sems;
   for (const auto& s : semaphore_of) sems.insert(s.second);
   EXPECT_EQ(sems.size(), semaphore_of.size());
+}
+
+// A session's own reading of the notes (userspace/record/usdt_libraries.h):
+// every probe of the built library, each with its specs (what libbpf spends
+// one id on, per attach), and the build-id.
+TEST(UsdtNotes, TheSessionCountsEachProbesSpecs) {
+  if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
+  const int fd = ::open(FABTRACE_LIB, O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::map<std::string, size_t> specs;
+  std::string build_id, why;
+  ASSERT_TRUE(read_usdt_notes(fd, &specs, &build_id, &why)) << why;
+  ::close(fd);
+  EXPECT_EQ(specs.size(), 9u);
+  for (const auto& [name, n] : specs) EXPECT_GE(n, 1u) << name;
+  EXPECT_FALSE(build_id.empty());
+}
+
+// A file is taken once however many paths name it, and one user's files are
+// bounded; what is not a library with the probes is refused.
+TEST(UsdtNotes, LibraryFilesAreTakenOncePerInodeAndBoundedPerUser) {
+  if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
+  const test::ScratchDir scratch;
+  const std::string dir = scratch.path();
+  for (int i = 0; i < 3; ++i) {
+    const std::string copy = dir + "/c" + std::to_string(i) + ".so";
+    ASSERT_EQ(std::system(("cp " + std::string(FABTRACE_LIB) + " " + copy).c_str()), 0);
+  }
+  ASSERT_EQ(::link((dir + "/c0.so").c_str(), (dir + "/hard.so").c_str()), 0);
+  UsdtLibraries libs(8, 2);
+  bool known = false;
+  std::string why;
+  EXPECT_NE(libs.add_own(dir + "/c0.so", &known, &why), nullptr) << why;
+  EXPECT_EQ(libs.add_own(dir + "/hard.so", &known, &why), nullptr);
+  EXPECT_TRUE(known);  // the same inode
+  EXPECT_NE(libs.add_own(dir + "/c1.so", &known, &why), nullptr) << why;
+  EXPECT_EQ(libs.add_own(dir + "/c2.so", &known, &why), nullptr);  // uid 0's third
+  EXPECT_FALSE(known);
+  EXPECT_NE(why.find("bound of 2 library files is reached"), std::string::npos) << why;
+  EXPECT_EQ(libs.add_own("/proc/self/status", &known, &why), nullptr);
+  EXPECT_NE(why.find("refused"), std::string::npos) << why;
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_EQ(libs.add_own(dir + "/fifo", &known, &why), nullptr);  // never waited on
+  EXPECT_NE(why.find("not a regular file"), std::string::npos) << why;
+  EXPECT_EQ(libs.size(), 2u);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -137,7 +138,11 @@ struct BpfSession::Impl {
   std::vector<bpf_link*> links;
   bool up_multi = false;         // --uprobes through uprobe_multi links (uprobe_multi.h)
   std::vector<int> multi_links;  // their fds
-  std::vector<std::string> usdt_paths;
+  UsdtLibraries usdt_files{kMaxUsdtFiles, kMaxUsdtFilesPerUser};
+  // libbpf's USDT spec ids (one per distinct argument spec of a probe, per
+  // attach; its __bpf_usdt_specs map's size): never asked for more than it
+  // has, whose error path in libbpf 1.1 frees twice.
+  size_t usdt_specs_used = 0;
   ring_buffer* rb = nullptr;
   const std::function<void(const void*, size_t)>* sink = nullptr;
   std::vector<KernelAttach>* attach = nullptr;
@@ -270,8 +275,12 @@ struct BpfSession::Impl {
     const int ncpu = libbpf_num_possible_cpus();
     const uint64_t fit =
         kStatsBudget / (sizeof(ft_up_stats) * static_cast<uint64_t>(ncpu > 0 ? ncpu : 1));
-    bpf_map__set_max_entries(up->maps.up_stats,
-                             static_cast<__u32>(fit < FT_UP_MAX_STATS ? fit : FT_UP_MAX_STATS));
+    const auto rows = static_cast<__u32>(fit < FT_UP_MAX_STATS ? fit : FT_UP_MAX_STATS);
+    bpf_map__set_max_entries(up->maps.up_stats, rows);
+    // One process's share: others keep their rows whatever one process does.
+    up->rodata->ft_up_rows_per_proc = opt.uprobe_rows_per_process
+                                          ? opt.uprobe_rows_per_process
+                                          : std::max<__u32>(1, rows / BpfOptions::kUprobeRowShares);
     for (size_t i = 0; i < opt.uprobe_layouts.size() && i < FT_UP_MAX_LAYOUTS; ++i) {
       const UprobeLayout& l = opt.uprobe_layouts[i];
       auto& r = up->rodata->ft_layouts[i];
@@ -475,11 +484,11 @@ struct BpfSession::Impl {
     return opt.only_pids.empty() ? std::vector<pid_t>{-1} : opt.only_pids;
   }
 
-  void attach_usdt(const std::string& path) {
+  void attach_usdt(const UsdtFile& file) {
     if (!probes) return;
-    for (const std::string& u : usdt_paths)
-      if (u == path) return;
-    usdt_paths.push_back(path);
+    const std::string path = file.attach_path();
+    const bpf_map* specs_map = bpf_object__find_map_by_name(probes->obj, "__bpf_usdt_specs");
+    const size_t budget = specs_map ? bpf_map__max_entries(specs_map) : 0;
     struct Probe {
       bpf_program* prog;
       const char* name;
@@ -499,33 +508,40 @@ struct BpfSession::Impl {
         note("probes", point, "absent", "per-poll probes are off (--polls turns them on)");
         continue;
       }
+      const auto sp = file.specs.find(pr.name);
+      if (sp == file.specs.end()) {
+        note("probes", point, "absent",
+             file.shown + " has no such probe (an older or SDT-less build)");
+        continue;
+      }
       std::string failed;
-      bool attached = false, absent = false;
+      bool attached = false;
       for (const pid_t pid : attach_pids()) {
+        if (usdt_specs_used + sp->second > budget) {
+          failed = file.shown + ": not attached: libbpf's " + std::to_string(budget) +
+                   " USDT specs are spent (by " + std::to_string(usdt_files.size()) +
+                   " library files)";
+          break;
+        }
+        usdt_specs_used += sp->second;  // taken even when the attach fails
         take_log();
         bpf_link* l = bpf_program__attach_usdt(pr.prog, pid, path.c_str(), FT_USDT_PROVIDER,
                                                pr.name, nullptr);
         if (!l) {
           const int err = errno;
-          const std::string log = take_log();
-          // A copy built without <sys/sdt.h>, or older than the probes: nothing to attach.
-          absent = log.find("no USDT notes") != std::string::npos ||
-                   log.find("unable to find USDT") != std::string::npos;
-          if (absent) break;
-          failed =
-              path + (pid > 0 ? " pid " + std::to_string(pid) : "") + ": " + reason_of(log, err);
+          failed = file.shown + (pid > 0 ? " pid " + std::to_string(pid) : "") + ": " +
+                   reason_of(take_log(), err);
           continue;
         }
         links.push_back(l);
         attached = true;
       }
-      if (absent)
-        note("probes", point, "absent", path + " has no such probe (an older or SDT-less build)");
-      else if (!attached)
+      if (!attached)
         note("probes", point, "failed", failed);
       else
         note("probes", point, "attached",
-             path + (opt.only_pids.empty() ? "" : " (the --pid processes only)"));
+             file.shown + (file.build_id.empty() ? "" : " (build-id " + file.build_id + ")") +
+                 (opt.only_pids.empty() ? "" : " (the --pid processes only)"));
     }
   }
 };
@@ -568,6 +584,11 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
     im.net->rodata->ft_net_all = opt.net_all;
   im.cxi = im.open("cxi", ftskel_cxi__open, ftskel_cxi__load, ftskel_cxi__destroy);
   im.probes = im.open("probes", ftskel_probes__open, ftskel_probes__load, ftskel_probes__destroy);
+  if (im.probes) {
+    im.probes->rodata->ft_session_start_ns = opt.session_start_ns;
+    im.probes->rodata->ft_usdt_rate = opt.usdt_rate;
+    im.probes->rodata->ft_poll_rate = opt.poll_rate;
+  }
   if (opt.uprobes && (im.up = im.open("uprobe_ops", ftskel_uprobe_ops__open,
                                       ftskel_uprobe_ops__load, ftskel_uprobe_ops__destroy)))
     im.configure_uprobes();
@@ -610,7 +631,14 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
   if (im.probes) {
     if (opt.usdt_libraries.empty())
       im.note("probes", "usdt:fabtrace:*", "absent", "no libfabtrace.so to attach the probes to");
-    for (const std::string& lib : opt.usdt_libraries) im.attach_usdt(lib);
+    for (const std::string& lib : opt.usdt_libraries) {
+      bool known = false;
+      std::string why;
+      if (const UsdtFile* f = im.usdt_files.add_own(lib, &known, &why))
+        im.attach_usdt(*f);
+      else if (!known)
+        im.note("probes", "usdt:fabtrace:*", "failed", why);
+    }
   }
 
   bool up_loaded = false;
@@ -644,8 +672,20 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
   return true;
 }
 
-void BpfSession::attach_usdt_library(const std::string& path) {
-  if (impl_) impl_->attach_usdt(path);
+std::string BpfSession::attach_usdt_mapped(const std::string& proc_root, pid_t pid,
+                                           const std::string& range, const std::string& path,
+                                           uid_t uid) {
+  if (!impl_ || !impl_->probes) return "";
+  bool known = false;
+  std::string why;
+  const UsdtFile* f = impl_->usdt_files.add_mapped(proc_root, pid, range, path, uid, &known, &why);
+  if (!f) return known ? "" : why;
+  const size_t before = attach_.size();
+  impl_->attach_usdt(*f);
+  // The attach list's new lines: a probe that failed is said.
+  for (size_t i = before; i < attach_.size(); ++i)
+    if (attach_[i].state == "failed") return attach_[i].point + ": " + attach_[i].detail;
+  return "";
 }
 
 void BpfSession::trace_process(pid_t pid, uint64_t since_ns) {
@@ -706,6 +746,23 @@ KernelStats BpfSession::stats() const {
   s.threads_full = sum(FT_CNT_THREADS_FULL);
   s.in_without_out = sum(FT_CNT_IN_WITHOUT_OUT);
   s.in_unseen = sum(FT_CNT_IN_UNSEEN);
+  s.usdt_over_budget = sum(FT_CNT_USDT_OVER_BUDGET);
+  s.usdt_malformed = sum(FT_CNT_USDT_MALFORMED);
+  // Per process: USDT records over budget or malformed, uprobe rows over quota.
+  if (impl_->probes)
+    each_entry<__u32, ft_usdt_budget>(
+        bpf_map__fd(impl_->probes->maps.usdt_budget), [&s](__u32 pid, const ft_usdt_budget& b) {
+          if ((b.over_budget || b.malformed) && s.per_process.size() < kMaxStatsProcesses) {
+            s.per_process[pid].over_budget = b.over_budget;
+            s.per_process[pid].malformed = b.malformed;
+          }
+        });
+  if (impl_->up)
+    each_entry<__u32, ft_up_quota>(bpf_map__fd(impl_->up->maps.up_quota),
+                                   [&s](__u32 pid, const ft_up_quota& q) {
+                                     if (q.over && s.per_process.size() < kMaxStatsProcesses)
+                                       s.per_process[pid].uprobe_rows_over_quota = q.over;
+                                   });
   for (const Skel& k : impl_->skels) {
     if (!k.loaded) continue;
     bpf_program* p;

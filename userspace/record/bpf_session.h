@@ -20,6 +20,7 @@
 #include "common/kernel_log.h"
 #include "userspace/record/optable_probe.h"
 #include "userspace/record/uprobe_names.h"
+#include "userspace/record/usdt_libraries.h"
 
 namespace fabtrace {
 
@@ -27,7 +28,23 @@ struct BpfOptions {
   bool polls = false;                       // attach the per-poll probes (--polls)
   bool net_all = false;                     // record net events of sockets not traced
   uint64_t min_offcpu_ns = 0;               // off-CPU intervals shorter than this: history only
-  std::vector<std::string> usdt_libraries;  // libfabtrace.so files to attach the probes to
+  // The session's start (CLOCK_MONOTONIC ns): a probe's window reaching before
+  // it is malformed (probes.bpf.c).
+  uint64_t session_start_ns = 0;
+  // USDT records each process may emit per second (0: no bound), and poll
+  // records (--polls) apart: what is over is counted per process, not recorded.
+  uint32_t usdt_rate = kDefaultUsdtRate;
+  uint32_t poll_rate = kDefaultPollRate;
+  static constexpr uint32_t kDefaultUsdtRate = 1000;
+  static constexpr uint32_t kDefaultPollRate = 1000000;
+  // --uprobes: the statistics rows one process may hold (0: a share of the
+  // map, uprobe_max_rows() / kUprobeRowShares).
+  uint32_t uprobe_rows_per_process = 0;
+  static constexpr uint32_t kUprobeRowShares = 16;
+  // The collector's own libfabtrace.so files (FABTRACE_PRELOAD: root's choice)
+  // to attach the probes to; other processes' copies come through
+  // BpfSession::attach_usdt_mapped.
+  std::vector<std::string> usdt_libraries;
   // cxi work functions (kallsyms address -> "name") to filter the workqueue on;
   // empty: the driver is not loaded, the workqueue programs stay unattached.
   std::vector<KernelSymbol> cxi_work;
@@ -94,9 +111,16 @@ class BpfSession {
   const std::vector<KernelAttach>& attach_list() const { return attach_; }
   size_t attached() const;  // attach points attached
 
-  // Attaches the preload's USDT probes to one more library file (a copy of
-  // libfabtrace.so found in a process started after the session). Idempotent.
-  void attach_usdt_library(const std::string& path);
+  // Attaches the preload's USDT probes to the copy of libfabtrace.so that
+  // process `pid` maps at `range` and names `path` (usdt_libraries.h: reached
+  // through /proc/PID/map_files, once per file, within bounds), for a process
+  // of user `uid`. "" when attached or known already, else one line saying why
+  // not (the caller says it once per user).
+  std::string attach_usdt_mapped(const std::string& proc_root, pid_t pid, const std::string& range,
+                                 const std::string& path, uid_t uid);
+  // Bounds on libfabtrace.so files: in all, and per user.
+  static constexpr size_t kMaxUsdtFiles = 16;
+  static constexpr size_t kMaxUsdtFilesPerUser = 4;
 
   // Marks a process traced (from the /proc scan), and its TCP connections.
   void trace_process(pid_t pid, uint64_t since_ns);

@@ -17,6 +17,7 @@
 #include "common/cxi_counters.h"
 #include "common/kernel_classify.h"
 #include "common/output_names.h"
+#include "common/printable.h"
 #include "common/report_writer.h"
 #include "common/safe_output.h"
 #include "userspace/record/uprobe_report.h"
@@ -28,6 +29,8 @@ namespace {
 
 constexpr uint64_t kScanNs = 500000000;    // /proc rescan
 constexpr uint64_t kStatsNs = 2000000000;  // kernel counters into the log
+// --uprobes: the rows that changed into the log (what a killed session keeps).
+constexpr uint64_t kUprobeRowsNs = 5000000000;
 
 std::string host_name() {
   char h[256] = {};
@@ -62,13 +65,23 @@ Collector::Collector(CollectorOptions opt) : opt_(std::move(opt)), scanner_(opt_
 
 bool Collector::start(std::string* error) {
   start_ns_ = mono_ns();
+  // Refused before anything is created: not root, another session, a
+  // directory that is not root's or the invoking user's (safe_output.h).
+  if (geteuid() != 0) {
+    *error = "needs root (it loads BPF programs and attaches to kernel tracepoints)";
+    return false;
+  }
+  if (!lock_.acquire(error, opt_.lock_dir)) return false;
+  std::string why;
+  if (!dir_.open(opt_.dir, true, &why)) {
+    *error = "cannot use the output directory " + why;
+    return false;
+  }
   if (opt_.bpf.cxi_work.empty()) opt_.bpf.cxi_work = cxi_work_symbols(read_kallsyms());
-  // The preloads already running or about to be launched: their USDT probes.
-  for (const ScannedProcess& p : scanner_.scan(getpid()))
-    if (p.preload) opt_.bpf.usdt_libraries.push_back(p.preload_path);
   // --only-pids: the probes for these processes only, not for every process
   // that maps the library (whose preloads would then see a session).
   if (!opt_.discover) opt_.bpf.only_pids = opt_.pids;
+  opt_.bpf.session_start_ns = start_ns_;
   // --uprobes: where the providers' data path is, from a helper that opens them
   // (before any thread of ours exists: it forks).
   if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
@@ -109,11 +122,15 @@ bool Collector::start(std::string* error) {
   m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
   m.options["uprobes"] = opt_.bpf.uprobes ? "1" : "0";
   m.attach = session_.attach_list();
-  const std::string path = opt_.dir + "/" + kernel_log_file_name(m.host, m.pid);
-  if (!log_.create(path, m)) {
-    *error = "cannot write the kernel log: " + log_.error();
+  // A name already taken (a file or link planted at the predictable name) costs
+  // the next free name and one line, never the session.
+  std::string name, note;
+  const int fd = dir_.create(kernel_log_file_name(m.host, m.pid), &name, &note, &why);
+  if (fd < 0 || !log_.create(fd, dir_.path_of(name), m)) {
+    *error = "cannot write the kernel log: " + (fd < 0 ? why : log_.error());
     return false;
   }
+  if (!note.empty()) std::fprintf(stderr, "fabtrace record: %s\n", note.c_str());
   std::vector<KernelSymbol> syms = opt_.bpf.cxi_work;
   for (const KernelSymbol& d : BpfSession::drop_reason_names()) syms.push_back(d);
   log_.write_symbols(syms);
@@ -166,7 +183,8 @@ void Collector::scan() {
     if (p.preload) preloaded_.insert(p.pid);
     if (is_new) {
       session_.trace_process(p.pid, mono_ns());
-      if (p.preload) session_.attach_usdt_library(p.preload_path);
+      ranks_[p.pid] = p.rank;  // read now: the process may be gone at the end
+      if (p.preload) attach_preload(p);
       for (const ScannedThread& t : p.threads)
         tasks.push_back({p.pid, t.tid, t.comm, p.rank, p.exe, p.preload});
       if (p.threads.empty()) tasks.push_back({p.pid, p.pid, p.comm, p.rank, p.exe, p.preload});
@@ -183,6 +201,17 @@ void Collector::scan() {
   if (!tasks.empty()) log_.write_tasks(tasks);
 }
 
+// The copy of libfabtrace.so a process maps: its probes attached through the
+// file it maps (usdt_libraries.h). What could not be attached is said once per
+// user: one user's many copies cost one line, and never another user's place.
+void Collector::attach_preload(const ScannedProcess& p) {
+  const std::string why =
+      session_.attach_usdt_mapped(opt_.proc_root, p.pid, p.preload_range, p.preload_path, p.uid);
+  if (!why.empty() && usdt_told_.insert(p.uid).second)
+    std::fprintf(stderr, "fabtrace record: pid %d: %s (said once per user)\n",
+                 static_cast<int>(p.pid), printable(why).c_str());
+}
+
 void Collector::on_record(const void* data, size_t size) {
   if (size < sizeof(ft_hdr)) {
     ++malformed_;
@@ -194,10 +223,29 @@ void Collector::on_record(const void* data, size_t size) {
     ++malformed_;
     return;
   }
-  if (!log_.append(data, h.size) && !log_failed_) {
-    log_failed_ = true;
-    std::fprintf(stderr, "fabtrace record: %s\n", log_.error().c_str());
+  // The log's bound: the session's records past it are counted, never written
+  // (the end blocks still are).
+  if (log_.bytes_written() + kernel_log::kEventsBlockBytes >= opt_.max_log_bytes &&
+      h.kind != FT_EV_UPROBE_OPS) {
+    if (over_size_++ == 0)
+      std::fprintf(stderr,
+                   "fabtrace record: the kernel log reached its bound of %llu MiB: later events "
+                   "are counted, not written (--max-log-mb)\n",
+                   static_cast<unsigned long long>(opt_.max_log_bytes >> 20));
+    return;
   }
+  if (!log_.append(data, h.size)) write_error(log_.error());
+}
+
+void Collector::write_error(const std::string& what) {
+  if (first_write_error_.empty()) first_write_error_ = what;
+  const bool log = what == log_.error();
+  if (log && log_failed_) return;  // the log's error once; each lost output has its line
+  if (log) log_failed_ = true;
+  std::fprintf(stderr, "fabtrace record: %s%s\n", what.c_str(),
+               log ? " (the kernel log keeps what was written before; the rest of the session "
+                     "is counted as lost)"
+                   : "");
 }
 
 // --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind, endpoint,
@@ -246,19 +294,40 @@ void Collector::write_uprobe_reports() {
     ScannedProcess p;
     const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
     if (seen && p.preload) continue;
-    ctx.rank = seen ? p.rank : "";
+    // Its rank as read when a scan first found it (sanitised: proc_scan.h).
+    const auto first = ranks_.find(static_cast<pid_t>(pid));
+    ctx.rank = first != ranks_.end() ? first->second : seen ? p.rank : "";
     const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx);
-    const std::string path =
-        opt_.dir + "/" + output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid);
-    std::string err;
-    std::FILE* f = create_new_stream(path, &err);
-    if (!f) {
-      std::fprintf(stderr, "fabtrace record: uprobes report of pid %u: %s\n", pid, err.c_str());
-      continue;
+    std::string err, name, note;
+    std::FILE* f = dir_.create_stream(
+        output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid), &name, &note, &err);
+    if (!note.empty()) std::fprintf(stderr, "fabtrace record: %s\n", note.c_str());
+    if (f) {
+      write_report_json(f, rep);
+      const bool ok = std::fflush(f) == 0 && !std::ferror(f);
+      const int e = errno;
+      if (std::fclose(f) == 0 && ok) continue;
+      err = "writing " + dir_.path_of(name) + " failed: " + std::strerror(ok ? errno : e);
     }
-    write_report_json(f, rep);
-    std::fclose(f);
+    ++outputs_lost_;
+    write_error("uprobes report of pid " + std::to_string(pid) + ": " + err);
   }
+}
+
+void Collector::snapshot_uprobes() {
+  const uint64_t now = mono_ns();
+  std::vector<ft_uprobe_ops> changed;
+  for (const UprobeRow& r : session_.uprobe_rows()) {
+    const ft_uprobe_ops rec = r.record(now);
+    auto& last = uprobe_snap_[{r.pid, r.op, r.ep, r.peer, r.size_class, r.posted}];
+    if (last.h.kind && last.pending == rec.pending && std::memcmp(&last.s, &rec.s, sizeof(rec.s)) == 0)
+      continue;
+    last = rec;
+    changed.push_back(rec);
+  }
+  if (!changed.empty() &&
+      !log_.write_uprobe_rows(changed.data(), changed.size(), sizeof(ft_uprobe_ops)))
+    write_error(log_.error());
 }
 
 void Collector::step(int wait_ms) {
@@ -266,11 +335,15 @@ void Collector::step(int wait_ms) {
   const uint64_t now = mono_ns();
   if (now - last_scan_ >= kScanNs) scan();
   if (now - last_flush_ >= opt_.flush_ms * 1000000ULL) {
-    log_.flush();
+    if (!log_.flush()) write_error(log_.error());
     last_flush_ = now;
   }
+  if (opt_.bpf.uprobes && now - last_uprobe_snap_ >= kUprobeRowsNs) {
+    snapshot_uprobes();
+    last_uprobe_snap_ = now;
+  }
   if (now - last_stats_ >= kStatsNs) {
-    log_.write_stats(session_.stats());
+    if (!log_.write_stats(session_.stats())) write_error(log_.error());
     last_stats_ = now;
   }
 }
@@ -280,18 +353,65 @@ void Collector::finish() {
   for (int i = 0; i < 100; ++i)
     if (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) <= 0) break;
   if (opt_.bpf.uprobes) write_uprobes();
-  log_.write_stats(session_.stats());
-  log_.write_end(mono_ns() - start_ns_);
-  log_.close();
+  if (!log_.write_stats(session_.stats()) || !log_.write_end(mono_ns() - start_ns_) ||
+      !log_.close())
+    write_error(log_.error());
   if (counters_) {
     counters_->sampler.stop();
     if (counters_->sampler.samples()) {
       const std::string host = host_name();
-      counters_path_ = opt_.dir + "/" + node_counters_file_name(host, getpid());
-      if (!counters_->sampler.write_csv(counters_path_, host, kNodeCountersRank, getpid()))
+      // Created through the directory's descriptor (held by dir_), under the
+      // next free name when something was planted at its own.
+      const std::string want = node_counters_file_name(host, getpid());
+      const std::string name = dir_.free_name(want);
+      if (name != want)
+        std::fprintf(stderr, "fabtrace record: %s already exists (left as it is): written to %s\n",
+                     dir_.path_of(want).c_str(), name.c_str());
+      counters_path_ = dir_.path_of(name);
+      if (!counters_->sampler.write_csv(counters_path_, host, kNodeCountersRank, getpid())) {
+        ++outputs_lost_;
+        write_error("the node's NIC counters were not written to " + counters_path_);
         counters_path_.clear();
+      }
     }
   }
+}
+
+int report_lost_data(const Collector& col) {
+  constexpr size_t kShown = 10;
+  const KernelStats st = col.stats();
+  std::vector<std::pair<uint32_t, KernelStats::Process>> procs(st.per_process.begin(),
+                                                               st.per_process.end());
+  auto total = [](const KernelStats::Process& p) {
+    return p.over_budget + p.malformed + p.uprobe_rows_over_quota;
+  };
+  std::stable_sort(procs.begin(), procs.end(),
+                   [&](const auto& a, const auto& b) { return total(a.second) > total(b.second); });
+  for (size_t i = 0; i < procs.size() && i < kShown; ++i) {
+    const KernelStats::Process& p = procs[i].second;
+    std::fprintf(stderr,
+                 "fabtrace record: pid %u: %llu probe records over its budget (dropped), %llu "
+                 "probes with malformed arguments (not explained), %llu uprobe rows refused over "
+                 "its quota\n",
+                 procs[i].first, static_cast<unsigned long long>(p.over_budget),
+                 static_cast<unsigned long long>(p.malformed),
+                 static_cast<unsigned long long>(p.uprobe_rows_over_quota));
+  }
+  if (procs.size() > kShown)
+    std::fprintf(stderr, "fabtrace record: ... and %zu more processes with drops (the log's stats)\n",
+                 procs.size() - kShown);
+  if (col.records_over_size())
+    std::fprintf(stderr,
+                 "fabtrace record: %llu events past the kernel log's bound were not written\n",
+                 static_cast<unsigned long long>(col.records_over_size()));
+  if (!col.lost_data()) return 0;
+  std::fprintf(stderr,
+               "fabtrace record: the session lost data: %llu events not written to the kernel log "
+               "and %llu outputs not written (first error: %s)\n",
+               static_cast<unsigned long long>(col.records_lost()),
+               static_cast<unsigned long long>(col.outputs_lost()),
+               col.first_write_error().c_str());
+  return 1;
 }
 
 }  // namespace fabtrace

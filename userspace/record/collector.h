@@ -10,11 +10,15 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/kernel_log.h"
+#include "common/safe_output.h"
+#include "common/session_lock.h"
 #include "userspace/record/bpf_session.h"
 #include "userspace/record/proc_scan.h"
 
@@ -27,7 +31,12 @@ struct CollectorOptions {
   bool discover = true;     // trace every libfabric/preload process found
   std::string command;      // for the log's header
   uint64_t flush_ms = 200;  // events reach the file at least this often
+  // The kernel log's bound (--max-log-mb): events past it are counted, not
+  // written, whatever the processes do (their rates: BpfOptions::usdt_rate).
+  uint64_t max_log_bytes = kDefaultMaxLogMiB << 20;
+  static constexpr uint64_t kDefaultMaxLogMiB = 4096;
   std::string proc_root = "/proc";
+  std::string lock_dir = kSessionLockDir;  // the node's session lock (session_lock.h)
   bool node_counters = true;  // sample the node's cxi counters (FABTRACE_NIC=0: off)
   // --uprobes: the providers whose op tables are probed (opened by a helper).
   std::vector<std::string> uprobe_providers = {"tcp;ofi_rxm", "shm"};
@@ -40,8 +49,10 @@ class Collector {
  public:
   explicit Collector(CollectorOptions opt);
 
-  // Starts the BPF session and creates the log. False with one line in *error
-  // when nothing can be traced.
+  // Starts the session: as root only, the node's one (its lock), in its
+  // directory opened once (created when missing: nothing is created before
+  // those checks pass), then the BPF programs and the log. False with one line
+  // in *error when nothing can be traced.
   bool start(std::string* error);
   const std::vector<KernelAttach>& attach_list() const { return session_.attach_list(); }
   const std::string& log_path() const { return log_.path(); }
@@ -53,6 +64,14 @@ class Collector {
   void finish();
 
   uint64_t records() const { return log_.records(); }
+  // What a write error kept out of the session's files: records of the log,
+  // and whole outputs (a per-rank report, the node's counters). Each error was
+  // said in one line when it happened; the first one is kept.
+  uint64_t records_lost() const { return log_.records_lost(); }
+  uint64_t outputs_lost() const { return outputs_lost_; }
+  uint64_t records_over_size() const { return over_size_; }  // past max_log_bytes
+  bool lost_data() const { return log_.failed() || outputs_lost_ > 0; }
+  const std::string& first_write_error() const { return first_write_error_; }
   KernelStats stats() const { return session_.stats(); }
   uint64_t malformed() const { return malformed_; }
   const std::string& counters_path() const { return counters_path_; }
@@ -74,11 +93,16 @@ class Collector {
 
  private:
   void scan();
+  void attach_preload(const ScannedProcess& p);
   void on_record(const void* data, size_t size);
   void write_uprobes();
+  void snapshot_uprobes();  // the rows changed since the last snapshot (kUprobeRows)
   void write_uprobe_reports();
+  void write_error(const std::string& what);  // says it once per kind, keeps the first
 
   CollectorOptions opt_;
+  SessionLock lock_;
+  OutputDir dir_;
   BpfSession session_;
   ProcScanner scanner_;
   KernelLogWriter log_;
@@ -90,6 +114,8 @@ class Collector {
   struct NodeCounters;
   std::shared_ptr<NodeCounters> counters_;
   bool log_failed_ = false;
+  uint64_t outputs_lost_ = 0, over_size_ = 0;
+  std::string first_write_error_;
   std::vector<std::string> uprobe_notes_;
   std::vector<uint64_t> uprobe_hits_;
   std::vector<UprobeRow> uprobe_rows_;
@@ -98,6 +124,18 @@ class Collector {
   std::set<pid_t> outside_;  // --uprobes --only-pids: libfabric processes not listed
   std::vector<ScannedProcess> unprobed_later_;
   bool scanned_once_ = false;
+  std::set<uid_t> usdt_told_;
+  uint64_t last_uprobe_snap_ = 0;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
+      uprobe_snap_;  // each row as last written (kUprobeRows)
+  std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a copy of theirs was not attached
 };
+
+// At the end of a session, on stderr: what each process had dropped (USDT
+// records over its budget, malformed probe arguments, uprobe rows over its
+// quota: the largest first), events past the log's bound, and, when a write
+// error lost anything, one line saying how much and why. Returns 1 then (the
+// session's exit code), else 0.
+int report_lost_data(const Collector& col);
 
 }  // namespace fabtrace

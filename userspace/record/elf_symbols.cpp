@@ -38,7 +38,9 @@ bool inside(const GElf_Shdr& sh, uint64_t file_size) {
   return sh.sh_offset <= file_size && sh.sh_size <= file_size - sh.sh_offset;
 }
 
-void read_build_id(Elf_Data* d, std::string* id) {
+}  // namespace
+
+void read_gnu_build_id(Elf_Data* d, std::string* id) {
   size_t off = 0;
   GElf_Nhdr nh;
   size_t name_off = 0, desc_off = 0;
@@ -55,6 +57,8 @@ void read_build_id(Elf_Data* d, std::string* id) {
     off = next;
   }
 }
+
+namespace {
 
 bool read_symtab(Elf* e, Elf_Scn* scn, const GElf_Shdr& sh, ElfFileInfo* out, std::string* why) {
   if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_size / sh.sh_entsize > kMaxSymbols) {
@@ -150,7 +154,7 @@ bool read_elf(int fd, uint64_t size, ElfFileInfo* out, std::string* why) {
     } else if (sh.sh_type == SHT_SYMTAB) {
       ok = read_symtab(e, scn, sh, out, why);
     } else if (sh.sh_type == SHT_NOTE && out->build_id.empty()) {
-      if (Elf_Data* d = elf_getdata(scn, nullptr)) read_build_id(d, &out->build_id);
+      if (Elf_Data* d = elf_getdata(scn, nullptr)) read_gnu_build_id(d, &out->build_id);
     }
   }
   elf_end(e);

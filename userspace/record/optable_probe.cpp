@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -981,6 +982,7 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     res.notes.push_back(std::string("pipe: ") + std::strerror(errno));
     return res;
   }
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
     res.notes.push_back(std::string("fork: ") + std::strerror(errno));
@@ -989,6 +991,11 @@ OptableResult probe_optables(const std::vector<std::string>& providers, int time
     return res;
   }
   if (child == 0) {
+    // It dies with the collector, however the collector dies (a killed one
+    // left it running on for its provider's timeouts); a parent gone already
+    // before the call is caught by the check after it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     close(fds[0]);
     std::string text;
     // The library file the helper opened: the by-name path reads its symbols.

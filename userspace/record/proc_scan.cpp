@@ -1,8 +1,11 @@
 #include "userspace/record/proc_scan.h"
 
+#include "common/rank.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -74,7 +77,8 @@ bool parse_endpoint(const std::string& s, bool v6, uint8_t addr[16], uint16_t* p
 
 }  // namespace
 
-void parse_maps(const std::string& text, std::string* preload, std::string* libfabric) {
+void parse_maps(const std::string& text, std::string* preload, std::string* libfabric,
+                std::string* preload_range) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -82,7 +86,10 @@ void parse_maps(const std::string& text, std::string* preload, std::string* libf
     if (slash == std::string::npos) continue;
     const std::string path = line.substr(slash);
     const std::string name = base_name(path);
-    if (preload->empty() && name == "libfabtrace.so") *preload = path;
+    if (preload->empty() && name == "libfabtrace.so") {
+      *preload = path;
+      if (preload_range) *preload_range = line.substr(0, line.find(' '));
+    }
     if (libfabric->empty() && name.rfind("libfabric.so", 0) == 0) *libfabric = path;
   }
 }
@@ -97,9 +104,10 @@ std::string rank_from_environ(const std::string& env) {
       const size_t end = env.find('\0', pos);
       const size_t stop = end == std::string::npos ? env.size() : end;
       if (env.compare(pos, key.size(), key) == 0) {
-        std::string val = env.substr(pos + key.size(), stop - pos - key.size());
-        if (val.size() > 64) val.resize(64);
-        if (!val.empty()) return val;
+        const std::string val = env.substr(pos + key.size(), stop - pos - key.size());
+        // The preload's own rule for its rank's text (common/rank.h): a value
+        // such as "../../x" never becomes a path or splits a field.
+        if (!val.empty()) return output_token(val);
       }
       pos = stop + 1;
     }
@@ -129,9 +137,12 @@ bool ProcScanner::inspect(pid_t pid, ScannedProcess* out) const {
   const std::string dir = root_ + "/" + std::to_string(pid);
   ScannedProcess p;
   p.pid = pid;
-  parse_maps(read_capped(dir + "/maps", 16u << 20), &p.preload_path, &p.libfabric_path);
+  parse_maps(read_capped(dir + "/maps", 16u << 20), &p.preload_path, &p.libfabric_path,
+             &p.preload_range);
   p.preload = !p.preload_path.empty();
   if (!p.preload && p.libfabric_path.empty()) return false;
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) p.uid = st.st_uid;
   p.comm = trim_nl(read_capped(dir + "/comm", 64));
   char exe[4096];
   const ssize_t n = ::readlink((dir + "/exe").c_str(), exe, sizeof(exe) - 1);

@@ -27,7 +27,9 @@ struct ScannedProcess {
   pid_t pid = 0;
   std::string comm, exe, rank;  // rank "" when no launcher variable is set
   bool preload = false;         // libfabtrace.so is mapped
-  std::string preload_path;     // the mapped libfabtrace.so (for its USDT probes)
+  std::string preload_path;     // the mapped libfabtrace.so, as the process names it
+  std::string preload_range;    // its first mapping's "start-end" (/proc/PID/map_files/<range>)
+  uid_t uid = 0;                // the process's owner (of /proc/PID)
   std::string libfabric_path;   // the mapped libfabric.so*
   std::vector<ScannedThread> threads;
 };
@@ -53,10 +55,13 @@ class ProcScanner {
 };
 
 // Parsers, exposed for the tests.
-// A /proc/PID/maps text: the paths of the preload and of libfabric, if mapped.
-void parse_maps(const std::string& text, std::string* preload, std::string* libfabric);
+// A /proc/PID/maps text: the paths of the preload and of libfabric, if mapped,
+// and the address range of the preload's first mapping.
+void parse_maps(const std::string& text, std::string* preload, std::string* libfabric,
+                std::string* preload_range = nullptr);
 // The rank a process's environment (NUL-separated) names, with the preload's rule
-// (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, RANK); "" when none.
+// (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, RANK), as the
+// preload writes it (output_token: common/rank.h); "" when none.
 std::string rank_from_environ(const std::string& environ_text);
 // One line of /proc/net/tcp or tcp6 (the header line gives false): tuple, state, inode.
 bool parse_tcp_line(const std::string& line, bool v6, ScannedConn* conn, uint64_t* inode);

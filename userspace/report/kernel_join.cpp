@@ -72,6 +72,16 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
   n.host = n.meta.host;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<KernelWindow>> stalls;
   std::map<ConnKey, KernelConn> conns;
+  // A keyed total, its key new only while the map is within its bound.
+  auto load_of = [&n](auto& m, const auto& key, size_t bound) -> KernelLoad* {
+    const auto it = m.find(key);
+    if (it != m.end()) return &it->second;
+    if (m.size() >= bound) {
+      ++n.over_bounds;
+      return nullptr;
+    }
+    return &m[key];
+  };
   auto net = [&](const ft_hdr& h, const uint8_t* rec) {
     const auto e = record_as<ft_net>(rec);
     const uint64_t k = h.kind == FT_EV_RETRANS ? retrans_segments(e) : 1;
@@ -99,14 +109,31 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
         switch (h.kind) {
           case FT_EV_STALL: {
             const auto e = record_as<ft_stall>(rec);
+            if (!window_valid(e.w)) {
+              ++n.malformed;
+              break;
+            }
+            const std::pair<uint32_t, uint64_t> key{h.pid, e.cq};
+            auto it = stalls.find(key);
+            if (it == stalls.end()) {
+              if (stalls.size() >= kKernelStallKeys) {
+                ++n.over_bounds;
+                break;
+              }
+              it = stalls.emplace(key, std::vector<KernelWindow>()).first;
+            }
             KernelWindow k = window_of(h, e.w);
             k.cq = e.cq;
-            keep_longest(&stalls[{h.pid, e.cq}], std::move(k), kKernelStallsPerCq);
+            keep_longest(&it->second, std::move(k), kKernelStallsPerCq);
             break;
           }
           case FT_EV_SLOW_OP:
           case FT_EV_OP_ERROR: {
             const auto e = record_as<ft_op>(rec);
+            if (!window_valid(e.w) || (h.kind == FT_EV_OP_ERROR && !op_error_valid(e.err))) {
+              ++n.malformed;
+              break;
+            }
             KernelWindow k = window_of(h, e.w);
             k.op = e.op;
             k.bytes = e.bytes;
@@ -126,13 +153,16 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
           case FT_EV_IRQ: {
             const auto e = record_as<ft_irq>(rec);
             const uint64_t d = h.ts > e.start ? h.ts - e.start : 0;
-            add(&n.irq_per_cpu[h.cpu], d);
-            add(&n.irq_by_name[record_str(e.name, FT_NAME_LEN)], d);
+            if (KernelLoad* l = load_of(n.irq_per_cpu, h.cpu, kKernelCpus)) add(l, d);
+            if (KernelLoad* l =
+                    load_of(n.irq_by_name, record_str(e.name, FT_NAME_LEN), kKernelIrqNames))
+              add(l, d);
             break;
           }
           case FT_EV_SOFTIRQ: {
             const auto e = record_as<ft_irq>(rec);
-            add(&n.softirq_per_cpu[h.cpu], h.ts > e.start ? h.ts - e.start : 0);
+            if (KernelLoad* l = load_of(n.softirq_per_cpu, h.cpu, kKernelCpus))
+              add(l, h.ts > e.start ? h.ts - e.start : 0);
             break;
           }
           case FT_EV_OFFCPU: {

@@ -3,11 +3,15 @@
 // records carry the ranks' own pids and tids), and by CLOCK_MONOTONIC time,
 // exactly: both sides read that clock on the same host, so no fitting.
 //
-// What is kept of a log is bounded whatever its size: the longest stalls per
-// (process, CQ), the longest slow ops, the first op errors, per-connection
-// network counts, per-CPU interrupt load, off-CPU time by cause per thread, the
-// cxi driver's events. The off-CPU intervals and IRQs themselves stay in the
-// file: the Perfetto trace streams them from it.
+// What is kept of a log is bounded whatever its size or content: the longest
+// stalls per (process, CQ) for at most kKernelStallKeys of them, the longest
+// slow ops, the first op errors, network counts for kKernelConnections
+// connections, interrupt load for kKernelCpus CPUs and kKernelIrqNames IRQ
+// names, off-CPU time by cause (a fixed set), the cxi driver's events (by
+// class). A record whose key is past a bound is counted (KernelNode::
+// over_bounds), one whose window or error code is malformed too (malformed):
+// neither is kept. The off-CPU intervals and IRQs themselves stay in the file:
+// the Perfetto trace streams them from it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,9 @@ constexpr size_t kKernelStallsPerCq = 16;
 constexpr size_t kKernelSlowOps = 64;
 constexpr size_t kKernelOpErrors = 64;
 constexpr size_t kKernelConnections = 4096;
+constexpr size_t kKernelStallKeys = 4096;  // (process, CQ) pairs
+constexpr size_t kKernelCpus = 4096;
+constexpr size_t kKernelIrqNames = 1024;
 
 // A stall, slow op or op error as the kernel explained it.
 struct KernelWindow {
@@ -65,6 +72,8 @@ struct KernelNode {
   std::vector<KernelWindow> op_errors;
   std::vector<KernelConn> conns;  // busiest first
   uint64_t conns_dropped = 0;     // connections past kKernelConnections (their events counted here)
+  uint64_t over_bounds = 0;  // records of a (process, CQ), CPU or IRQ name past the bounds above
+  uint64_t malformed = 0;    // windows or error codes out of range (kernel_explain.h): not kept
   uint64_t retrans = 0, drops = 0;                              // every one, attributed or not
   std::map<uint32_t, KernelLoad> irq_per_cpu, softirq_per_cpu;  // taken from traced threads
   std::map<std::string, KernelLoad> irq_by_name;                // hard IRQs

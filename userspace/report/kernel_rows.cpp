@@ -217,7 +217,10 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       kv(&r.detail, "bytes", e.bytes);
       kv(&r.detail, "local", record_str(e.local, FT_ADDR_LEN));
       kv(&r.detail, "remote", record_str(e.remote, FT_ADDR_LEN));
-      if (h.kind == FT_EV_OP_ERROR) kv(&r.detail, "err", static_cast<uint64_t>(e.err));
+      if (h.kind == FT_EV_OP_ERROR) {
+        kv(&r.detail, "err", std::to_string(e.err));
+        if (!op_error_valid(e.err)) r.cause = "malformed error code (not explained)";
+      }
       window_detail(e.w, &r.detail);
       break;
     }

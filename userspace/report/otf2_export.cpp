@@ -1,5 +1,7 @@
 #include "userspace/report/otf2_export.h"
 
+#include "common/safe_output.h"
+
 #if FABTRACE_HAVE_OTF2
 
 #include <otf2/otf2.h>
@@ -463,14 +465,17 @@ bool write_otf2(const Job& job, const std::string& out_dir, std::string* archive
   // OTF2 refuses an archive that exists: a fresh one each time (the output
   // directory is the report's own; a symlink in it is removed, not followed).
   const std::string anchor = dir + "/trace.otf2";
+  // Through the output directory's descriptor when it is held (safe_output.h):
+  // OTF2 takes paths, and a path swapped meanwhile must lead nowhere else.
+  const std::string real = held_path(dir);
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  std::filesystem::remove_all(real, ec);
   if (ec) {
     *error = "cannot remove the earlier " + dir + ": " + ec.message();
     return false;
   }
   Exporter x(job, stats);
-  if (!x.run(dir, error)) return false;
+  if (!x.run(real, error)) return false;
   if (archive) *archive = anchor;
   return true;
 }

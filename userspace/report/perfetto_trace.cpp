@@ -4,6 +4,8 @@
 // in perfetto_series.cpp.
 #include "userspace/report/perfetto_trace.h"
 
+#include "common/safe_output.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -136,7 +138,7 @@ bool Builder::write_rank(RankTrack& r) {
 
 bool Builder::run(std::string* error) {
   if (dir_.empty()) dir_ = ".";
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (::mkdir(held_path(dir_).c_str(), 0755) != 0 && errno != EEXIST) {
     *error = "cannot create " + dir_ + ": " + std::strerror(errno);
     return false;
   }

@@ -68,6 +68,16 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
     if (n.stats.recursion_misses)
       s += ", " + fmt_count(n.stats.recursion_misses) + " program runs missed";
     s += "\n";
+    // What the session or this report did not keep: never silent.
+    std::string dropped;
+    const auto add = [&dropped](uint64_t k, const char* what) {
+      if (k) dropped += (dropped.empty() ? "" : ", ") + fmt_count(k) + " " + what;
+    };
+    add(n.stats.usdt_over_budget, "probe records over their process's budget");
+    add(n.stats.usdt_malformed, "probes with malformed arguments");
+    add(n.malformed, "malformed records");
+    add(n.over_bounds + n.conns_dropped, "records past the report's bounds");
+    if (!dropped.empty()) s += "    not explained: " + dropped + "\n";
     std::string absent;
     for (const KernelAttach& a : n.meta.attach)
       if (a.state != "attached") absent += (absent.empty() ? "" : ", ") + printable(a.point);

@@ -1,0 +1,80 @@
+// One process taking rows of a `fabtrace record --uprobes` session's
+// statistics (bpf/uprobe_ops.bpf.c), for the security tests
+// (tests/integration/test_security.cpp): an RDM endpoint of PROVIDER posts N
+// receives, each "from" another source address. A receive's row is keyed by
+// its source, and the provider (without FI_DIRECTED_RECV) does not look at it,
+// so each receive is a new row, whether the provider takes it or refuses it
+// (its receive queue full).
+//   row_flood PROVIDER N
+// Prints "posted A refused R".
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+int fail(const char* what, int rc) {
+  std::fprintf(stderr, "row_flood: %s: %s\n", what, fi_strerror(-rc));
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: row_flood PROVIDER N\n");
+    return 2;
+  }
+  const long n = std::atol(argv[2]);
+  fi_info* hints = fi_allocinfo();
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = FI_MSG;
+  hints->mode = FI_CONTEXT;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->fabric_attr->prov_name = strdup(argv[1]);
+  fi_info* info = nullptr;
+  int rc = fi_getinfo(FI_VERSION(1, 9), "127.0.0.1", nullptr, 0, hints, &info);
+  if (rc) return fail("fi_getinfo", rc);
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  fid_cq* cq = nullptr;
+  fid_av* av = nullptr;
+  fid_ep* ep = nullptr;
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_CONTEXT;
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_TABLE;
+  if ((rc = fi_fabric(info->fabric_attr, &fabric, nullptr))) return fail("fi_fabric", rc);
+  if ((rc = fi_domain(fabric, info, &domain, nullptr))) return fail("fi_domain", rc);
+  if ((rc = fi_cq_open(domain, &cq_attr, &cq, nullptr))) return fail("fi_cq_open", rc);
+  if ((rc = fi_av_open(domain, &av_attr, &av, nullptr))) return fail("fi_av_open", rc);
+  if ((rc = fi_endpoint(domain, info, &ep, nullptr))) return fail("fi_endpoint", rc);
+  if ((rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV))) return fail("fi_ep_bind cq", rc);
+  if ((rc = fi_ep_bind(ep, &av->fid, 0))) return fail("fi_ep_bind av", rc);
+  if ((rc = fi_enable(ep))) return fail("fi_enable", rc);
+  std::vector<fi_context> ctx(static_cast<size_t>(n > 0 ? n : 1));
+  char buf[64];
+  long posted = 0, refused = 0;
+  for (long i = 0; i < n; ++i) {
+    const ssize_t r = fi_recv(ep, buf, sizeof(buf), nullptr, static_cast<fi_addr_t>(i),
+                              &ctx[static_cast<size_t>(i)]);
+    (r == 0 ? posted : refused) += 1;
+  }
+  std::printf("posted %ld refused %ld\n", posted, refused);
+  std::fflush(stdout);
+  fi_close(&ep->fid);
+  fi_close(&av->fid);
+  fi_close(&cq->fid);
+  fi_close(&domain->fid);
+  fi_close(&fabric->fid);
+  fi_freeinfo(info);
+  fi_freeinfo(hints);
+  return 0;
+}

@@ -1,0 +1,675 @@
+// Issue 28: the root collector (`fabtrace record`) and the tools that write
+// files (`report`, `export -o`, the preload) against unprivileged users and
+// hostile directories. The attacker is uid 65534 (setpriv), with tools of its
+// own (tests/apps/hostile_usdt.cpp: a libfabtrace.so of its making with the
+// preload's USDT probes; tests/apps/row_flood.cpp); the victim is a root-owned
+// file or directory whose bytes must not change. Each test names the row of
+// the issue's table it covers.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rank.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/record_session.h"
+#include "tests/unit/fake_cxi_tree.h"
+
+namespace fabtrace::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uid_t kNobody = 65534;
+
+#ifdef HOSTILE_USDT
+#define REQUIRE_HOSTILE() (void)0
+#else
+#define HOSTILE_USDT ""
+#define HOSTILE_LIB ""
+#define REQUIRE_HOSTILE() GTEST_SKIP() << "built without <sys/sdt.h>: no hostile probes"
+#endif
+
+// argv run as the attacker.
+std::vector<std::string> as_nobody(std::vector<std::string> argv) {
+  argv.insert(argv.begin(),
+              {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  return argv;
+}
+
+// A directory of the attacker's own.
+std::string nobody_dir(const std::string& tag) {
+  const std::string d = make_temp_dir(tag);
+  EXPECT_EQ(::chown(d.c_str(), kNobody, kNobody), 0);
+  EXPECT_EQ(::chmod(d.c_str(), 0755), 0);
+  return d;
+}
+
+void put(const std::string& path, const std::string& text, mode_t mode) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  ::chmod(path.c_str(), mode);
+}
+
+// Every name in a directory (links included), sorted.
+std::set<std::string> names_in(const std::string& dir) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) out.insert(e.path().filename());
+  return out;
+}
+
+// A root-only directory holding one precious 0600 file: what must not change.
+struct Victim {
+  std::string dir, file;
+  Victim() {
+    dir = make_temp_dir("sec-victim");
+    file = dir + "/links.csv";
+    put(file, "root's precious bytes\n", 0600);
+  }
+  void expect_untouched() const {
+    EXPECT_EQ(slurp(file), "root's precious bytes\n");
+    struct stat st;
+    ASSERT_EQ(::lstat(file.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    EXPECT_EQ(st.st_uid, 0u);
+    EXPECT_EQ(names_in(dir), std::set<std::string>{"links.csv"}) << "a file created in " << dir;
+  }
+};
+
+// The attacker's copy of its libfabtrace.so in a directory of its own.
+std::string nobody_copy(const std::string& dir) {
+  const std::string lib = dir + "/libfabtrace.so";
+  fs::copy_file(HOSTILE_LIB, lib, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(::chown(lib.c_str(), kNobody, kNobody), 0);
+  return lib;
+}
+
+bool maps_contain(int pid, const std::string& what) {
+  return slurp("/proc/" + std::to_string(pid) + "/maps").find(what) != std::string::npos;
+}
+
+// `fabtrace record -o DIR ARGS...` in the background, its output in LOG.
+int spawn_record(const std::string& dir, const std::string& log,
+                 const std::vector<std::string>& args, Env env = {}) {
+  std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  env.push_back({"FABTRACE_PRELOAD", preload_list()});
+  return spawn(argv, env, log, false);
+}
+
+size_t count_of(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The number after `key` in text ("fired 123" -> 123), or -1.
+long long number_after(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return -1;
+  return std::atoll(text.c_str() + at + key.size());
+}
+
+void kill_all(const std::vector<int>& pids) {
+  for (int p : pids) kill(-p, SIGKILL);
+  for (int p : pids) wait_for(p, 30);
+}
+
+std::string host_token() {
+  char h[256] = {};
+  gethostname(h, sizeof(h) - 1);
+  return output_token(h);
+}
+
+// Row 1 (crash): an unprivileged user maps 40 copies of a libfabtrace.so,
+// each at a path of its own. The session took every one until libbpf's 256
+// USDT spec ids ran out, whose error path freed twice (abort, rc 134). Now a
+// user's copies are bounded (said once), the spec budget is checked before
+// libbpf is asked, and another user's copy is still attached.
+TEST(Security, ManyCopiesOfTheLibraryNeitherCrashTheSessionNorCrowdOutOthers) {
+  REQUIRE_SESSION_SLOT();
+  REQUIRE_HOSTILE();
+  const std::string base = nobody_dir("sec-copies");
+  std::vector<int> attackers;
+  for (int i = 0; i < 40; ++i) {
+    const std::string d = base + "/c" + std::to_string(i);
+    ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(d.c_str(), kNobody, kNobody), 0);
+    nobody_copy(d);
+    attackers.push_back(spawn(as_nobody({HOSTILE_USDT, "idle", "90"}), {{"LD_LIBRARY_PATH", d}},
+                              base + "/a" + std::to_string(i) + ".log", false));
+  }
+  for (size_t i = 0; i < attackers.size(); ++i)
+    ASSERT_TRUE(eventually(
+        [&] { return maps_contain(attackers[i], base + "/c" + std::to_string(i) + "/libfab"); },
+        30));
+  // Another user's copy (root's, in a directory of its own): attached whatever
+  // the attacker brought.
+  const std::string vdir = make_temp_dir("sec-copies-victim");
+  fs::copy_file(HOSTILE_LIB, vdir + "/libfabtrace.so");
+  const std::string out = make_temp_dir("sec-copies-out");
+  const int rec = spawn_record(out, out + "/record.log", {"--duration", "8"});
+  const int victim = spawn({HOSTILE_USDT, "mark-when-attached", "60"},
+                           {{"LD_LIBRARY_PATH", vdir}}, out + "/victim.log", false);
+  const int rec_rc = wait_for(rec, 120);
+  const int victim_rc = wait_for(victim, 60);
+  kill_all(attackers);
+  const std::string log = slurp(out + "/record.log");
+  ASSERT_EQ(rec_rc, 0) << log;  // 134: libbpf's double free
+  EXPECT_EQ(count_of(log, "uid 65534's bound of 4 library files is reached"), 1u) << log;
+  EXPECT_EQ(victim_rc, 0) << "the other user's copy was never attached\n"
+                          << slurp(out + "/victim.log") << log;
+  bool marked = false;
+  for (const Event& e : export_kernel(kernel_log_of(out)))
+    marked = marked || (e.kind == "mark" && static_cast<int>(e.pid) == victim);
+  EXPECT_TRUE(marked) << log;
+}
+
+// Row 2 (hang): the attacker swaps its mapped library's path with a FIFO in
+// a loop (renameat2 RENAME_EXCHANGE). The session opened the path and waited
+// in open() for a writer, past --duration, until killed. Now the mapped file
+// itself is opened (/proc/PID/map_files): the session ends on time, and the
+// library is attached through the swapped path.
+TEST(Security, ALibraryPathSwappedWithAFifoNeverHoldsTheSession) {
+  REQUIRE_SESSION_SLOT();
+  REQUIRE_HOSTILE();
+  const std::string dir = nobody_dir("sec-fifo");
+  const std::string lib = nobody_copy(dir);
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  ASSERT_EQ(::chown(fifo.c_str(), kNobody, kNobody), 0);
+  const int attacker = spawn(as_nobody({HOSTILE_USDT, "mark-when-attached", "60"}),
+                             {{"LD_LIBRARY_PATH", dir}}, dir + "/attacker.log", false);
+  ASSERT_TRUE(eventually([&] { return maps_contain(attacker, lib); }, 30));
+  const int swapper = spawn(as_nobody({HOSTILE_USDT, "swap", lib, fifo, "60"}), {},
+                            dir + "/swapper.log", false);
+  const std::string out = make_temp_dir("sec-fifo-out");
+  constexpr int kDuration = 4;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rec = spawn_record(out, out + "/record.log", {"--duration", std::to_string(kDuration)});
+  const int rec_rc = wait_for(rec, kDuration + 40);  // killed (137) when it hangs
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int attacker_rc = wait_for(attacker, 30);
+  kill_all({swapper});
+  const std::string log = slurp(out + "/record.log");
+  ASSERT_EQ(rec_rc, 0) << "took " << took << " s\n" << log;
+  EXPECT_LT(took, kDuration + 30.0) << log;
+  EXPECT_EQ(attacker_rc, 0) << "its library was not attached\n" << log;
+}
+
+// Row 3 (a): DIR is a link another user planted (to a root-only directory),
+// or a link on the way to it: refused before anything is written there.
+TEST(Security, RecordRefusesALinkOfAnotherUserAsItsDirectory) {
+  REQUIRE_SESSION_SLOT();
+  const Victim v;
+  const std::string att = nobody_dir("sec-dirlink");
+  ASSERT_EQ(::symlink(v.dir.c_str(), (att + "/out").c_str()), 0);
+  ASSERT_EQ(::lchown((att + "/out").c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::symlink(v.dir.c_str(), (att + "/job").c_str()), 0);
+  ASSERT_EQ(::lchown((att + "/job").c_str(), kNobody, kNobody), 0);
+  for (const std::string& dir : {att + "/out", att + "/job/out"}) {
+    const RunResult r = run({FABTRACE_CLI, "record", "-o", dir, "--duration", "1"}, {}, false);
+    EXPECT_EQ(r.exit_code, 2) << dir << "\n" << r.output;
+    EXPECT_NE(r.output.find("symbolic link"), std::string::npos) << r.output;
+    EXPECT_EQ(count_of(r.output, "\n"), 1u) << r.output;
+  }
+  v.expect_untouched();
+}
+
+// Row 3 (b): DIR swapped for a link after the session started: the files
+// made at its end (here the node's NIC counters) still go into the directory
+// it opened, never into the link's target.
+TEST(Security, RecordWritesOnlyIntoTheDirectoryItOpened) {
+  REQUIRE_SESSION_SLOT();
+  const Victim v;
+  const std::string att = nobody_dir("sec-dirswap");
+  const std::string dir = att + "/out";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  FakeCxiTree tree;
+  tree.populate_standard();
+  const int rec = spawn_record(dir, att + "/record.log", {},
+                               {{"FABTRACE_CXI_SYSFS_ROOT", tree.sysfs_root()},
+                                {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
+                                {"FABTRACE_NIC_MS", "5"}});
+  ASSERT_TRUE(eventually(
+      [&] { return slurp(att + "/record.log").find("attach points attached") != std::string::npos; },
+      60))
+      << slurp(att + "/record.log");
+  // The attacker owns att: it moves the session's directory away and plants a link.
+  const RunResult swap = run(as_nobody({"sh", "-c", "mv " + dir + " " + att + "/moved && ln -s " +
+                                                        v.dir + " " + dir}),
+                             {}, false);
+  ASSERT_EQ(swap.exit_code, 0) << swap.output;
+  kill(rec, SIGINT);
+  const int rc = wait_for(rec, 60);
+  const std::string log = slurp(att + "/record.log");
+  EXPECT_EQ(rc, 0) << log;
+  v.expect_untouched();
+  EXPECT_EQ(list_files(att + "/moved", "fabtrace_nic.", ".csv").size(), 1u) << log;
+  EXPECT_EQ(list_files(att + "/moved", "fabtrace_kernel.", ".klog").size(), 1u) << log;
+}
+
+// A job directory with both ranks' outputs (and per-op timelines) of a short
+// traced run.
+std::string traced_job() {
+  const std::string dir = make_temp_dir("sec-job");
+  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "20",
+                           "--size", "4096", "--timeout", "100"},
+                          {{"FABTRACE_DIR", dir}, {"FABTRACE_OPS_RANKS", "all"}});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return dir;
+}
+
+// Row 3 (c): `fabtrace report` while another user swaps its output directory
+// with a link to a root-only directory, again and again: the report opens
+// its directory once and writes through that; root's 0600 links.csv keeps
+// its bytes and mode.
+TEST(Security, ReportNeverWritesThroughAnOutputDirectorySwappedWhileItRuns) {
+  REQUIRE_ROOT();
+  REQUIRE_HOSTILE();
+  const Victim v;
+  const std::string job = traced_job();
+  const std::string att = nobody_dir("sec-reportswap");
+  const std::string out = att + "/out", link = att + "/link";
+  ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);  // root's, as a report makes it
+  ASSERT_EQ(::symlink(v.dir.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::lchown(link.c_str(), kNobody, kNobody), 0);
+  const int swapper =
+      spawn(as_nobody({HOSTILE_USDT, "swap", out, link, "120"}), {}, att + "/swapper.log", false);
+  int written = 0;
+  for (int i = 0; i < 8; ++i) {
+    const RunResult r = run({FABTRACE_CLI, "report", job, "-o", out, "--no-trace"}, {}, false);
+    written += r.exit_code == 0;
+  }
+  kill_all({swapper});
+  v.expect_untouched();
+  EXPECT_GT(written, 0) << "no report was written at all";
+}
+
+// Row 3 (d): `export ops F -o OUT` with a link planted at OUT: the link and
+// root's file are left alone; the CSV goes to the next free name, said in
+// one line. In a directory of another user's, nothing is written.
+TEST(Security, ExportNeverWritesThroughAPlantedLink) {
+  REQUIRE_ROOT();
+  const Victim v;
+  const std::string job = traced_job();
+  const auto oplogs = list_files(job, "fabtrace_ops.", ".oplog");
+  ASSERT_FALSE(oplogs.empty());
+  // A shared directory (root's, sticky and world-writable, as /tmp).
+  const std::string shared = make_temp_dir("sec-export");
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const std::string out = shared + "/ops.csv";
+  ASSERT_EQ(::symlink(v.file.c_str(), out.c_str()), 0);
+  ASSERT_EQ(::lchown(out.c_str(), kNobody, kNobody), 0);
+  RunResult r = run({FABTRACE_CLI, "export", "ops", oplogs[0], "-o", out}, {}, false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("already exists (left as it is): written to " + shared + "/ops.1.csv"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(slurp(shared + "/ops.1.csv").rfind("# fabtrace ops ", 0), 0u);
+  // The attacker's own directory: refused.
+  const std::string att = nobody_dir("sec-export-att");
+  ASSERT_EQ(::symlink(v.file.c_str(), (att + "/ops.csv").c_str()), 0);
+  r = run({FABTRACE_CLI, "export", "ops", oplogs[0], "-o", att + "/ops.csv"}, {}, false);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("uid 65534"), std::string::npos) << r.output;
+  v.expect_untouched();
+}
+
+// Row 4 (denial by one name): a link planted at the kernel log's name (the
+// collector's pid is predictable) refused every session in that directory.
+// Now the log takes the next free name, in one line.
+TEST(Security, APlantedKernelLogNameCostsOnlyThatName) {
+  REQUIRE_SESSION_SLOT();
+  const Victim v;
+  const std::string dir = make_temp_dir("sec-plant");
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);  // a shared job directory
+  // The shell plants at its own pid's name and becomes the collector (exec).
+  const std::string name = dir + "/fabtrace_kernel." + host_token() + ".p$$.klog";
+  const RunResult r = run({"sh", "-c",
+                           "ln -s " + v.file + " " + name + " && chown -h 65534 " + name +
+                               " && exec " + FABTRACE_CLI + " record -o " + dir +
+                               " --duration 1"},
+                          {{"FABTRACE_PRELOAD", preload_list()}}, false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("already exists (left as it is): written to"), std::string::npos)
+      << r.output;
+  const auto logs = list_files(dir, "fabtrace_kernel.", ".1.klog");
+  ASSERT_EQ(logs.size(), 1u) << r.output;
+  bool ok = false;
+  export_kernel(logs[0], &ok);
+  EXPECT_TRUE(ok) << logs[0];
+  v.expect_untouched();
+}
+
+// A small tmpfs of the test's own, filled but for `free_kib`.
+struct FullDir {
+  std::string dir;
+  bool mounted = false;
+  explicit FullDir(const std::string& tag, int free_kib) {
+    dir = make_temp_dir(tag);
+    mounted = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m,mode=0777") == 0;
+    if (!mounted) return;
+    const RunResult r = run({"sh", "-c",
+                             "head -c " + std::to_string(1024 - free_kib) + "k /dev/zero > " + dir +
+                                 "/filler"},
+                            {}, false);
+    (void)r;
+  }
+  ~FullDir() {
+    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
+  }
+};
+
+// Row 5 (silent loss): the session's directory fills up mid-run. It said
+// "N events written (0 lost)" with exit code 0 and a log of a few events.
+// Now the write error is said, the session exits 1 saying how many events
+// were not written, and "events written" is what the log holds.
+TEST(Security, AFullFilesystemIsSaidAndTheSessionFails) {
+  REQUIRE_SESSION_SLOT();
+  REQUIRE_HOSTILE();
+  const FullDir full("sec-full", 96);
+  if (!full.mounted) GTEST_SKIP() << "cannot mount a tmpfs here";
+  // (Without the preload: the hostile program maps its own libfabtrace.so.)
+  const RunResult r =
+      run({FABTRACE_CLI, "record", "-o", full.dir, "--usdt-rate", "1000000", "--no-preload", "--",
+           HOSTILE_USDT, "flood", "2"},
+          {{"FABTRACE_PRELOAD", preload_list()}}, false, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const long long lost = number_after(r.output, "the session lost data: ");
+  EXPECT_GT(lost, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("([0-9]+) events written"))) << r.output;
+  const std::string log = kernel_log_of(full.dir);
+  ASSERT_FALSE(log.empty()) << r.output;
+  const RunResult ex = run({FABTRACE_CLI, "export", "kernel", log}, {}, false);
+  std::smatch e;
+  ASSERT_TRUE(std::regex_search(ex.output, e, std::regex("# ([0-9]+) events;"))) << ex.output;
+  EXPECT_EQ(e[1], m[1]) << "the events said written are not the log's\n" << r.output;
+}
+
+// Row 5, the preload's side: its report files on a full filesystem were
+// announced ("-> ...txt") while empty. Now a failed write is one line and
+// the text goes to stderr.
+TEST(Security, ThePreloadSaysWhenItsReportCouldNotBeWritten) {
+  REQUIRE_ROOT();  // to mount
+  const FullDir full("sec-full-preload", 0);
+  if (!full.mounted) GTEST_SKIP() << "cannot mount a tmpfs here";
+  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "20",
+                           "--size", "4096", "--timeout", "100"},
+                          {{"FABTRACE_DIR", full.dir}, {"FABTRACE_NIC", "0"}});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "failed (No space left on device): the report follows on stderr"),
+            2u)
+      << r.output;
+  for (const std::string& txt : list_files(full.dir, "fabtrace.", ".txt"))
+    EXPECT_EQ(r.output.find("-> " + txt), std::string::npos) << "announced an empty " << txt;
+  EXPECT_EQ(count_of(r.output, "the JSON report is incomplete"), 2u) << r.output;
+}
+
+// The events of `pid` of `kind` in the session's log.
+size_t events_of(const std::string& dir, int pid, const std::string& kind) {
+  size_t n = 0;
+  for (const Event& e : export_kernel(kernel_log_of(dir)))
+    n += e.kind == kind && static_cast<int>(e.pid) == pid;
+  return n;
+}
+
+// Row 6 (unbounded disk): two unprivileged processes firing the probes in a
+// loop wrote 2.86 GB in 25 s. Now each process has a budget of records per
+// second (1000 by default); the rest are counted for it and said.
+TEST(Security, AProbeFloodIsCappedAndCountedPerProcess) {
+  REQUIRE_SESSION_SLOT();
+  REQUIRE_HOSTILE();
+  const std::string out = make_temp_dir("sec-flood");
+  const int rec = start_record(out, "record.log", {}, "attach points attached");
+  ASSERT_GT(rec, 0) << slurp(out + "/record.log");
+  constexpr int kSeconds = 3;
+  const RunResult flood = run(as_nobody({HOSTILE_USDT, "flood", std::to_string(kSeconds)}), {},
+                              false);
+  kill(rec, SIGINT);
+  const int rc = wait_for(rec, 60);
+  const std::string log = slurp(out + "/record.log");
+  ASSERT_EQ(flood.exit_code, 0) << flood.output;
+  ASSERT_EQ(rc, 0) << log;
+  const long long fired = number_after(flood.output, "fired ");
+  // The flooder's pid: the one process with records over its budget.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("pid ([0-9]+): ([0-9]+) probe records over its budget")))
+      << log;
+  const int pid = std::stoi(m[1]);
+  const long long over = std::stoll(m[2]);
+  const size_t written = events_of(out, pid, "mark");
+  EXPECT_GT(fired, 100000) << "not a flood";
+  EXPECT_LE(written, 1000u * (kSeconds + 2)) << log;
+  EXPECT_GT(written, 0u) << log;
+  // Every mark fired is written or counted (the ring buffer may have lost some:
+  // counted apart, as lost).
+  EXPECT_LE(static_cast<long long>(written) + over, fired);
+  EXPECT_GE(static_cast<long long>(written) + over, fired * 99 / 100) << log;
+}
+
+// Row 9 (probe arguments): windows reversed, ending an hour from now or
+// starting before any session, and an op error with INT32_MIN as its code
+// were explained ("a stall of 18446744073.710 s"). Now they are counted as
+// malformed for the process and never recorded; well-formed ones are.
+TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
+  REQUIRE_SESSION_SLOT();
+  REQUIRE_HOSTILE();
+  const std::string out = make_temp_dir("sec-malformed");
+  const int rec = start_record(out, "record.log", {}, "attach points attached");
+  ASSERT_GT(rec, 0) << slurp(out + "/record.log");
+  constexpr int kEach = 50;
+  const int attacker = spawn(as_nobody({HOSTILE_USDT, "malformed", std::to_string(kEach)}), {},
+                             out + "/attacker.log", false);
+  const int arc = wait_for(attacker, 90);
+  kill(rec, SIGINT);
+  const int rc = wait_for(rec, 60);
+  const std::string log = slurp(out + "/record.log");
+  ASSERT_EQ(arc, 0) << slurp(out + "/attacker.log");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("pid " + std::to_string(attacker) + ": 0 probe records over its budget (dropped), " +
+                     std::to_string(4 * kEach) + " probes with malformed arguments"),
+            std::string::npos)
+      << log;
+  size_t good_stalls = 0, good_errors = 0;
+  for (const Event& e : export_kernel(kernel_log_of(out))) {
+    if (static_cast<int>(e.pid) != attacker) continue;
+    if (e.kind == "stall") {
+      EXPECT_EQ(e.num("cq"), 4u) << e.cause;
+      good_stalls += e.num("cq") == 4;
+    }
+    if (e.kind == "op_error") {
+      EXPECT_EQ(e.detail.at("err"), "5") << e.cause;
+      good_errors += e.detail.at("err") == "5";
+    }
+    EXPECT_EQ(e.cause.find("malformed"), std::string::npos);
+  }
+  EXPECT_EQ(good_stalls, static_cast<size_t>(kEach));
+  EXPECT_EQ(good_errors, static_cast<size_t>(kEach));
+}
+
+// Row 10 (two sessions): a second session, node-wide or --only-pids, was not
+// refused (both logged the same stalls). Now it is, in one line naming the
+// running session's pid; and a session killed with SIGKILL frees the node.
+TEST(Security, ASecondSessionIsRefusedAndAKilledOneFreesTheNode) {
+  REQUIRE_SESSION_SLOT();
+  const std::string out = make_temp_dir("sec-two");
+  const int first = start_record(out, "first.log", {}, "attach points attached");
+  ASSERT_GT(first, 0) << slurp(out + "/first.log");
+  EXPECT_EQ(record_session_pid(), first);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, std::vector<std::string>{"--only-pids", "--pid", "1"}}) {
+    std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", out + "/second", "--duration",
+                                     "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const RunResult second = run(argv, {}, false);
+    EXPECT_EQ(second.exit_code, 2) << second.output;
+    EXPECT_NE(second.output.find("another fabtrace record session runs on this node (pid " +
+                                 std::to_string(first) + ")"),
+              std::string::npos)
+        << second.output;
+    EXPECT_EQ(count_of(second.output, "\n"), 1u) << second.output;
+    EXPECT_FALSE(fs::exists(out + "/second")) << "created before the refusal";
+  }
+  kill(first, SIGKILL);
+  wait_for(first, 30);
+  EXPECT_EQ(record_session_pid(), 0);
+  const RunResult again =
+      run({FABTRACE_CLI, "record", "-o", out + "/again", "--duration", "1"}, {}, false);
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+}
+
+// Row 8 (one process starves the others): an unprivileged process posting
+// receives "from" 70,000 addresses filled every row of the uprobe statistics
+// (65,536); a real fi_pingpong pair then got no rows and no per-rank report.
+// Now each process may hold a share of the rows (a sixteenth): the flooder is
+// capped and its refused rows counted; the pair has its rows and reports.
+TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
+  REQUIRE_SESSION_SLOT();
+  const std::string dir = make_temp_dir("sec-rows");
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  const int rec = start_record(dir, "record.log", {"--uprobes"}, "provider functions probed");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const RunResult flood = run(as_nobody({ROW_FLOOD, "tcp;ofi_rxm", "70000"}), {}, false, 300);
+  ASSERT_EQ(flood.exit_code, 0) << flood.output;
+  // The victims: a pingpong pair, without the preload.
+  const std::string port = std::to_string(free_port());
+  const std::vector<std::string> pp = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm",
+                                       "-I",          "200", "-S", "64"};
+  std::vector<std::string> sargs = pp, cargs = pp;
+  sargs.insert(sargs.end(), {"-B", port});
+  cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
+  const int server = spawn(sargs, {}, dir + "/server.log", false);
+  ASSERT_TRUE(wait_listening(std::stoi(port)));
+  const int client = spawn(cargs, {}, dir + "/client.log", false);
+  EXPECT_EQ(wait_for(client, 120), 0) << slurp(dir + "/client.log");
+  EXPECT_EQ(wait_for(server, 120), 0) << slurp(dir + "/server.log");
+  kill(rec, SIGINT);
+  const int rc = wait_for(rec, 120);
+  const std::string log = slurp(dir + "/record.log");
+  ASSERT_EQ(rc, 0) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("pid ([0-9]+): [0-9]+ probe records over its budget \\(dropped\\), "
+                         "[0-9]+ probes with malformed arguments \\(not explained\\), ([0-9]+) "
+                         "uprobe rows refused over its quota")))
+      << log;
+  EXPECT_GT(std::stoll(m[2]), 0) << log;
+  const int flooder = std::stoi(m[1]);
+  // The pair's own rows and reports; the flooder's rows within its share.
+  size_t flood_rows = 0;
+  std::set<int> with_rows;
+  for (const Event& e : export_kernel(kernel_log_of(dir))) {
+    if (e.kind != "uprobe_ops") continue;
+    with_rows.insert(static_cast<int>(e.pid));
+    flood_rows += static_cast<int>(e.pid) == flooder;
+  }
+  EXPECT_TRUE(with_rows.count(server)) << log;
+  EXPECT_TRUE(with_rows.count(client)) << log;
+  EXPECT_GT(flood_rows, 0u);
+  EXPECT_LE(flood_rows, 65536u / 16 + 16) << log;
+  for (const int p : {server, client})
+    EXPECT_EQ(list_files(dir, "fabtrace.", ".p" + std::to_string(p) + ".json").size(), 1u)
+        << "no report for pid " << p << "\n"
+        << log;
+}
+
+// Row 11: the op-table helper died with a killed collector only after its
+// providers' timeouts (1.5 s). Now it dies with it (PR_SET_PDEATHSIG).
+TEST(Security, TheOpTableHelperDiesWithTheCollector) {
+  REQUIRE_SESSION_SLOT();
+  const std::string dir = make_temp_dir("sec-helper");
+  const int rec = spawn_record(dir, dir + "/record.log",
+                               {"--uprobes", "--uprobe-providers",
+                                "tcp;ofi_rxm,shm,sockets,udp;ofi_rxd", "--duration", "2"});
+  int helper = -1;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto c = children_of(rec);
+        if (!c.empty()) helper = c.front();
+        return helper > 0;
+      },
+      30))
+      << slurp(dir + "/record.log");
+  kill(rec, SIGKILL);
+  wait_for(rec, 30);
+  EXPECT_TRUE(eventually([&] { return proc_state(helper) == 0 || proc_state(helper) == 'Z'; }, 1))
+      << "the helper " << helper << " outlived its collector";
+}
+
+// Row 11: with --uprobes the rows were read only at the session's end, so a
+// killed session lost them all; and a process's rank was read at the end
+// too (rNA for one that had exited), raw ("../../../../tmp/pwn"). Now the rows
+// reach the log every few seconds, and the rank is read when the process is
+// first seen, as the preload writes it.
+TEST(Security, AKilledUprobeSessionKeepsItsRowsAndRanksAreReadEarly) {
+  REQUIRE_SESSION_SLOT();
+  const std::string dir = make_temp_dir("sec-kill9");
+  const int rec = start_record(dir, "record.log", {"--uprobes"}, "provider functions probed");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const std::string port = std::to_string(free_port());
+  const std::vector<std::string> pp = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm",
+                                       "-I",          "100", "-S", "64"};
+  std::vector<std::string> sargs = pp, cargs = pp;
+  sargs.insert(sargs.end(), {"-B", port});
+  cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
+  const Env env = {{"RANK", "../../../../tmp/pwn"}};
+  const int server = spawn(sargs, env, dir + "/server.log", false);
+  ASSERT_TRUE(wait_listening(std::stoi(port)));
+  const int client = spawn(cargs, env, dir + "/client.log", false);
+  ASSERT_EQ(wait_for(client, 120), 0) << slurp(dir + "/client.log");
+  ASSERT_EQ(wait_for(server, 120), 0) << slurp(dir + "/server.log");
+  // Past a snapshot of the rows (every 5 s), then killed.
+  std::this_thread::sleep_for(std::chrono::seconds(7));
+  kill(rec, SIGKILL);
+  wait_for(rec, 30);
+  uint64_t calls = 0;
+  for (const Event& e : export_kernel(kernel_log_of(dir)))
+    if (e.kind == "uprobe_ops" && static_cast<int>(e.pid) == client) calls += e.num("calls");
+  EXPECT_GE(calls, 100u) << "the client's rows were lost with the session";
+
+  // The same with a clean stop: the exited processes' reports carry their
+  // rank as the preload would write it.
+  const std::string dir2 = make_temp_dir("sec-rank");
+  const int rec2 = start_record(dir2, "record.log", {"--uprobes"}, "provider functions probed");
+  ASSERT_GT(rec2, 0) << slurp(dir2 + "/record.log");
+  const std::string port2 = std::to_string(free_port());
+  sargs = pp;
+  cargs = pp;
+  sargs.insert(sargs.end(), {"-B", port2});
+  cargs.insert(cargs.end(), {"-P", port2, "127.0.0.1"});
+  const int s2 = spawn(sargs, env, dir2 + "/server.log", false);
+  ASSERT_TRUE(wait_listening(std::stoi(port2)));
+  const int c2 = spawn(cargs, env, dir2 + "/client.log", false);
+  ASSERT_EQ(wait_for(c2, 120), 0);
+  ASSERT_EQ(wait_for(s2, 120), 0);
+  kill(rec2, SIGINT);
+  ASSERT_EQ(wait_for(rec2, 120), 0) << slurp(dir2 + "/record.log");
+  const std::string token = output_token("../../../../tmp/pwn");
+  for (const int p : {s2, c2}) {
+    const auto reps = list_files(dir2, "fabtrace.", ".p" + std::to_string(p) + ".json");
+    ASSERT_EQ(reps.size(), 1u) << slurp(dir2 + "/record.log");
+    EXPECT_NE(reps[0].find(".r" + token + ".p"), std::string::npos) << reps[0];
+    EXPECT_EQ(load_json(reps[0]).at("rank"), token);
+  }
+}
+
+}  // namespace
+}  // namespace fabtrace::test
