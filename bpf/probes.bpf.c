@@ -291,10 +291,6 @@ SEC("usdt")
 int BPF_USDT(ft_cq_stall, __u64 cq, __u64 start_ns, __u64 end_ns) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
   if (!ft_is_traced(tgid)) return 0;
-  if (!window_ok(start_ns, end_ns)) {
-    malformed(tgid);
-    return 0;
-  }
   if (!admit(tgid, false)) return 0;
   union scratch* sc = scratch_get();
   if (!sc) return 0;
@@ -304,6 +300,12 @@ int BPF_USDT(ft_cq_stall, __u64 cq, __u64 start_ns, __u64 end_ns) {
   t->w.start = start_ns;
   t->w.end = end_ns;
   analyze(&t->w, tgid, tid);
+  /* Checked after the breakdown: bounds known on the window before it make
+   * the verifier walk its loops once per bound (too complex to load). */
+  if (!window_ok(start_ns, end_ns)) {
+    malformed(tgid);
+    return 0;
+  }
   struct ft_stall* r = ft_reserve(sizeof(*r), FT_EV_STALL, bpf_ktime_get_ns(), tgid, tid);
   if (!r) return 0;
   t->h = r->h;
@@ -316,8 +318,7 @@ static __always_inline int op_event(__u16 kind, __u32 op, __u64 bytes, __u64 sta
                                     __s32 err, const char* local, const char* remote) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
   if (!ft_is_traced(tgid)) return 0;
-  if (!window_ok(start_ns, end_ns) || op >= 64 ||
-      (kind == FT_EV_OP_ERROR && (err <= 0 || err > FT_MAX_ERR))) {
+  if (op >= 64 || (kind == FT_EV_OP_ERROR && (err <= 0 || err > FT_MAX_ERR))) {
     malformed(tgid);
     return 0;
   }
@@ -334,6 +335,10 @@ static __always_inline int op_event(__u16 kind, __u32 op, __u64 bytes, __u64 sta
   t->w.start = start_ns;
   t->w.end = end_ns;
   analyze(&t->w, tgid, tid);
+  if (!window_ok(start_ns, end_ns)) { /* after the breakdown: see ft_cq_stall */
+    malformed(tgid);
+    return 0;
+  }
   struct ft_op* r = ft_reserve(sizeof(*r), kind, bpf_ktime_get_ns(), tgid, tid);
   if (!r) return 0;
   t->h = r->h;

@@ -51,11 +51,13 @@ bool BlockFileWriter::create(const std::string& path, const char magic[8], uint3
   std::string why;
   const int fd = create_new_file(path, &why);
   if (fd < 0) {
+    const int err = errno;
     close();
     path_ = path;
-    failed_ = true;
-    error_ = path + ": cannot create: " + why;
-    return false;
+    failed_ = false;
+    return fail(err == EEXIST ? "cannot create (something already exists at that name)"
+                              : "cannot create",
+                err);
   }
   return create(fd, path, magic, version);
 }

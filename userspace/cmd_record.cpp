@@ -314,9 +314,17 @@ int cmd_record(int argc, char** argv) {
                    sites[i].path.c_str(), static_cast<unsigned long long>(sites[i].offset),
                    sites[i].what().c_str(),
                    static_cast<unsigned long long>(i < hits.size() ? hits[i] : 0));
-    for (const UprobeRow& r : col.uprobe_rows())
-      std::fprintf(stderr, "fabtrace record: uprobe pid %u %-12s %s\n", r.pid,
-                   uprobe_op_name(r.op).c_str(), uprobe_stats_detail(r.record(0)).c_str());
+    // The rows, as many as a terminal takes (a process may hold thousands):
+    // all of them are in the log.
+    constexpr size_t kRowsShown = 200;
+    const std::vector<UprobeRow>& rows = col.uprobe_rows();
+    for (size_t i = 0; i < rows.size() && i < kRowsShown; ++i)
+      std::fprintf(stderr, "fabtrace record: uprobe pid %u %-12s %s\n", rows[i].pid,
+                   uprobe_op_name(rows[i].op).c_str(),
+                   uprobe_stats_detail(rows[i].record(0)).c_str());
+    if (rows.size() > kRowsShown)
+      std::fprintf(stderr, "fabtrace record: ... and %zu more uprobe rows (in the kernel log)\n",
+                   rows.size() - kRowsShown);
     // Rows and addresses the programs could not keep: counted, never silent.
     const std::vector<uint64_t>& lost = col.uprobe_lost();
     if (lost.size() > FT_UP_LOST_ADDRS && (lost[FT_UP_LOST_STATS] || lost[FT_UP_LOST_ADDRS]))

@@ -147,17 +147,6 @@ const UsdtFile* UsdtLibraries::add_fd(int fd, const std::string& shown, uid_t us
       *known = true;
       return nullptr;
     }
-  if (files_.size() >= max_files_ || per_user_[user] >= max_per_user_) {
-    ::close(fd);
-    ++over_bound_;
-    *why = shown + " (uid " + std::to_string(user) + "): not attached: " +
-           (files_.size() >= max_files_
-                ? "the session's bound of " + std::to_string(max_files_) + " library files is reached"
-                : "uid " + std::to_string(user) + "'s bound of " + std::to_string(max_per_user_) +
-                      " library files is reached") +
-           " (its processes' probes do not fire)";
-    return nullptr;
-  }
   UsdtFile f;
   f.fd = fd;
   f.dev = st.st_dev;
@@ -168,6 +157,17 @@ const UsdtFile* UsdtLibraries::add_fd(int fd, const std::string& shown, uid_t us
   if (!read_usdt_notes(fd, &f.specs, &f.build_id, &bad)) {
     ::close(fd);
     *why = shown + ": " + bad + ": refused";
+    return nullptr;
+  }
+  if (files_.size() >= max_files_ || per_user_[user] >= max_per_user_) {
+    ::close(fd);
+    ++over_bound_;
+    *why = shown + " (uid " + std::to_string(user) + "): not attached: " +
+           (files_.size() >= max_files_
+                ? "the session's bound of " + std::to_string(max_files_) + " library files is reached"
+                : "uid " + std::to_string(user) + "'s bound of " + std::to_string(max_per_user_) +
+                      " library files is reached") +
+           " (its processes' probes do not fire)";
     return nullptr;
   }
   ++per_user_[user];
