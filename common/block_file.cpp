@@ -55,9 +55,9 @@ bool BlockFileWriter::create(const std::string& path, const char magic[8], uint3
     close();
     path_ = path;
     failed_ = false;
-    return fail(err == EEXIST ? "cannot create (something already exists at that name)"
-                              : "cannot create",
-                err);
+    return fail(
+        err == EEXIST ? "cannot create (something already exists at that name)" : "cannot create",
+        err);
   }
   return create(fd, path, magic, version);
 }

@@ -3,11 +3,11 @@
 #include "common/input_limits.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace fabtrace {
 

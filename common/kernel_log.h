@@ -151,7 +151,7 @@ class KernelLogWriter {
   // --uprobes: rows as they stand now (kUprobeRows), n records back to back.
   bool write_uprobe_rows(const void* records, size_t n, size_t record_bytes);
   bool write_end(uint64_t duration_ns);  // flushes first
-  bool close();                           // false when anything was not written
+  bool close();                          // false when anything was not written
   // Records in the file (their block written), and records that a write error
   // kept out of it (the file fails for good at its first error: error()).
   uint64_t records() const { return written_; }

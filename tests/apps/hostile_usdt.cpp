@@ -102,12 +102,12 @@ int main(int argc, char** argv) {
     usleep(200000);
     for (long i = 0; i < count; ++i) {
       const uint64_t now = mono_ns();
-      hostile_cq_stall(1, now, now - 1000000);            // reversed
+      hostile_cq_stall(1, now, now - 1000000);                  // reversed
       hostile_cq_stall(2, now - 1000, now + 3600000000000ULL);  // ends an hour from now
-      hostile_cq_stall(3, 1, now);                        // starts before any session
-      hostile_op_error(1, 64, now - 1000000, now, INT32_MIN);  // not an error code
-      hostile_op_error(1, 64, now - 1000000, now, 5);     // well-formed
-      hostile_cq_stall(4, now - 2000000, now);            // well-formed
+      hostile_cq_stall(3, 1, now);                              // starts before any session
+      hostile_op_error(1, 64, now - 1000000, now, INT32_MIN);   // not an error code
+      hostile_op_error(1, 64, now - 1000000, now, 5);           // well-formed
+      hostile_cq_stall(4, now - 2000000, now);                  // well-formed
     }
     std::printf("fired %ld malformed x4, %ld well-formed x2\n", count, count);
     return 0;

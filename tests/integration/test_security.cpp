@@ -45,8 +45,7 @@ constexpr uid_t kNobody = 65534;
 
 // argv run as the attacker.
 std::vector<std::string> as_nobody(std::vector<std::string> argv) {
-  argv.insert(argv.begin(),
-              {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
   return argv;
 }
 
@@ -163,8 +162,8 @@ TEST(Security, ManyCopiesOfTheLibraryNeitherCrashTheSessionNorCrowdOutOthers) {
   fs::copy_file(HOSTILE_LIB, vdir + "/libfabtrace.so");
   const std::string out = make_temp_dir("sec-copies-out");
   const int rec = spawn_record(out, out + "/record.log", {"--duration", "8"});
-  const int victim = spawn({HOSTILE_USDT, "mark-when-attached", "60"},
-                           {{"LD_LIBRARY_PATH", vdir}}, out + "/victim.log", false);
+  const int victim = spawn({HOSTILE_USDT, "mark-when-attached", "60"}, {{"LD_LIBRARY_PATH", vdir}},
+                           out + "/victim.log", false);
   const int rec_rc = wait_for(rec, 120);
   const int victim_rc = wait_for(victim, 60);
   kill_all(attackers);
@@ -195,15 +194,14 @@ TEST(Security, ALibraryPathSwappedWithAFifoNeverHoldsTheSession) {
   const int attacker = spawn(as_nobody({HOSTILE_USDT, "mark-when-attached", "60"}),
                              {{"LD_LIBRARY_PATH", dir}}, dir + "/attacker.log", false);
   ASSERT_TRUE(eventually([&] { return maps_contain(attacker, lib); }, 30));
-  const int swapper = spawn(as_nobody({HOSTILE_USDT, "swap", lib, fifo, "60"}), {},
-                            dir + "/swapper.log", false);
+  const int swapper =
+      spawn(as_nobody({HOSTILE_USDT, "swap", lib, fifo, "60"}), {}, dir + "/swapper.log", false);
   const std::string out = make_temp_dir("sec-fifo-out");
   constexpr int kDuration = 4;
   const auto t0 = std::chrono::steady_clock::now();
   const int rec = spawn_record(out, out + "/record.log", {"--duration", std::to_string(kDuration)});
   const int rec_rc = wait_for(rec, kDuration + 40);  // killed (137) when it hangs
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int attacker_rc = wait_for(attacker, 30);
   kill_all({swapper});
   const std::string log = slurp(out + "/record.log");
@@ -247,13 +245,15 @@ TEST(Security, RecordWritesOnlyIntoTheDirectoryItOpened) {
                                 {"FABTRACE_CXI_RUN_ROOT", tree.run_root()},
                                 {"FABTRACE_NIC_MS", "5"}});
   ASSERT_TRUE(eventually(
-      [&] { return slurp(att + "/record.log").find("attach points attached") != std::string::npos; },
+      [&] {
+        return slurp(att + "/record.log").find("attach points attached") != std::string::npos;
+      },
       60))
       << slurp(att + "/record.log");
   // The attacker owns att: it moves the session's directory away and plants a link.
-  const RunResult swap = run(as_nobody({"sh", "-c", "mv " + dir + " " + att + "/moved && ln -s " +
-                                                        v.dir + " " + dir}),
-                             {}, false);
+  const RunResult swap =
+      run(as_nobody({"sh", "-c", "mv " + dir + " " + att + "/moved && ln -s " + v.dir + " " + dir}),
+          {}, false);
   ASSERT_EQ(swap.exit_code, 0) << swap.output;
   kill(rec, SIGINT);
   const int rc = wait_for(rec, 60);
@@ -343,8 +343,7 @@ TEST(Security, APlantedKernelLogNameCostsOnlyThatName) {
   const std::string name = dir + "/fabtrace_kernel." + host_token() + ".p$$.klog";
   const RunResult r = run({"sh", "-c",
                            "ln -s " + v.file + " " + name + " && chown -h 65534 " + name +
-                               " && exec " + FABTRACE_CLI + " record -o " + dir +
-                               " --duration 1"},
+                               " && exec " + FABTRACE_CLI + " record -o " + dir + " --duration 1"},
                           {{"FABTRACE_PRELOAD", preload_list()}}, false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("already exists (left as it is): written to"), std::string::npos)
@@ -365,10 +364,10 @@ struct FullDir {
     dir = make_temp_dir(tag);
     mounted = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m,mode=0777") == 0;
     if (!mounted) return;
-    const RunResult r = run({"sh", "-c",
-                             "head -c " + std::to_string(1024 - free_kib) + "k /dev/zero > " + dir +
-                                 "/filler"},
-                            {}, false);
+    const RunResult r =
+        run({"sh", "-c",
+             "head -c " + std::to_string(1024 - free_kib) + "k /dev/zero > " + dir + "/filler"},
+            {}, false);
     (void)r;
   }
   ~FullDir() {
@@ -386,10 +385,9 @@ TEST(Security, AFullFilesystemIsSaidAndTheSessionFails) {
   const FullDir full("sec-full", 96);
   if (!full.mounted) GTEST_SKIP() << "cannot mount a tmpfs here";
   // (Without the preload: the hostile program maps its own libfabtrace.so.)
-  const RunResult r =
-      run({FABTRACE_CLI, "record", "-o", full.dir, "--usdt-rate", "1000000", "--no-preload", "--",
-           HOSTILE_USDT, "flood", "2"},
-          {{"FABTRACE_PRELOAD", preload_list()}}, false, 120);
+  const RunResult r = run({FABTRACE_CLI, "record", "-o", full.dir, "--usdt-rate", "1000000",
+                           "--no-preload", "--", HOSTILE_USDT, "flood", "2"},
+                          {{"FABTRACE_PRELOAD", preload_list()}}, false, 120);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const long long lost = number_after(r.output, "the session lost data: ");
   EXPECT_GT(lost, 0) << r.output;
@@ -440,8 +438,8 @@ TEST(Security, AProbeFloodIsCappedAndCountedPerProcess) {
   const int rec = start_record(out, "record.log", {}, "attach points attached");
   ASSERT_GT(rec, 0) << slurp(out + "/record.log");
   constexpr int kSeconds = 3;
-  const RunResult flood = run(as_nobody({HOSTILE_USDT, "flood", std::to_string(kSeconds)}), {},
-                              false);
+  const RunResult flood =
+      run(as_nobody({HOSTILE_USDT, "flood", std::to_string(kSeconds)}), {}, false);
   kill(rec, SIGINT);
   const int rc = wait_for(rec, 60);
   const std::string log = slurp(out + "/record.log");
@@ -450,8 +448,8 @@ TEST(Security, AProbeFloodIsCappedAndCountedPerProcess) {
   const long long fired = number_after(flood.output, "fired ");
   // The flooder's pid: the one process with records over its budget.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(
-      log, m, std::regex("pid ([0-9]+): ([0-9]+) probe records over its budget")))
+  ASSERT_TRUE(
+      std::regex_search(log, m, std::regex("pid ([0-9]+): ([0-9]+) probe records over its budget")))
       << log;
   const int pid = std::stoi(m[1]);
   const long long over = std::stoll(m[2]);
@@ -484,9 +482,10 @@ TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
   const std::string log = slurp(out + "/record.log");
   ASSERT_EQ(arc, 0) << slurp(out + "/attacker.log");
   ASSERT_EQ(rc, 0) << log;
-  EXPECT_NE(log.find("pid " + std::to_string(attacker) + ": 0 probe records over its budget (dropped), " +
-                     std::to_string(4 * kEach) + " probes with malformed arguments"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("pid " + std::to_string(attacker) + ": 0 probe records over its budget (dropped), " +
+               std::to_string(4 * kEach) + " probes with malformed arguments"),
+      std::string::npos)
       << log;
   size_t good_stalls = 0, good_errors = 0;
   for (const Event& e : export_kernel(kernel_log_of(out))) {
@@ -516,8 +515,8 @@ TEST(Security, ASecondSessionIsRefusedAndAKilledOneFreesTheNode) {
   EXPECT_EQ(record_session_pid(), first);
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{}, std::vector<std::string>{"--only-pids", "--pid", "1"}}) {
-    std::vector<std::string> argv = {FABTRACE_CLI, "record", "-o", out + "/second", "--duration",
-                                     "1"};
+    std::vector<std::string> argv = {FABTRACE_CLI,    "record",     "-o",
+                                     out + "/second", "--duration", "1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const RunResult second = run(argv, {}, false);
     EXPECT_EQ(second.exit_code, 2) << second.output;
@@ -551,8 +550,8 @@ TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
   ASSERT_EQ(flood.exit_code, 0) << flood.output;
   // The victims: a pingpong pair, without the preload.
   const std::string port = std::to_string(free_port());
-  const std::vector<std::string> pp = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm",
-                                       "-I",          "200", "-S", "64"};
+  const std::vector<std::string> pp = {"fi_pingpong", "-p",  "tcp;ofi_rxm", "-e", "rdm",
+                                       "-I",          "200", "-S",          "64"};
   std::vector<std::string> sargs = pp, cargs = pp;
   sargs.insert(sargs.end(), {"-B", port});
   cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});
@@ -567,9 +566,10 @@ TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
   ASSERT_EQ(rc, 0) << log;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
-      log, m, std::regex("pid ([0-9]+): [0-9]+ probe records over its budget \\(dropped\\), "
-                         "[0-9]+ probes with malformed arguments \\(not explained\\), ([0-9]+) "
-                         "uprobe rows refused over its quota")))
+      log, m,
+      std::regex("pid ([0-9]+): [0-9]+ probe records over its budget \\(dropped\\), "
+                 "[0-9]+ probes with malformed arguments \\(not explained\\), ([0-9]+) "
+                 "uprobe rows refused over its quota")))
       << log;
   EXPECT_GT(std::stoll(m[2]), 0) << log;
   const int flooder = std::stoi(m[1]);
@@ -625,8 +625,8 @@ TEST(Security, AKilledUprobeSessionKeepsItsRowsAndRanksAreReadEarly) {
   const int rec = start_record(dir, "record.log", {"--uprobes"}, "provider functions probed");
   ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
   const std::string port = std::to_string(free_port());
-  const std::vector<std::string> pp = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm",
-                                       "-I",          "100", "-S", "64"};
+  const std::vector<std::string> pp = {"fi_pingpong", "-p",  "tcp;ofi_rxm", "-e", "rdm",
+                                       "-I",          "100", "-S",          "64"};
   std::vector<std::string> sargs = pp, cargs = pp;
   sargs.insert(sargs.end(), {"-B", port});
   cargs.insert(cargs.end(), {"-P", port, "127.0.0.1"});

@@ -2,10 +2,10 @@
 // (section .note.stapsdt) against bpf/fabtrace_events.h ("USDT probe
 // arguments"), which bpf/probes.bpf.c reads them by.
 #include <elf.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "bpf/fabtrace_events.h"
-#include "userspace/record/usdt_libraries.h"
 #include "tests/support/require_program.h"
 #include "tests/unit/scratch_dir.h"
+#include "userspace/record/usdt_libraries.h"
 
 #ifndef FABTRACE_LIB
 #error "FABTRACE_LIB: the path of the built libfabtrace.so"

@@ -25,9 +25,9 @@
 namespace fabtrace {
 
 struct BpfOptions {
-  bool polls = false;                       // attach the per-poll probes (--polls)
-  bool net_all = false;                     // record net events of sockets not traced
-  uint64_t min_offcpu_ns = 0;               // off-CPU intervals shorter than this: history only
+  bool polls = false;          // attach the per-poll probes (--polls)
+  bool net_all = false;        // record net events of sockets not traced
+  uint64_t min_offcpu_ns = 0;  // off-CPU intervals shorter than this: history only
   // The session's start (CLOCK_MONOTONIC ns): a probe's window reaching before
   // it is malformed (probes.bpf.c).
   uint64_t session_start_ns = 0;

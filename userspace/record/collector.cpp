@@ -320,7 +320,8 @@ void Collector::snapshot_uprobes() {
   for (const UprobeRow& r : session_.uprobe_rows()) {
     const ft_uprobe_ops rec = r.record(now);
     auto& last = uprobe_snap_[{r.pid, r.op, r.ep, r.peer, r.size_class, r.posted}];
-    if (last.h.kind && last.pending == rec.pending && std::memcmp(&last.s, &rec.s, sizeof(rec.s)) == 0)
+    if (last.h.kind && last.pending == rec.pending &&
+        std::memcmp(&last.s, &rec.s, sizeof(rec.s)) == 0)
       continue;
     last = rec;
     changed.push_back(rec);
@@ -398,7 +399,8 @@ int report_lost_data(const Collector& col) {
                  static_cast<unsigned long long>(p.uprobe_rows_over_quota));
   }
   if (procs.size() > kShown)
-    std::fprintf(stderr, "fabtrace record: ... and %zu more processes with drops (the log's stats)\n",
+    std::fprintf(stderr,
+                 "fabtrace record: ... and %zu more processes with drops (the log's stats)\n",
                  procs.size() - kShown);
   if (col.records_over_size())
     std::fprintf(stderr,

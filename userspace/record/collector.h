@@ -37,7 +37,7 @@ struct CollectorOptions {
   static constexpr uint64_t kDefaultMaxLogMiB = 4096;
   std::string proc_root = "/proc";
   std::string lock_dir = kSessionLockDir;  // the node's session lock (session_lock.h)
-  bool node_counters = true;  // sample the node's cxi counters (FABTRACE_NIC=0: off)
+  bool node_counters = true;               // sample the node's cxi counters (FABTRACE_NIC=0: off)
   // --uprobes: the providers whose op tables are probed (opened by a helper).
   std::vector<std::string> uprobe_providers = {"tcp;ofi_rxm", "shm"};
   // --symbols FILE and --uprobe-by-name (uprobe_symbols.h).
@@ -127,8 +127,9 @@ class Collector {
   std::set<uid_t> usdt_told_;
   uint64_t last_uprobe_snap_ = 0;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
-      uprobe_snap_;  // each row as last written (kUprobeRows)
-  std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a copy of theirs was not attached
+      uprobe_snap_;                     // each row as last written (kUprobeRows)
+  std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a
+                                        // copy of theirs was not attached
 };
 
 // At the end of a session, on stderr: what each process had dropped (USDT

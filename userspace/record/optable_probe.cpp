@@ -14,9 +14,9 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -162,12 +162,13 @@ const UsdtFile* UsdtLibraries::add_fd(int fd, const std::string& shown, uid_t us
   if (files_.size() >= max_files_ || per_user_[user] >= max_per_user_) {
     ::close(fd);
     ++over_bound_;
-    *why = shown + " (uid " + std::to_string(user) + "): not attached: " +
-           (files_.size() >= max_files_
-                ? "the session's bound of " + std::to_string(max_files_) + " library files is reached"
-                : "uid " + std::to_string(user) + "'s bound of " + std::to_string(max_per_user_) +
-                      " library files is reached") +
-           " (its processes' probes do not fire)";
+    *why =
+        shown + " (uid " + std::to_string(user) + "): not attached: " +
+        (files_.size() >= max_files_
+             ? "the session's bound of " + std::to_string(max_files_) + " library files is reached"
+             : "uid " + std::to_string(user) + "'s bound of " + std::to_string(max_per_user_) +
+                   " library files is reached") +
+        " (its processes' probes do not fire)";
     return nullptr;
   }
   ++per_user_[user];

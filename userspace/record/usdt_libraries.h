@@ -16,10 +16,10 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
-#include <deque>
 
 namespace fabtrace {
 
