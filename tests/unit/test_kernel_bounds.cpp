@@ -66,6 +66,12 @@ std::string crafted_log(const std::string& dir, uint32_t n, uint32_t malformed) 
     q.start = 2000 + i;
     test::set_str(q.name, ("irq" + std::to_string(i)).c_str());
     w.append(&q, sizeof(q));
+    ft_offcpu o{};
+    o.h = test::make_hdr(FT_EV_OFFCPU, sizeof(o), 4000 + i, 0, 7, 7);
+    o.start = 3000;
+    o.off_kind = FT_OFF_SLEEP;
+    o.syscall = static_cast<int32_t>(100000 + i);  // "sleep:syscall N": a cause of its own
+    w.append(&o, sizeof(o));
   }
   for (uint32_t i = 0; i < malformed; ++i) {
     ft_stall s{};
@@ -93,9 +99,11 @@ TEST(KernelBounds, TheReportKeepsABoundedPartOfACraftedLog) {
   EXPECT_EQ(n.stalls.size(), report::kKernelStallKeys);  // one stall per (process, CQ) kept
   EXPECT_EQ(n.irq_per_cpu.size(), report::kKernelCpus);
   EXPECT_EQ(n.irq_by_name.size(), report::kKernelIrqNames);
-  // Every record past a bound counted: stalls, CPUs and names.
+  EXPECT_EQ(n.offcpu_by_cause.size(), report::kKernelCauses);
+  // Every record past a bound counted: stalls, CPUs, names and causes.
   EXPECT_EQ(n.over_bounds, (kKeys - report::kKernelStallKeys) + (kKeys - report::kKernelCpus) +
-                               (kKeys - report::kKernelIrqNames));
+                               (kKeys - report::kKernelIrqNames) +
+                               (kKeys - report::kKernelCauses));
   EXPECT_EQ(n.malformed, 2u * kMalformed);
   for (const report::KernelWindow& s : n.stalls) EXPECT_NE(s.pid, 8u);
   EXPECT_TRUE(n.op_errors.empty());

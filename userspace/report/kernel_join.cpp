@@ -167,7 +167,10 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
           }
           case FT_EV_OFFCPU: {
             const auto e = record_as<ft_offcpu>(rec);
-            add(&n.offcpu_by_cause[offcpu_cause(e)], h.ts > e.start ? h.ts - e.start : 0);
+            // A cause names the syscall ("sleep:syscall 4242" for one without a
+            // name): as many as a crafted log has numbers, so bounded too.
+            if (KernelLoad* l = load_of(n.offcpu_by_cause, offcpu_cause(e), kKernelCauses))
+              add(l, h.ts > e.start ? h.ts - e.start : 0);
             break;
           }
           case FT_EV_FAULTS:

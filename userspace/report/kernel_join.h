@@ -7,8 +7,8 @@
 // stalls per (process, CQ) for at most kKernelStallKeys of them, the longest
 // slow ops, the first op errors, network counts for kKernelConnections
 // connections, interrupt load for kKernelCpus CPUs and kKernelIrqNames IRQ
-// names, off-CPU time by cause (a fixed set), the cxi driver's events (by
-// class). A record whose key is past a bound is counted (KernelNode::
+// names, off-CPU time for kKernelCauses causes, the cxi driver's events (by
+// class: a fixed set). A record whose key is past a bound is counted (KernelNode::
 // over_bounds), one whose window or error code is malformed too (malformed):
 // neither is kept. The off-CPU intervals and IRQs themselves stay in the file:
 // the Perfetto trace streams them from it.
@@ -31,6 +31,7 @@ constexpr size_t kKernelConnections = 4096;
 constexpr size_t kKernelStallKeys = 4096;  // (process, CQ) pairs
 constexpr size_t kKernelCpus = 4096;
 constexpr size_t kKernelIrqNames = 1024;
+constexpr size_t kKernelCauses = 1024;  // off-CPU causes (one per syscall blocked in)
 
 // A stall, slow op or op error as the kernel explained it.
 struct KernelWindow {
@@ -72,7 +73,7 @@ struct KernelNode {
   std::vector<KernelWindow> op_errors;
   std::vector<KernelConn> conns;  // busiest first
   uint64_t conns_dropped = 0;     // connections past kKernelConnections (their events counted here)
-  uint64_t over_bounds = 0;  // records of a (process, CQ), CPU or IRQ name past the bounds above
+  uint64_t over_bounds = 0;  // records of a (process, CQ), CPU, IRQ name or cause past the bounds
   uint64_t malformed = 0;    // windows or error codes out of range (kernel_explain.h): not kept
   uint64_t retrans = 0, drops = 0;                              // every one, attributed or not
   std::map<uint32_t, KernelLoad> irq_per_cpu, softirq_per_cpu;  // taken from traced threads
