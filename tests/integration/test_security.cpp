@@ -275,29 +275,43 @@ std::string traced_job() {
   return dir;
 }
 
-// Row 3 (c): `fabtrace report` while another user swaps its output directory
-// with a link to a root-only directory, again and again: the report opens
-// its directory once and writes through that; root's 0600 links.csv keeps
-// its bytes and mode.
+// Row 3 (c): `fabtrace report` while another user swaps a directory on the
+// way to its output directory with a link to a root-only tree, again and
+// again: each output reopened the path and followed the link into the root-only
+// tree, whose directory of the same name (root's own) passed the owner check,
+// and root's 0600 links.csv there was replaced by a 0644 copy. Now the output
+// directory is opened once (another user's link on the way refused) and
+// written through: root's file keeps its bytes and mode.
 TEST(Security, ReportNeverWritesThroughAnOutputDirectorySwappedWhileItRuns) {
   REQUIRE_ROOT();
   REQUIRE_HOSTILE();
-  const Victim v;
+  const std::string root_only = make_temp_dir("sec-reportswap-victim");
+  const std::string victim_dir = root_only + "/out";
+  ASSERT_EQ(::mkdir(victim_dir.c_str(), 0755), 0);
+  put(victim_dir + "/links.csv", "root's precious bytes\n", 0600);
   const std::string job = traced_job();
   const std::string att = nobody_dir("sec-reportswap");
-  const std::string out = att + "/out", link = att + "/link";
-  ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);  // root's, as a report makes it
-  ASSERT_EQ(::symlink(v.dir.c_str(), link.c_str()), 0);
+  const std::string parent = att + "/job", link = att + "/link";
+  ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(parent.c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::mkdir((parent + "/out").c_str(), 0755), 0);  // root's, as a report makes it
+  ASSERT_EQ(::symlink(root_only.c_str(), link.c_str()), 0);
   ASSERT_EQ(::lchown(link.c_str(), kNobody, kNobody), 0);
-  const int swapper =
-      spawn(as_nobody({HOSTILE_USDT, "swap", out, link, "120"}), {}, att + "/swapper.log", false);
+  const int swapper = spawn(as_nobody({HOSTILE_USDT, "swap", parent, link, "120"}), {},
+                            att + "/swapper.log", false);
   int written = 0;
   for (int i = 0; i < 8; ++i) {
-    const RunResult r = run({FABTRACE_CLI, "report", job, "-o", out, "--no-trace"}, {}, false);
+    const RunResult r =
+        run({FABTRACE_CLI, "report", job, "-o", parent + "/out", "--no-trace"}, {}, false);
     written += r.exit_code == 0;
   }
   kill_all({swapper});
-  v.expect_untouched();
+  EXPECT_EQ(slurp(victim_dir + "/links.csv"), "root's precious bytes\n");
+  struct stat st;
+  ASSERT_EQ(::lstat((victim_dir + "/links.csv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(names_in(victim_dir), std::set<std::string>{"links.csv"});
+  EXPECT_EQ(names_in(root_only), std::set<std::string>{"out"});
   EXPECT_GT(written, 0) << "no report was written at all";
 }
 
