@@ -19,7 +19,7 @@
 #include <linux/types.h>
 #endif
 
-#define FT_RECORD_VERSION 3
+#define FT_RECORD_VERSION 4
 
 #define FT_COMM_LEN 16 /* TASK_COMM_LEN */
 #define FT_NAME_LEN 32 /* IRQ action names ("cxi0_comp3", "virtio0-input.0") */
@@ -71,7 +71,8 @@ enum ft_kind {
   FT_EV_EXIT = 14,       /* a traced thread exited */
   FT_EV_MARK = 15,       /* the application's phase mark (include/fabtrace.h, USDT) */
   FT_EV_UPROBE_OPS = 16, /* --uprobes: one link's ops of one kind, paired in BPF */
-  FT_EV_KINDS = 17       /* one past the last kind: sizes the counter arrays */
+  FT_EV_UPROBE_CQ = 17,  /* --uprobes: one application CQ's polls and poll gaps */
+  FT_EV_KINDS = 18       /* one past the last kind: sizes the counter arrays */
 };
 
 struct ft_hdr {
@@ -288,8 +289,14 @@ struct ft_up_stats {
   __u64 calls;       /* ops: calls (an op the provider refused with -FI_EAGAIN and
                       * issued again counts each time); polls: CQ reads */
   __u64 refused;     /* ops: calls that returned an error (-FI_EAGAIN included) */
+  __u64 eagain;      /* ops: the refused calls that returned -FI_EAGAIN */
   __u64 completions; /* ops: completions paired with their op; polls: entries returned */
-  __u64 bytes;       /* ops: bytes of the paired ops, as posted */
+  __u64 bytes;       /* ops: bytes of the paired ops (receives: as arrived, where told) */
+  /* ops: accepted calls that by design get no completion (an inject, FI_INJECT
+   * without FI_COMPLETION, an op without FI_COMPLETION on a CQ bound with
+   * FI_SELECTIVE_COMPLETION, a context the provider keeps: FI_PEEK, FI_CLAIM,
+   * FI_MULTI_RECV, FI_TRIGGER), as the preload's "untimed", and their bytes */
+  __u64 untimed, untimed_bytes;
   __u64 lat_sum_ns, lat_min_ns, lat_max_ns;
   __u64 unmatched; /* polls: entries no probed op had issued; ops: accepted with a
                     * NULL context on an endpoint whose CQ is not known (not paired) */
@@ -311,6 +318,22 @@ struct ft_uprobe_ops {
   __u64 ep;         /* the application's endpoint (struct fid_ep *); 0 in the polls row */
   __u64 peer;       /* the ops' fi_addr_t; ~0 (FI_ADDR_UNSPEC): receives from any source */
   struct ft_up_stats s;
+};
+
+/* --uprobes: one application CQ of a process (FT_EV_UPROBE_CQ, written when
+ * the session stops): its outermost reads (the application's polls) and the
+ * gaps between them, as the preload's per-CQ poll statistics: a read is
+ * stamped at its return (a blocking one, fi_cq_sread, at its entry), the gap
+ * is the time since the CQ's previous stamp, by any thread. */
+#define FT_UP_GAP_CLASSES 6 /* <10us <100us <1ms <10ms <100ms >=100ms */
+struct ft_uprobe_cq {
+  struct ft_hdr h; /* ts = written, pid = the process, tid = 0 */
+  __u64 cq;        /* the application's struct fid_cq * */
+  __u64 opened;    /* CLOCK_MONOTONIC ns of its cq_open (0: opened before the session) */
+  __u64 polls;
+  __u64 gaps[FT_UP_GAP_CLASSES];
+  __u64 max_gap_ns;
+  __u64 max_gap_end; /* CLOCK_MONOTONIC ns of the poll that ended the longest gap */
 };
 
 /* Counters the collector reads from the `counters` map (per CPU, summed): for
@@ -363,7 +386,8 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
-FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (12 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (15 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_cq) == 24 + 8 * (5 + FT_UP_GAP_CLASSES), "ft_uprobe_cq");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

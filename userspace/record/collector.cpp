@@ -201,16 +201,21 @@ void Collector::on_record(const void* data, size_t size) {
 }
 
 // --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind, endpoint,
-// peer), and every site with its hits as a symbol of class "uprobe_site" (addr
-// = the file offset).
+// peer), one FT_EV_UPROBE_CQ per polled CQ, and every site with its hits as a symbol of class
+// "uprobe_site" (addr = the file offset).
 void Collector::write_uprobes() {
   uprobe_rows_ = session_.uprobe_rows();
+  uprobe_cqs_ = session_.uprobe_cqs();
   uprobe_names_ = session_.uprobe_names();
   uprobe_lost_ = session_.uprobe_lost();
   uprobe_hits_ = session_.uprobe_site_hits();
   const uint64_t now = mono_ns();
   for (const UprobeRow& r : uprobe_rows_) {
     const ft_uprobe_ops rec = r.record(now);
+    on_record(&rec, sizeof(rec));
+  }
+  for (const UprobeCq& q : uprobe_cqs_) {
+    const ft_uprobe_cq rec = q.record(now);
     on_record(&rec, sizeof(rec));
   }
   std::vector<KernelSymbol> syms;
@@ -247,7 +252,8 @@ void Collector::write_uprobe_reports() {
     const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
     if (seen && p.preload) continue;
     ctx.rank = seen ? p.rank : "";
-    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx);
+    const ProcessReport rep =
+        uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
     const std::string path =
         opt_.dir + "/" + output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid);
     std::string err;

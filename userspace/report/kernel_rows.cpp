@@ -250,6 +250,12 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       r.detail = uprobe_stats_detail(e);
       break;
     }
+    case FT_EV_UPROBE_CQ: {
+      const auto e = record_as<ft_uprobe_cq>(rec);
+      r.cause = "cq_polls";
+      r.detail = uprobe_cq_detail(e);
+      break;
+    }
     default:
       break;
   }
