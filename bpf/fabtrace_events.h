@@ -33,11 +33,14 @@
 #define FT_IRQ_HIST 64   /* IRQ/softirq intervals taken while the thread ran */
 #define FT_FAULT_HIST 64 /* page-fault buckets (bursts, cut by count and by time) */
 /* A bucket holds at most FT_FAULT_BUCKET_MAX faults over FT_FAULT_BUCKET_NS, so
- * 64 buckets cover 65,536 faults of non-stop faulting or 16 s, whichever is
- * less, however often the thread is preempted meanwhile: a bucket cut every few
- * ms of wall time ran out of history on a loaded machine, where a 64 MiB touch
- * took up to 2.3 s of which half was spent preempted. */
-#define FT_FAULT_BUCKET_MAX 1024
+ * 64 buckets cover 524,288 faults of non-stop faulting (2 GiB of fresh 4 KiB
+ * pages) or 16 s, whichever is less, however often the thread is preempted
+ * meanwhile: a bucket cut every few ms of wall time ran out of history on a
+ * loaded machine, where a 64 MiB touch took up to 2.3 s of which half was
+ * spent preempted; 1024 faults a bucket covered 256 MiB of a 512 MiB touch.
+ * A window whose start the history does not reach counts only the faults it
+ * holds for certain (FT_WIN_PARTIAL_FAULT: a lower bound). */
+#define FT_FAULT_BUCKET_MAX 8192
 #define FT_FAULT_BUCKET_NS 256000000ULL
 /* A pause this long ends a bucket, so bursts stay apart and a window edge rarely
  * falls inside one (the breakdown prorates those); a pause that was the
@@ -93,6 +96,17 @@ enum ft_off_kind {
   FT_OFF_OTHER = 5      /* dead, parked, idle states */
 };
 
+/* What a thread asleep in a syscall on a file descriptor (read, write,
+ * recvmsg, accept, ...: its first argument) waited on: that file's type. */
+enum ft_wait_on {
+  FT_ON_NONE = 0, /* not such a syscall, or not known */
+  FT_ON_PIPE = 1,
+  FT_ON_SOCKET = 2,
+  FT_ON_FILE = 3, /* a regular file */
+  FT_ON_CHAR = 4, /* a character device (a terminal, ...) */
+  FT_ON_OTHER = 5 /* an eventfd, a signalfd, ... */
+};
+
 /* FT_EV_OFFCPU; h.ts = switch-in, h.cpu = CPU it came back on. */
 struct ft_offcpu {
   struct ft_hdr h;
@@ -102,7 +116,8 @@ struct ft_offcpu {
   __u32 prev_state; /* the raw task state at switch-out */
   __u32 cpu_out;    /* CPU it left */
   __u8 off_kind;    /* enum ft_off_kind */
-  __u8 pad[3];
+  __u8 wait_on;     /* enum ft_wait_on: what a sleeping read, write, ... waited on */
+  __u8 pad[2];
   __u32 out_pid; /* the task that took the CPU at switch-out (tid) */
   __u32 in_pid;  /* the task that gave the CPU back at switch-in (tid) */
   char out_comm[FT_COMM_LEN];
@@ -201,6 +216,17 @@ struct ft_thread {
 #define FT_WIN_PARTIAL_IRQ 2u    /* IRQ history did not reach back to `start` */
 #define FT_WIN_PARTIAL_FAULT 4u  /* fault history did not reach back to `start` */
 #define FT_WIN_UNKNOWN_THREAD 8u /* the kernel had no state for the thread */
+/* The faults of a burst reaching over an edge of the window were prorated by
+ * time: `faults` is an estimate (without FT_WIN_PARTIAL_FAULT: exact). */
+#define FT_WIN_FAULTS_PRORATED 16u
+/* The blocked-sleep time (sleep_ns) by syscall: the two that took the most,
+ * each with what it waited on; the rest of sleep_ns is in no syscall known. */
+#define FT_SLEEP_CALLS 2
+struct ft_sleep_call {
+  __u64 ns;
+  __s32 syscall;
+  __u32 wait_on; /* enum ft_wait_on */
+};
 struct ft_task_time {
   __u32 pid; /* tid of a task that ran instead */
   __u32 pad;
@@ -224,6 +250,9 @@ struct ft_window {
   __u32 migrations;
   __u32 flags;                           /* FT_WIN_* */
   struct ft_task_time top[FT_TOP_TASKS]; /* who ran instead, longest first */
+  /* faults: with FT_WIN_PARTIAL_FAULT, only those the history holds for
+   * certain (a lower bound); with FT_WIN_FAULTS_PRORATED, an estimate */
+  struct ft_sleep_call sleep_calls[FT_SLEEP_CALLS];
 };
 
 /* FT_EV_STALL: fired by the thread whose poll ended the gap. */
