@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* The cxi driver (Cassini NICs): the driver's own tracepoint cass:cass_err, and
  * its work items (error handler, page-request and pause-timeout workers) from
  * the workqueue tracepoints, filtered to the driver's work functions, whose

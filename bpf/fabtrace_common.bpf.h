@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* What every fabtrace BPF program shares: the maps the collector creates once and
  * hands to each skeleton (bpf_map__reuse_fd), the per-thread history behind the
  * stall/slow-op breakdowns, and the helpers that emit records.
@@ -340,6 +341,6 @@ static __always_inline void ft_repair_unseen_in(struct ft_thread_state* st, __u3
   ft_close_off(st, tgid, tid, end, bpf_get_smp_processor_id(), 0, 0, rl, min_ns);
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #endif /* FABTRACE_COMMON_BPF_H */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* The kernel side's record layouts and event kinds: the one home shared by every
  * BPF program (bpf/NAME.bpf.c), the collector (`fabtrace record`), the kernel log's
  * writer and readers (common/kernel_log.*) and the report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* Interrupts: hard IRQs and softirqs handled on a CPU while a traced thread was
  * the one running there: time taken from that thread, by IRQ name (cxi's
  * completion and error vectors are told apart by the collector from the name). */

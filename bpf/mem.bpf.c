@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* Memory: user page faults of traced threads. Every fault is counted in the
  * thread's state and in its fault buckets (for the breakdowns); the log gets one
  * summary record per burst (emitted when the thread leaves the CPU, exits, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* Network, the analogue of link retries for the TCP-based providers: segments
  * retransmitted (tcp:tcp_retransmit_skb) and packets dropped (skb:kfree_skb, with
  * the kernel's drop reason) on the traced processes' sockets, each with the

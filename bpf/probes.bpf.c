@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* The preload's USDT probes (preload/probes.h): a thread's first fabric activity
  * registers its process as traced; a CQ poll gap or an op above its threshold
  * gets, in the kernel and at the moment it is reported, the breakdown of what

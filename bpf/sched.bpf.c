@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* Scheduler: every off-CPU interval of a traced thread, with how it began
  * (preempted while runnable, asleep and in which syscall, in uninterruptible
  * sleep, stopped), who took the CPU, when it was woken, who gave the CPU back and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* The uprobe-assisted mode (`fabtrace record --uprobes`): op/completion pairing
  * in the kernel for processes that run without the preload.
  *
@@ -45,7 +46,7 @@
 
 #include "uprobe_ops.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
 /* Learning CQs and endpoints opened before the session (struct ft_up_layout):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* The uprobe-assisted mode (`fabtrace record --uprobes`): what uprobe_ops.bpf.c
  * and the collector (userspace/record/) share, libbpf-tools style: the maps'
  * keys and values and the attach cookie that tells one program which op it

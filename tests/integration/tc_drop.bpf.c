@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* A tc (clsact egress) filter for the record tests' packet loss: drops the TCP
  * data segments number 200, 400, ..., 1000 that leave the interface, and
  * nothing else. netem is not built into the kernels here; this plants a known
@@ -92,4 +93,4 @@ sent:
   return TC_ACT_OK;
 }
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -620,7 +620,7 @@ size_t fds_of(int pid, const std::string& what) {
 
 // uprobe_multi links: the session holds its probes in a few links (one per
 // program, library file and process) instead of one perf event each, which is
-// what lets the kernel release them together at exit (README, "Performance":
+// what lets the kernel release them together at exit (docs/performance.md:
 // 17 s with perf events). The same session once each way, nothing running:
 // the perf events it no longer opens are exactly the probes its links hold.
 TEST(Record, UprobesHeldInMultiLinks) {

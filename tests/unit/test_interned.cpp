@@ -73,7 +73,7 @@ TEST(Interned, LinkRowsReadTheirNamesBack) {
   EXPECT_EQ(l.op(), "fi_tsend");
   EXPECT_EQ(l.posted.unknown(), "not matched");
   // A job holds 1M of these: 464 bytes and 64 more of heap before the names
-  // were interned (README, "at scale").
+  // were interned (docs/performance.md, "At scale").
   EXPECT_LE(sizeof(LinkRow), 232u);
 }
 

@@ -31,7 +31,7 @@ struct ProviderAddress {
 
 // The table's rows of `provider` (none for a provider it does not cover).
 std::vector<ProviderFunction> provider_functions(const std::string& provider);
-// Every row (the tests' and the README's).
+// Every row (the tests' and docs/uprobes.md's).
 const std::vector<ProviderFunction>& all_provider_functions();
 // The provider's address defaults; false for a provider the table does not cover.
 bool provider_address(const std::string& provider, ProviderAddress* out);

@@ -44,7 +44,7 @@ int probe_program() {
   insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
   insns[0].dst_reg = BPF_REG_0;
   insns[1].code = BPF_JMP | BPF_EXIT;
-  static const char license[] = "GPL";
+  static const char license[] = "Dual BSD/GPL";  // as bpf/*.bpf.c declare
   union bpf_attr a;
   std::memset(&a, 0, sizeof(a));
   a.prog_type = BPF_PROG_TYPE_KPROBE;

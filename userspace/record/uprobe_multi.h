@@ -2,7 +2,7 @@
 // offsets of one file, with a cookie each. fabtrace record --uprobes used one
 // perf-event uprobe per probe, and the kernel releases those one at a time
 // with a grace-period wait each: 165 probes took 17 s to detach at exit
-// (README, "Performance"). A link releases its probes together.
+// (docs/performance.md, "record --uprobes"). A link releases its probes together.
 //
 // libbpf 1.1 (Debian 12) has neither the attach type nor the link_create
 // fields, so both are spelled here from the kernel's UAPI (include/uapi/
