@@ -10,6 +10,9 @@
 //
 //   BM_EmptyPoll/<provider>     one fi_cq_read on an empty CQ
 //   BM_SendRecvSelf/<provider>  fi_recv + fi_send to itself (64 B), polled until both complete
+//   BM_InjectRecvSelf/<provider>  fi_recv + fi_inject to itself (64 B), polled until the
+//                                 receive completes (an inject has no completion: what its
+//                                 return probe costs shows here)
 //
 // The counters give the CQ reads per iteration, so a poll's and an op's share
 // can be told apart.
@@ -131,6 +134,40 @@ void BM_SendRecvSelf(benchmark::State& state, const char* prov) {
       benchmark::Counter(static_cast<double>(polls), benchmark::Counter::kAvgIterations);
 }
 
+void BM_InjectRecvSelf(benchmark::State& state, const char* prov) {
+  SelfEndpoint e(prov);
+  if (!e.error.empty()) {
+    state.SkipWithError(e.error.c_str());
+    return;
+  }
+  char tx[64] = {}, rx[64];
+  fi_context2 rctx;
+  fi_cq_entry entry;
+  uint64_t polls = 0;
+  for (auto _ : state) {
+    ssize_t ret;
+    while ((ret = fi_recv(e.ep, rx, sizeof(rx), nullptr, FI_ADDR_UNSPEC, &rctx)) == -FI_EAGAIN)
+      fi_cq_read(e.cq, &entry, 0);
+    while ((ret = fi_inject(e.ep, tx, sizeof(tx), e.self)) == -FI_EAGAIN)
+      fi_cq_read(e.cq, &entry, 0);
+    if (ret) {
+      state.SkipWithError("fi_inject failed");
+      return;
+    }
+    for (;;) {
+      ++polls;
+      const ssize_t n = fi_cq_read(e.cq, &entry, 1);
+      if (n > 0) break;
+      if (n < 0 && n != -FI_EAGAIN) {
+        state.SkipWithError("fi_cq_read failed");
+        return;
+      }
+    }
+  }
+  state.counters["polls"] =
+      benchmark::Counter(static_cast<double>(polls), benchmark::Counter::kAvgIterations);
+}
+
 BENCHMARK_CAPTURE(BM_EmptyPoll, shm, "shm");
 BENCHMARK_CAPTURE(BM_EmptyPoll, tcp_rxm, "tcp;ofi_rxm");
 BENCHMARK_CAPTURE(BM_EmptyPoll, udp_rxd, "udp;ofi_rxd");
@@ -139,6 +176,10 @@ BENCHMARK_CAPTURE(BM_SendRecvSelf, shm, "shm");
 BENCHMARK_CAPTURE(BM_SendRecvSelf, tcp_rxm, "tcp;ofi_rxm");
 BENCHMARK_CAPTURE(BM_SendRecvSelf, udp_rxd, "udp;ofi_rxd");
 BENCHMARK_CAPTURE(BM_SendRecvSelf, sockets, "sockets");
+BENCHMARK_CAPTURE(BM_InjectRecvSelf, shm, "shm");
+BENCHMARK_CAPTURE(BM_InjectRecvSelf, tcp_rxm, "tcp;ofi_rxm");
+BENCHMARK_CAPTURE(BM_InjectRecvSelf, udp_rxd, "udp;ofi_rxd");
+BENCHMARK_CAPTURE(BM_InjectRecvSelf, sockets, "sockets");
 
 }  // namespace
 

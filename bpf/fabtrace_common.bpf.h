@@ -46,7 +46,7 @@ struct ft_off_slot {
   __u64 start, end, wake;
   __s32 syscall;
   __u8 kind;
-  __u8 pad;
+  __u8 wait_on; /* enum ft_wait_on */
   __u16 cpu_out;
   __u16 cpu_in;
   __u16 pad2;
@@ -77,6 +77,7 @@ struct ft_thread_state {
   /* the open off-CPU interval (off_start != 0 while off CPU) */
   __u64 off_start, wake;
   __s32 off_syscall;
+  __u32 off_wait_on; /* enum ft_wait_on */
   __u32 off_state;
   __u32 off_cpu;
   __u32 off_kind;
@@ -296,6 +297,7 @@ static __always_inline void ft_close_off(struct ft_thread_state* st, __u32 tgid,
   s->wake = st->wake;
   s->syscall = st->off_syscall;
   s->kind = (__u8)st->off_kind;
+  s->wait_on = (__u8)st->off_wait_on;
   s->cpu_out = (__u16)st->off_cpu;
   s->cpu_in = (__u16)cpu;
   __builtin_memset(s->run, 0, sizeof(s->run));
@@ -314,6 +316,8 @@ static __always_inline void ft_close_off(struct ft_thread_state* st, __u32 tgid,
   r->prev_state = st->off_state;
   r->cpu_out = st->off_cpu;
   r->off_kind = (__u8)st->off_kind;
+  r->wait_on = (__u8)st->off_wait_on;
+  r->pad[0] = r->pad[1] = 0;
   r->out_pid = st->out_pid;
   r->in_pid = in_pid;
   __builtin_memcpy(r->out_comm, st->out_comm, FT_COMM_LEN);

@@ -20,7 +20,7 @@
 #include <linux/types.h>
 #endif
 
-#define FT_RECORD_VERSION 3
+#define FT_RECORD_VERSION 4
 
 #define FT_COMM_LEN 16 /* TASK_COMM_LEN */
 #define FT_NAME_LEN 32 /* IRQ action names ("cxi0_comp3", "virtio0-input.0") */
@@ -34,11 +34,14 @@
 #define FT_IRQ_HIST 64   /* IRQ/softirq intervals taken while the thread ran */
 #define FT_FAULT_HIST 64 /* page-fault buckets (bursts, cut by count and by time) */
 /* A bucket holds at most FT_FAULT_BUCKET_MAX faults over FT_FAULT_BUCKET_NS, so
- * 64 buckets cover 65,536 faults of non-stop faulting or 16 s, whichever is
- * less, however often the thread is preempted meanwhile: a bucket cut every few
- * ms of wall time ran out of history on a loaded machine, where a 64 MiB touch
- * took up to 2.3 s of which half was spent preempted. */
-#define FT_FAULT_BUCKET_MAX 1024
+ * 64 buckets cover 524,288 faults of non-stop faulting (2 GiB of fresh 4 KiB
+ * pages) or 16 s, whichever is less, however often the thread is preempted
+ * meanwhile: a bucket cut every few ms of wall time ran out of history on a
+ * loaded machine, where a 64 MiB touch took up to 2.3 s of which half was
+ * spent preempted; 1024 faults a bucket covered 256 MiB of a 512 MiB touch.
+ * A window whose start the history does not reach counts only the faults it
+ * holds for certain (FT_WIN_PARTIAL_FAULT: a lower bound). */
+#define FT_FAULT_BUCKET_MAX 8192
 #define FT_FAULT_BUCKET_NS 256000000ULL
 /* A pause this long ends a bucket, so bursts stay apart and a window edge rarely
  * falls inside one (the breakdown prorates those); a pause that was the
@@ -72,7 +75,8 @@ enum ft_kind {
   FT_EV_EXIT = 14,       /* a traced thread exited */
   FT_EV_MARK = 15,       /* the application's phase mark (include/fabtrace.h, USDT) */
   FT_EV_UPROBE_OPS = 16, /* --uprobes: one link's ops of one kind, paired in BPF */
-  FT_EV_KINDS = 17       /* one past the last kind: sizes the counter arrays */
+  FT_EV_UPROBE_CQ = 17,  /* --uprobes: one application CQ's polls and poll gaps */
+  FT_EV_KINDS = 18       /* one past the last kind: sizes the counter arrays */
 };
 
 struct ft_hdr {
@@ -93,6 +97,17 @@ enum ft_off_kind {
   FT_OFF_OTHER = 5      /* dead, parked, idle states */
 };
 
+/* What a thread asleep in a syscall on a file descriptor (read, write,
+ * recvmsg, accept, ...: its first argument) waited on: that file's type. */
+enum ft_wait_on {
+  FT_ON_NONE = 0, /* not such a syscall, or not known */
+  FT_ON_PIPE = 1,
+  FT_ON_SOCKET = 2,
+  FT_ON_FILE = 3, /* a regular file */
+  FT_ON_CHAR = 4, /* a character device (a terminal, ...) */
+  FT_ON_OTHER = 5 /* an eventfd, a signalfd, ... */
+};
+
 /* FT_EV_OFFCPU; h.ts = switch-in, h.cpu = CPU it came back on. */
 struct ft_offcpu {
   struct ft_hdr h;
@@ -102,7 +117,8 @@ struct ft_offcpu {
   __u32 prev_state; /* the raw task state at switch-out */
   __u32 cpu_out;    /* CPU it left */
   __u8 off_kind;    /* enum ft_off_kind */
-  __u8 pad[3];
+  __u8 wait_on;     /* enum ft_wait_on: what a sleeping read, write, ... waited on */
+  __u8 pad[2];
   __u32 out_pid; /* the task that took the CPU at switch-out (tid) */
   __u32 in_pid;  /* the task that gave the CPU back at switch-in (tid) */
   char out_comm[FT_COMM_LEN];
@@ -201,6 +217,17 @@ struct ft_thread {
 #define FT_WIN_PARTIAL_IRQ 2u    /* IRQ history did not reach back to `start` */
 #define FT_WIN_PARTIAL_FAULT 4u  /* fault history did not reach back to `start` */
 #define FT_WIN_UNKNOWN_THREAD 8u /* the kernel had no state for the thread */
+/* The faults of a burst reaching over an edge of the window were prorated by
+ * time: `faults` is an estimate (without FT_WIN_PARTIAL_FAULT: exact). */
+#define FT_WIN_FAULTS_PRORATED 16u
+/* The blocked-sleep time (sleep_ns) by syscall: the two that took the most,
+ * each with what it waited on; the rest of sleep_ns is in no syscall known. */
+#define FT_SLEEP_CALLS 2
+struct ft_sleep_call {
+  __u64 ns;
+  __s32 syscall;
+  __u32 wait_on; /* enum ft_wait_on */
+};
 struct ft_task_time {
   __u32 pid; /* tid of a task that ran instead */
   __u32 pad;
@@ -224,6 +251,9 @@ struct ft_window {
   __u32 migrations;
   __u32 flags;                           /* FT_WIN_* */
   struct ft_task_time top[FT_TOP_TASKS]; /* who ran instead, longest first */
+  /* faults: with FT_WIN_PARTIAL_FAULT, only those the history holds for
+   * certain (a lower bound); with FT_WIN_FAULTS_PRORATED, an estimate */
+  struct ft_sleep_call sleep_calls[FT_SLEEP_CALLS];
 };
 
 /* FT_EV_STALL: fired by the thread whose poll ended the gap. */
@@ -289,8 +319,14 @@ struct ft_up_stats {
   __u64 calls;       /* ops: calls (an op the provider refused with -FI_EAGAIN and
                       * issued again counts each time); polls: CQ reads */
   __u64 refused;     /* ops: calls that returned an error (-FI_EAGAIN included) */
+  __u64 eagain;      /* ops: the refused calls that returned -FI_EAGAIN */
   __u64 completions; /* ops: completions paired with their op; polls: entries returned */
-  __u64 bytes;       /* ops: bytes of the paired ops, as posted */
+  __u64 bytes;       /* ops: bytes of the paired ops (receives: as arrived, where told) */
+  /* ops: accepted calls that by design get no completion (an inject, FI_INJECT
+   * without FI_COMPLETION, an op without FI_COMPLETION on a CQ bound with
+   * FI_SELECTIVE_COMPLETION, a context the provider keeps: FI_PEEK, FI_CLAIM,
+   * FI_MULTI_RECV, FI_TRIGGER), as the preload's "untimed", and their bytes */
+  __u64 untimed, untimed_bytes;
   __u64 lat_sum_ns, lat_min_ns, lat_max_ns;
   __u64 unmatched; /* polls: entries no probed op had issued; ops: accepted with a
                     * NULL context on an endpoint whose CQ is not known (not paired) */
@@ -312,6 +348,22 @@ struct ft_uprobe_ops {
   __u64 ep;         /* the application's endpoint (struct fid_ep *); 0 in the polls row */
   __u64 peer;       /* the ops' fi_addr_t; ~0 (FI_ADDR_UNSPEC): receives from any source */
   struct ft_up_stats s;
+};
+
+/* --uprobes: one application CQ of a process (FT_EV_UPROBE_CQ, written when
+ * the session stops): its outermost reads (the application's polls) and the
+ * gaps between them, as the preload's per-CQ poll statistics: a read is
+ * stamped at its return (a blocking one, fi_cq_sread, at its entry), the gap
+ * is the time since the CQ's previous stamp, by any thread. */
+#define FT_UP_GAP_CLASSES 6 /* <10us <100us <1ms <10ms <100ms >=100ms */
+struct ft_uprobe_cq {
+  struct ft_hdr h; /* ts = written, pid = the process, tid = 0 */
+  __u64 cq;        /* the application's struct fid_cq * */
+  __u64 opened;    /* CLOCK_MONOTONIC ns of its cq_open (0: opened before the session) */
+  __u64 polls;
+  __u64 gaps[FT_UP_GAP_CLASSES];
+  __u64 max_gap_ns;
+  __u64 max_gap_end; /* CLOCK_MONOTONIC ns of the poll that ended the longest gap */
 };
 
 /* Counters the collector reads from the `counters` map (per CPU, summed): for
@@ -385,7 +437,8 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
-FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (12 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (15 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_uprobe_cq) == 24 + 8 * (5 + FT_UP_GAP_CLASSES), "ft_uprobe_cq");
 #endif
 
 #endif /* FABTRACE_BPF_EVENTS_H */

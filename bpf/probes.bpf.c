@@ -141,7 +141,31 @@ static __always_inline void top_sort(struct ft_window* w) {
       }
 }
 
-static __always_inline void blocked_add(struct ft_window* w, __u8 kind, __s32 sc, __u64 ns) {
+/* Blocked-sleep time of syscall `sc` (on `on`): kept for the two that took
+ * the most (a third replaces the lesser when it took more). Fields, not an
+ * index: a computed index would be a value the verifier tracks per path, in
+ * a loop over the thread's 64 off-CPU intervals. */
+static __always_inline void sleep_add(struct ft_window* w, __s32 sc, __u32 on, __u64 ns) {
+  struct ft_sleep_call* a = &w->sleep_calls[0];
+  struct ft_sleep_call* b = &w->sleep_calls[1];
+  if (sc < 0 || !ns) return;
+  if (a->ns && a->syscall == sc && a->wait_on == on) {
+    a->ns += ns;
+  } else if (b->ns && b->syscall == sc && b->wait_on == on) {
+    b->ns += ns;
+  } else if (!a->ns || (b->ns && a->ns < ns && a->ns <= b->ns)) {
+    a->ns = ns;
+    a->syscall = sc;
+    a->wait_on = on;
+  } else if (b->ns < ns) {
+    b->ns = ns;
+    b->syscall = sc;
+    b->wait_on = on;
+  }
+}
+
+static __always_inline void blocked_add(struct ft_window* w, __u8 kind, __s32 sc, __u8 on,
+                                        __u64 ns) {
   switch (kind) {
     case FT_OFF_STOPPED:
       w->stopped_ns += ns;
@@ -154,12 +178,75 @@ static __always_inline void blocked_add(struct ft_window* w, __u8 kind, __s32 sc
         w->futex_ns += ns;
       else if (sc == FT_NR_NANOSLEEP || sc == FT_NR_CLOCK_NANOSLEEP)
         w->nanosleep_ns += ns;
-      else
+      else {
         w->sleep_ns += ns;
+        sleep_add(w, sc, on, ns);
+      }
       break;
     default:
       w->other_ns += ns;
   }
+}
+
+/* The walks of a thread's IRQ and fault histories back from their newest
+ * entries over a window: bpf_loop steps, checked once by the verifier (the
+ * unrolled walks, with the off-CPU one, took 797k of its 1M instructions in
+ * each of the three programs that break a window down). */
+struct hist_walk {
+  struct ft_window* w;
+  struct ft_thread_state* st;
+  __u64 s, e, n;
+  __u64 est, sure; /* faults: estimated (prorated), held for certain */
+  __u32 reached, prorated;
+};
+
+static long irq_step(__u64 i, void* arg) {
+  struct hist_walk* c = arg;
+  if (i >= c->n) {
+    c->reached = 1;
+    return 1;
+  }
+  struct ft_irq_slot* q = &c->st->irq[(c->n - 1 - i) & (FT_IRQ_HIST - 1)];
+  if (q->end <= c->s) {
+    c->reached = 1;
+    return 1;
+  }
+  const __u64 t = overlap(q->start, q->end, c->s, c->e);
+  if (q->soft)
+    c->w->softirq_ns += t;
+  else
+    c->w->irq_ns += t;
+  return 0;
+}
+
+static long fault_step(__u64 i, void* arg) {
+  struct hist_walk* c = arg;
+  const __u64 s = c->s, e = c->e;
+  if (i >= c->n) {
+    c->reached = 1;
+    return 1;
+  }
+  struct ft_fault_slot* f = &c->st->flt[(c->n - 1 - i) & (FT_FAULT_HIST - 1)];
+  if (f->last < s) {
+    c->reached = 1;
+    return 1;
+  }
+  if (f->start > e) return 0;
+  const __u64 span = f->last - f->start;
+  const __u64 in = overlap(f->start, f->last, s, e);
+  if (span && in < span) {
+    /* A bucket reaching past an edge of the window counts in proportion to
+     * its time inside (faults spread evenly over the bucket's few ms): an
+     * estimate. For certain only its first fault (past the end) or its last
+     * (before the start) when that one is inside. */
+    c->est += f->count * in / span;
+    c->prorated = 1;
+    if ((f->start >= s && f->start <= e) || (f->last >= s && f->last <= e)) c->sure += 1;
+  } else {
+    c->est += f->count;
+    c->sure += f->count;
+  }
+  return 0;
 }
 
 /* What thread `tid` of process `tgid` went through inside [w->start, w->end]. */
@@ -169,7 +256,6 @@ static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) 
   if (!p || p->since > s)
     w->flags |= FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ | FT_WIN_PARTIAL_FAULT;
   struct ft_thread_state* st = ft_thread(tid);
-  __u64 off = 0;
   if (!st) {
     /* No event since the process became traced: it ran all along. */
     if (!p) w->flags |= FT_WIN_UNKNOWN_THREAD;
@@ -181,6 +267,7 @@ static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) 
   ft_repair_unseen_in(st, tgid, tid, 0);
 
   const __u64 n = st->off_n;
+  __u64 off = 0;
   bool reached = false;
   for (int i = 0; i < FT_OFF_HIST; i++) {
     if ((__u64)i >= n) {
@@ -198,7 +285,7 @@ static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) 
     const bool woke = o->kind != FT_OFF_PREEMPTED && o->wake && o->wake < o->end;
     if (o->kind != FT_OFF_PREEMPTED) {
       const __u64 b = overlap(o->start, woke ? o->wake : o->end, s, e);
-      blocked_add(w, o->kind, o->syscall, b);
+      blocked_add(w, o->kind, o->syscall, o->wait_on, b);
       off += b;
     }
     if (o->kind == FT_OFF_PREEMPTED || woke) {
@@ -219,46 +306,22 @@ static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) 
   w->on_cpu_ns = len > off ? len - off : 0;
   top_sort(w);
 
-  const __u64 ni = st->irq_n;
-  reached = false;
-  for (int i = 0; i < FT_IRQ_HIST; i++) {
-    if ((__u64)i >= ni) {
-      reached = true;
-      break;
-    }
-    struct ft_irq_slot* q = &st->irq[(ni - 1 - i) & (FT_IRQ_HIST - 1)];
-    if (q->end <= s) {
-      reached = true;
-      break;
-    }
-    const __u64 t = overlap(q->start, q->end, s, e);
-    if (q->soft)
-      w->softirq_ns += t;
-    else
-      w->irq_ns += t;
-  }
-  if (!reached) w->flags |= FT_WIN_PARTIAL_IRQ;
+  struct hist_walk h = {.w = w, .st = st, .s = s, .e = e, .n = st->irq_n};
+  bpf_loop(FT_IRQ_HIST, irq_step, &h, 0);
+  if (!h.reached) w->flags |= FT_WIN_PARTIAL_IRQ;
 
-  const __u64 nf = st->flt_n;
-  reached = false;
-  for (int i = 0; i < FT_FAULT_HIST; i++) {
-    if ((__u64)i >= nf) {
-      reached = true;
-      break;
-    }
-    struct ft_fault_slot* f = &st->flt[(nf - 1 - i) & (FT_FAULT_HIST - 1)];
-    if (f->last < s) {
-      reached = true;
-      break;
-    }
-    if (f->start > e) continue;
-    /* A bucket reaching past an edge of the window counts in proportion to its
-     * time inside (faults spread evenly over the bucket's few ms). */
-    const __u64 span = f->last - f->start;
-    const __u64 in = overlap(f->start, f->last, s, e);
-    w->faults += (__u32)(span && in < span ? f->count * in / span : f->count);
+  struct hist_walk f = {.w = w, .st = st, .s = s, .e = e, .n = st->flt_n};
+  bpf_loop(FT_FAULT_HIST, fault_step, &f, 0);
+  /* History short of the window's start: only the faults held for certain (a
+   * lower bound); else the count, exact unless a bucket was prorated. */
+  if (!f.reached || (w->flags & FT_WIN_PARTIAL_FAULT)) {
+    /* (the process traced only since after the start: the same) */
+    w->flags |= FT_WIN_PARTIAL_FAULT;
+    w->faults = (__u32)f.sure;
+  } else {
+    w->faults = (__u32)f.est;
+    if (f.prorated) w->flags |= FT_WIN_FAULTS_PRORATED;
   }
-  if (!reached) w->flags |= FT_WIN_PARTIAL_FAULT;
 }
 
 static __always_inline union scratch* scratch_get(void) {

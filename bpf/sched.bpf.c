@@ -45,6 +45,66 @@ static __always_inline __s32 blocked_syscall(struct task_struct* t) {
 #endif
 }
 
+/* File types (include/uapi/linux/stat.h). */
+#define FT_S_IFMT 0170000
+#define FT_S_IFSOCK 0140000
+#define FT_S_IFREG 0100000
+#define FT_S_IFCHR 0020000
+#define FT_S_IFIFO 0010000
+
+/* What a thread asleep in syscall `sc` waited on, where the syscall's first
+ * argument is the file descriptor it blocks on (read, write, their vector and
+ * positioned forms, the socket calls): the type of that file in the task's
+ * file table. A few reads of kernel memory, at a sleeping switch-out only. */
+static __always_inline __u32 wait_on(struct task_struct* t, __s32 sc) {
+#if defined(__TARGET_ARCH_x86)
+  switch (sc) {
+    case 0:   /* read */
+    case 1:   /* write */
+    case 17:  /* pread64 */
+    case 18:  /* pwrite64 */
+    case 19:  /* readv */
+    case 20:  /* writev */
+    case 42:  /* connect */
+    case 43:  /* accept */
+    case 44:  /* sendto */
+    case 45:  /* recvfrom */
+    case 46:  /* sendmsg */
+    case 47:  /* recvmsg */
+    case 288: /* accept4 */
+    case 295: /* preadv */
+    case 296: /* pwritev */
+    case 299: /* recvmmsg */
+    case 307: /* sendmmsg */
+      break;
+    default:
+      return FT_ON_NONE;
+  }
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(t);
+  if (!regs) return FT_ON_NONE;
+  const __u64 fd = BPF_CORE_READ(regs, di);
+  struct fdtable* fdt = BPF_CORE_READ(t, files, fdt);
+  if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds)) return FT_ON_NONE;
+  struct file** fds = BPF_CORE_READ(fdt, fd);
+  struct file* f = 0;
+  if (!fds || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) != 0 || !f) return FT_ON_NONE;
+  switch (BPF_CORE_READ(f, f_inode, i_mode) & FT_S_IFMT) {
+    case FT_S_IFIFO:
+      return FT_ON_PIPE;
+    case FT_S_IFSOCK:
+      return FT_ON_SOCKET;
+    case FT_S_IFREG:
+      return FT_ON_FILE;
+    case FT_S_IFCHR:
+      return FT_ON_CHAR;
+    default:
+      return FT_ON_OTHER;
+  }
+#else
+  return FT_ON_NONE;
+#endif
+}
+
 static __always_inline __u32 off_kind_of(bool preempt, unsigned int state) {
   if (preempt || state == FT_TASK_RUNNING) return FT_OFF_PREEMPTED;
   if (state & (FT_TASK_STOPPED | FT_TASK_TRACED)) return FT_OFF_STOPPED;
@@ -73,6 +133,7 @@ static __always_inline void switch_out(struct task_struct* prev, struct task_str
   st->off_kind = off_kind_of(preempt, state);
   st->off_state = state;
   st->off_syscall = st->off_kind == FT_OFF_PREEMPTED ? -1 : blocked_syscall(prev);
+  st->off_wait_on = st->off_kind == FT_OFF_SLEEP ? wait_on(prev, st->off_syscall) : FT_ON_NONE;
   st->off_cpu = bpf_get_smp_processor_id();
   st->out_pid = BPF_CORE_READ(next, pid);
   bpf_probe_read_kernel_str(st->out_comm, sizeof(st->out_comm), next->comm);
@@ -104,6 +165,7 @@ static __always_inline void switch_in(struct task_struct* prev, struct task_stru
     st->wake = 0;
     st->off_kind = FT_OFF_OTHER;
     st->off_syscall = -1;
+    st->off_wait_on = FT_ON_NONE;
     st->off_state = 0;
     st->off_cpu = cpu;
     st->out_pid = 0;

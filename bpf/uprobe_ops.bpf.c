@@ -2,19 +2,25 @@
 /* The uprobe-assisted mode (`fabtrace record --uprobes`): op/completion pairing
  * in the kernel for processes that run without the preload.
  *
- * - Entry + return probes on the provider's data-path ops (ep->msg->send, ...):
- *   an op the provider accepted (returned 0) is remembered by (process, context
- *   pointer): when, how many bytes, which op. An op with a NULL context is
- *   queued on its endpoint side's CQ instead (struct ft_up_fifo_key).
+ * - Entry + return probes on the provider's data-path ops (ep->msg->send, ...,
+ *   the injects too): an op the provider accepted (returned 0) that gets a
+ *   completion is remembered by (process, context pointer): when, how many
+ *   bytes, which op (a context reused while its earlier op is outstanding
+ *   queues behind it: struct ft_up_pending). An op with a NULL context is
+ *   queued on its endpoint side's CQ instead (struct ft_up_fifo_key). An op
+ *   that by design gets none (an inject, FI_SELECTIVE_COMPLETION without
+ *   FI_COMPLETION, ...: op_completes) is counted untimed once accepted;
+ *   refusals are counted apart (-FI_EAGAIN and other errors).
  * - An entry + return probe on the provider's cq_open learns the application's
  *   CQs and their entry format (a utility provider's inner CQs are opened by
  *   another provider's cq_open, which is not probed, so they are never known);
  *   an entry probe on the endpoint's bind learns which CQ each side uses.
  * - An entry + return probe on the CQ read (cq->ops->read / readfrom): the
  *   outermost read of a known CQ in a thread is an application poll (utility
- *   providers call their readfrom, and their core's read, from inside it); at
- *   its return the returned entries are walked, each entry's first field
- *   (op_context) looked up and paired with its op.
+ *   providers call their readfrom, and their core's read, from inside it),
+ *   counted per CQ with the gap since the CQ's previous poll (struct
+ *   ft_up_cq); at its return the returned entries are walked, each entry's
+ *   first field (op_context) looked up and paired with its op.
  * - Per link, as the preload reports: each op's endpoint (its first argument)
  *   and peer (its fi_addr_t) key its row. What they are comes from an entry +
  *   return probe on the AV's insert (fi_addr_t -> the address inserted) and on
@@ -92,8 +98,12 @@ const volatile __u32 ft_up_rows_per_proc = 0;
 #define FT_UP_MAP_GROWN(name, map_type, max, key_type, value_type) \
   FT_UP_MAP_FLAGS(name, map_type, BPF_F_NO_PREALLOC, max, key_type, value_type)
 
-/* Ops waiting for their completion, by context (and, NULL contexts, by order). */
+/* Ops waiting for their completion, by context (the oldest with each; the
+ * later ones of a context reused while outstanding in up_dup) and, NULL
+ * contexts, by order. */
 FT_UP_MAP(up_pending, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PENDING, struct ft_up_key,
+          struct ft_up_pending);
+FT_UP_MAP(up_dup, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PENDING, struct ft_up_dup_key,
           struct ft_up_pending);
 FT_UP_MAP(up_seq_pending, BPF_MAP_TYPE_LRU_HASH, FT_UP_MAX_PENDING, struct ft_up_seq_key,
           struct ft_up_pending);
@@ -304,6 +314,100 @@ static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
   return n * ft_up_datatype_size(dt);
 }
 
+/* Whether an op will get a completion, as the preload decides it
+ * (preload/issue.h): an inject never; an op with a flags argument (the *msg
+ * calls) not when the provider keeps its context (FT_UP_KEEP_CONTEXT_FLAGS),
+ * not with FI_INJECT unless FI_COMPLETION, not without FI_COMPLETION on a side
+ * bound with FI_SELECTIVE_COMPLETION; any other op not without FI_COMPLETION
+ * in the endpoint's op flags there, nor with FI_MULTI_RECV in them. An op of
+ * an endpoint whose open and binds were not seen (opened before the session)
+ * is taken to complete; one of a side seen bound to no CQ does not. */
+static __always_inline bool op_completes(__u32 tgid, __u64 ep_ptr, __u32 cls, __u32 ctxloc,
+                                         struct pt_regs* regs) {
+  if (ctxloc == FT_UP_CTX_NONE) return false;
+  const __u32 side = cls & 1;
+  struct ft_up_key ek = {.tgid = tgid, .ptr = ep_ptr};
+  const struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
+  const bool bound = ep && (ep->bound & (1u << side));
+  const bool known = ep && (bound || ep->opened);
+  const bool selective = ep && (ep->selective & (1u << side));
+  if (msg_ctx_off(ctxloc)) {
+    const __u64 flags = arg_n(regs, 3); /* (ep, msg, flags) */
+    if (flags & FT_UP_KEEP_CONTEXT_FLAGS) return false;
+    if (!known) return true;
+    if (!bound) return false;
+    if (flags & FT_UP_FI_INJECT) return (flags & FT_UP_FI_COMPLETION) != 0;
+    return !selective || (flags & FT_UP_FI_COMPLETION);
+  }
+  if (!known) return true;
+  const __u64 of = ep->op_flags[side];
+  return bound && (!selective || (of & FT_UP_FI_COMPLETION)) && !(of & FT_UP_FI_MULTI_RECV);
+}
+
+/* Parks an op that waits for its completion under its context: the oldest
+ * op with a context is up_pending's, a later one (its context reused while
+ * the earlier op is outstanding) queues behind it in up_dup. Returns its slot
+ * (struct ft_up_call). */
+static __always_inline __u32 park(__u32 tgid, const struct ft_up_call* c) {
+  struct ft_up_key k = {.tgid = tgid, .ptr = c->ctx};
+  struct ft_up_pending p = {.start = c->start,
+                            .bytes = c->bytes,
+                            .ep = c->ep,
+                            .peer = c->peer,
+                            .op = c->op,
+                            .site = c->site,
+                            .rx = c->cls == FT_UP_RX};
+  struct ft_up_pending* head = bpf_map_lookup_elem(&up_pending, &k);
+  if (!head) {
+    bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
+    return 0;
+  }
+  /* Not atomic: two threads issuing ops with one context at once are not
+   * told apart anyway. */
+  const __u32 seq = head->dup_tail;
+  head->dup_tail = seq + 1;
+  struct ft_up_dup_key dk = {.tgid = tgid, .seq = seq, .ptr = c->ctx};
+  bpf_map_update_elem(&up_dup, &dk, &p, BPF_ANY);
+  return seq + 1;
+}
+
+/* The op with context `k` whose completion came (or that was refused) leaves:
+ * the next op queued with that context takes its place, or the context is
+ * free. A hole there (a queued op refused while an older one waited, which
+ * needs two threads issuing with one context) ends the queue: the ops behind
+ * it stay pending. */
+static __always_inline void next_pending(const struct ft_up_key* k, struct ft_up_pending* head) {
+  if (head->dup_head < head->dup_tail) {
+    struct ft_up_dup_key dk = {.tgid = k->tgid, .seq = head->dup_head, .ptr = k->ptr};
+    const struct ft_up_pending* d = bpf_map_lookup_elem(&up_dup, &dk);
+    if (d) {
+      const __u32 h = head->dup_head + 1, t = head->dup_tail;
+      *head = *d;
+      head->dup_head = h;
+      head->dup_tail = t;
+      bpf_map_delete_elem(&up_dup, &dk);
+      return;
+    }
+  }
+  bpf_map_delete_elem(&up_pending, k);
+}
+
+/* A refused op's record, taken back from where park() put it. */
+static __always_inline void unpark(__u32 tgid, const struct ft_up_call* c) {
+  struct ft_up_key k = {.tgid = tgid, .ptr = c->ctx};
+  struct ft_up_pending* head = bpf_map_lookup_elem(&up_pending, &k);
+  if (!head) return;
+  if (!c->slot) {
+    if (head->start == c->start && head->op == c->op) next_pending(&k, head);
+    return;
+  }
+  struct ft_up_dup_key dk = {.tgid = tgid, .seq = c->slot - 1, .ptr = c->ctx};
+  const struct ft_up_pending* d = bpf_map_lookup_elem(&up_dup, &dk);
+  if (!d || d->start != c->start) return;
+  bpf_map_delete_elem(&up_dup, &dk);
+  if (head->dup_tail == c->slot) head->dup_tail -= 1; /* the newest: no hole */
+}
+
 SEC("uprobe")
 int ft_up_op(struct pt_regs* regs) {
   const __u64 cookie = bpf_get_attach_cookie(regs);
@@ -329,9 +433,19 @@ int ft_up_op(struct pt_regs* regs) {
   c.cls = FT_UP_CLASS(cookie) ? FT_UP_RX : FT_UP_TX;
   struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
   if (s) s->calls += 1;
-  if (FT_UP_CTXLOC(cookie) == FT_UP_CTX_NONE) return 0; /* inject: no completion will come */
-
   const __u32 ctxloc = FT_UP_CTXLOC(cookie);
+  c.untimed = !op_completes(tgid, c.ep, c.cls, ctxloc, regs);
+  c.sp = FT_SP(regs);
+  c.op = op;
+  c.site = FT_UP_SITE(cookie);
+  c.start = bpf_ktime_get_ns();
+  if (c.untimed) {
+    /* No completion will come: only its return is waited for (accepted or
+     * refused, and the calls it makes inside are not ops). */
+    bpf_map_update_elem(&up_call, &tid, &c, BPF_ANY);
+    return 0;
+  }
+
   if (FT_UP_CTX_IS_STACK(ctxloc)) c.ctx = arg_n(regs, FT_UP_CTX_STACK_ARG(ctxloc));
   switch (ctxloc) {
     case FT_UP_CTX_ARG6:
@@ -350,25 +464,11 @@ int ft_up_op(struct pt_regs* regs) {
       break;
     }
   }
-  c.sp = FT_SP(regs);
-  c.op = op;
-  c.site = FT_UP_SITE(cookie);
-  c.start = bpf_ktime_get_ns();
+  /* Known before the provider can complete it (another thread may poll the
+   * completion before this call returns); taken back if it is refused (an op
+   * issued again after -FI_EAGAIN with the same context is then the only one). */
+  if (c.ctx) c.slot = park(tgid, &c);
   bpf_map_update_elem(&up_call, &tid, &c, BPF_ANY);
-  if (c.ctx) {
-    /* Known before the provider can complete it (another thread may poll the
-     * completion before this call returns); taken back if it is refused. An op
-     * issued again after -FI_EAGAIN with the same context replaces it. */
-    struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
-    struct ft_up_pending p = {.start = c.start,
-                              .bytes = c.bytes,
-                              .ep = c.ep,
-                              .peer = c.peer,
-                              .op = op,
-                              .site = c.site,
-                              .rx = c.cls == FT_UP_RX};
-    bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
-  }
   return 0;
 }
 
@@ -418,7 +518,12 @@ static __always_inline struct ft_up_ep* learn_ep(__u32 tgid, __u64 ep_ptr, __u32
     }
     if (cq) cq->sides |= 1u << side;
   }
-  return bpf_map_lookup_elem(&up_eps, &ek);
+  struct ft_up_ep* made = bpf_map_lookup_elem(&up_eps, &ek);
+  if (made) {
+    if (e.cq[FT_UP_TX]) made->bound |= 1u << FT_UP_TX;
+    if (e.cq[FT_UP_RX]) made->bound |= 1u << FT_UP_RX;
+  }
+  return made;
 }
 
 /* The op's return: accepted (0) ops wait for their completion. */
@@ -430,18 +535,25 @@ int ft_up_op_ret(struct pt_regs* regs) {
   const long ret = (long)FT_RET(regs);
   if (ret != 0) {
     struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
-    if (s) s->refused += 1;
-    if (c.ctx) {
-      struct ft_up_key k = {.tgid = tgid, .ptr = c.ctx};
-      struct ft_up_pending* p = bpf_map_lookup_elem(&up_pending, &k);
-      if (p && p->start == c.start) bpf_map_delete_elem(&up_pending, &k);
+    if (s) {
+      s->refused += 1;
+      if (ret == -FT_UP_FI_EAGAIN) s->eagain += 1;
     }
+    if (c.ctx) unpark(tgid, &c);
     return 0;
   }
   /* An endpoint opened before the session: its CQs become known here. */
   struct ft_up_key ek = {.tgid = tgid, .ptr = c.ep};
   struct ft_up_ep* ep = bpf_map_lookup_elem(&up_eps, &ek);
   if (!ep) ep = learn_ep(tgid, c.ep, c.site);
+  if (c.untimed) {
+    struct ft_up_stats* s = stats_of(tgid, c.op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
+    if (s) {
+      s->untimed += 1;
+      s->untimed_bytes += c.bytes;
+    }
+    return 0;
+  }
   if (c.ctx) return 0;
   /* A NULL context: queued on the CQ of its endpoint's side, once accepted. */
   struct ft_up_pending p = {.start = c.start,
@@ -510,7 +622,8 @@ int ft_up_cq_open_ret(struct pt_regs* regs) {
   const __u32 format = o.format;
   if (ret != 0 || !out) return 0;
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = read_u64(out)};
-  struct ft_up_cq c = {.entry_size = entry_size(format), .format = format};
+  struct ft_up_cq c = {
+      .entry_size = entry_size(format), .format = format, .opened = bpf_ktime_get_ns()};
   if (k.ptr && c.entry_size) bpf_map_update_elem(&up_cqs, &k, &c, BPF_ANY);
   return 0;
 }
@@ -536,15 +649,41 @@ int ft_up_ep_bind(struct pt_regs* regs) {
   struct ft_up_key ek = {.tgid = tgid, .ptr = arg_n(regs, 1)};
   struct ft_up_ep* ep = lookup_or_zero(&up_eps, &ek);
   if (!ep) return 0;
-  if (flags & FT_UP_FI_TRANSMIT) {
-    ep->cq[FT_UP_TX] = ck.ptr;
-    cq->sides |= 1u << FT_UP_TX;
-  }
-  if (flags & FT_UP_FI_RECV) {
-    ep->cq[FT_UP_RX] = ck.ptr;
-    cq->sides |= 1u << FT_UP_RX;
+  /* A CQ bound with neither direction flag serves both (as the preload takes it). */
+  const bool both = !(flags & (FT_UP_FI_TRANSMIT | FT_UP_FI_RECV));
+#pragma unroll
+  for (int side = 0; side < 2; ++side) {
+    if (!both && !(flags & (side == FT_UP_TX ? FT_UP_FI_TRANSMIT : FT_UP_FI_RECV))) continue;
+    ep->cq[side] = ck.ptr;
+    ep->bound |= 1u << side;
+    if (flags & FT_UP_FI_SELECTIVE_COMPLETION)
+      ep->selective |= 1u << side;
+    else
+      ep->selective &= ~(1u << side);
+    cq->sides |= 1u << side;
   }
   return 0;
+}
+
+/* One application poll of CQ `c`, stamped `now`: counted, and the gap since
+ * the CQ's previous stamp filed in its class (the preload's poll_mark). Two
+ * threads polling one CQ at once may both measure from the same stamp: that
+ * only shortens gaps. */
+static __always_inline void poll_mark(struct ft_up_cq* c, __u64 now) {
+  const __u64 prev = c->last;
+  c->last = now;
+  __sync_fetch_and_add(&c->polls, 1);
+  if (!prev || now <= prev) return;
+  const __u64 gap = now - prev;
+  __u32 cls = FT_UP_GAP_CLASSES - 1;
+#pragma unroll
+  for (int i = FT_UP_GAP_CLASSES - 2; i >= 0; --i)
+    if (gap < FT_UP_GAP_EDGE_NS(i)) cls = (__u32)i;
+  if (cls < FT_UP_GAP_CLASSES) __sync_fetch_and_add(&c->gaps[cls], 1);
+  if (gap > c->max_gap) {
+    c->max_gap = gap;
+    c->max_gap_end = now;
+  }
 }
 
 /* A CQ opened before the session, at its first outermost read after an op of
@@ -603,6 +742,9 @@ int ft_up_cq_read(struct pt_regs* regs) {
   p.entry_size = c->entry_size;
   p.sides = c->sides;
   p.learnt = c->learnt;
+  /* A blocking read services the CQ from its call on: its poll is stamped now. */
+  p.blocking = FT_UP_CLASS(bpf_get_attach_cookie(regs)) != 0;
+  if (p.blocking) poll_mark(c, bpf_ktime_get_ns());
   bpf_map_update_elem(&up_poll, &tid, &p, BPF_ANY);
   return 0;
 }
@@ -642,77 +784,108 @@ static __always_inline struct ft_up_pending* by_order(__u32 tgid, const struct f
   return bpf_map_lookup_elem(&up_seq_pending, sk);
 }
 
+/* One CQ read's entries being walked by walk_entry, a bpf_loop step (checked
+ * once by the verifier, where an unrolled walk of FT_UP_WALK_MAX entries took
+ * most of its instruction budget). What an entry is not paired with goes to
+ * the process's polls row, looked up by each step (a count kept here would
+ * be a different value in every step's state). */
+struct ft_up_walk {
+  struct ft_up_poll pp;
+  __u64 now, ret;
+  __u32 tgid, pad;
+};
+
+static long walk_entry(__u64 i, void* arg) {
+  struct ft_up_walk* w = arg;
+  if (i >= w->ret || i >= FT_UP_WALK_MAX) return 1;
+  const __u32 tgid = w->tgid;
+  const __u64 entry = w->pp.buf + (__u64)w->pp.entry_size * i;
+  struct ft_up_key k = {.tgid = tgid, .ptr = read_u64(entry)};
+  /* A peer's RMA or atomic landing here (fi_writedata's CQ data): no op of
+   * this process, and never a receive of its (FI_RECV is not set). */
+  if (!k.ptr && w->pp.entry_size >= 24) {
+    const __u64 flags = read_u64(entry + 8);
+    if ((flags & (FT_UP_FI_REMOTE_WRITE | FT_UP_FI_REMOTE_READ)) && !(flags & FT_UP_FI_RECV)) {
+      struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0, 0, 0);
+      if (ps) ps->remote += 1;
+      return 0;
+    }
+  }
+  struct ft_up_seq_key sk = {};
+  bool before = false;
+  struct ft_up_pending* p =
+      k.ptr ? bpf_map_lookup_elem(&up_pending, &k) : by_order(tgid, &w->pp, entry, &sk, &before);
+  if (!p) {
+    struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0, 0, 0);
+    if (ps) {
+      if (before)
+        ps->early += 1;
+      else
+        ps->unmatched += 1;
+    }
+    return 0;
+  }
+  const __u64 now = w->now;
+  const __u64 lat = now > p->start ? now - p->start : 0;
+  const __u32 op = p->op;
+  const __u64 ep = p->ep, peer = p->peer;
+  /* A receive is sized as arrived where the entry has a length (every
+   * format but FI_CQ_FORMAT_CONTEXT: fi_cq_msg_entry's len at +16), as the
+   * preload sizes it; else as posted. */
+  __u64 bytes = p->bytes;
+  __u32 posted = 0;
+  if (p->rx) {
+    if (w->pp.entry_size >= 24)
+      bytes = read_u64(entry + 16);
+    else
+      posted = 1;
+  }
+  /* The next op queued with this context (if any) takes its place. */
+  if (k.ptr)
+    next_pending(&k, p);
+  else
+    bpf_map_delete_elem(&up_seq_pending, &sk);
+  struct ft_up_stats* s = stats_of(tgid, op, ep, peer, bytes, posted);
+  if (!s) return 0;
+  s->completions += 1;
+  if (!k.ptr) s->by_order += 1;
+  s->bytes += bytes;
+  s->lat_sum_ns += lat;
+  if (!s->lat_min_ns || lat < s->lat_min_ns) s->lat_min_ns = lat;
+  if (lat > s->lat_max_ns) s->lat_max_ns = lat;
+  /* The mask is the bound the verifier sees (FT_UP_HIST is a power of two):
+   * kept from the compiler, which knows the bucket is below it already. */
+  __u32 b = ft_up_hist_bucket(lat);
+  asm volatile("" : "+r"(b));
+  s->hist[b & (FT_UP_HIST - 1)] += 1;
+  return 0;
+}
+
 SEC("uretprobe")
 int ft_up_cq_read_ret(struct pt_regs* regs) {
   const long ret = (long)FT_RET(regs); /* entries, or -FI_EAGAIN, ... */
-  struct ft_up_poll pp;
-  if (!take_call(&up_poll, regs, &pp, sizeof(pp))) return 0;
+  struct ft_up_walk w = {};
+  if (!take_call(&up_poll, regs, &w.pp, sizeof(w.pp))) return 0;
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  w.tgid = tgid;
+  w.now = bpf_ktime_get_ns();
+  struct ft_up_key ck = {.tgid = tgid, .ptr = w.pp.cq};
+  struct ft_up_cq* cq = bpf_map_lookup_elem(&up_cqs, &ck);
+  if (cq) {
+    if (w.pp.blocking)
+      cq->last = w.now; /* its end is the CQ's latest poll */
+    else
+      poll_mark(cq, w.now);
+  }
   struct ft_up_stats* ps = stats_of(tgid, FT_UP_OP_POLLS, 0, 0, 0, 0);
   if (ps) ps->calls += 1;
   if (ret <= 0) return 0;
-  if (ps) ps->completions += (__u64)ret;
-  const __u64 now = bpf_ktime_get_ns();
-  __u64 unmatched = 0, early = 0, remote = 0;
-  for (int i = 0; i < FT_UP_WALK_MAX; ++i) {
-    if (i >= ret) break;
-    const __u64 entry = pp.buf + (__u64)pp.entry_size * (__u64)i;
-    struct ft_up_key k = {.tgid = tgid, .ptr = read_u64(entry)};
-    /* A peer's RMA or atomic landing here (fi_writedata's CQ data): no op of
-     * this process, and never a receive of its (FI_RECV is not set). */
-    if (!k.ptr && pp.entry_size >= 24) {
-      const __u64 flags = read_u64(entry + 8);
-      if ((flags & (FT_UP_FI_REMOTE_WRITE | FT_UP_FI_REMOTE_READ)) && !(flags & FT_UP_FI_RECV)) {
-        ++remote;
-        continue;
-      }
-    }
-    struct ft_up_seq_key sk = {};
-    bool before = false;
-    struct ft_up_pending* p =
-        k.ptr ? bpf_map_lookup_elem(&up_pending, &k) : by_order(tgid, &pp, entry, &sk, &before);
-    if (!p) {
-      if (before)
-        ++early;
-      else
-        ++unmatched;
-      continue;
-    }
-    const __u64 lat = now > p->start ? now - p->start : 0;
-    const __u32 op = p->op;
-    const __u64 ep = p->ep, peer = p->peer;
-    /* A receive is sized as arrived where the entry has a length (every
-     * format but FI_CQ_FORMAT_CONTEXT: fi_cq_msg_entry's len at +16), as the
-     * preload sizes it; else as posted. */
-    __u64 bytes = p->bytes;
-    __u32 posted = 0;
-    if (p->rx) {
-      if (pp.entry_size >= 24)
-        bytes = read_u64(entry + 16);
-      else
-        posted = 1;
-    }
-    if (k.ptr)
-      bpf_map_delete_elem(&up_pending, &k);
-    else
-      bpf_map_delete_elem(&up_seq_pending, &sk);
-    struct ft_up_stats* s = stats_of(tgid, op, ep, peer, bytes, posted);
-    if (!s) continue;
-    s->completions += 1;
-    if (!k.ptr) s->by_order += 1;
-    s->bytes += bytes;
-    s->lat_sum_ns += lat;
-    if (!s->lat_min_ns || lat < s->lat_min_ns) s->lat_min_ns = lat;
-    if (lat > s->lat_max_ns) s->lat_max_ns = lat;
-    const __u32 b = ft_up_hist_bucket(lat);
-    if (b < FT_UP_HIST) s->hist[b] += 1;
-  }
   if (ps) {
-    ps->unmatched += unmatched;
-    ps->early += early;
-    ps->remote += remote;
+    ps->completions += (__u64)ret;
     if (ret > FT_UP_WALK_MAX) ps->unwalked += (__u64)ret - FT_UP_WALK_MAX;
   }
+  w.ret = (__u64)ret;
+  bpf_loop(FT_UP_WALK_MAX, walk_entry, &w, 0);
   return 0;
 }
 
@@ -838,12 +1011,17 @@ int ft_up_ep_open(struct pt_regs* regs) {
   if (!info) return 0;
   __u32 type = 0;
   bpf_probe_read_user(&type, sizeof(type), (const void*)read_u64(info + FT_UP_INFO_EP_ATTR_OFF));
-  if (type != FT_UP_FI_EP_MSG) return 0; /* RDM, DGRAM: their AV names their peers */
   bpf_map_delete_elem(&up_conn_call, &tid);
   struct ft_up_conn_call* c = lookup_or_zero(&up_conn_call, &tid);
   if (!c) return 0;
   c->sp = FT_SP(regs);
   c->ep_out = arg_n(regs, 3);
+  const __u64 tx = read_u64(info + FT_UP_INFO_TX_ATTR_OFF);
+  const __u64 rx = read_u64(info + FT_UP_INFO_RX_ATTR_OFF);
+  if (tx) c->op_flags[FT_UP_TX] = read_u64(tx + FT_UP_ATTR_OP_FLAGS_OFF);
+  if (rx) c->op_flags[FT_UP_RX] = read_u64(rx + FT_UP_ATTR_OP_FLAGS_OFF);
+  if (type != FT_UP_FI_EP_MSG) return 0; /* RDM, DGRAM: their AV names their peers */
+  c->msg = 1;
   c->conn.site = FT_UP_SITE(bpf_get_attach_cookie(regs)) & (FT_UP_MAX_SITES - 1);
   bpf_probe_read_user(&c->conn.addr_format, sizeof(c->conn.addr_format),
                       (const void*)(info + FT_UP_INFO_ADDR_FORMAT_OFF));
@@ -854,8 +1032,8 @@ int ft_up_ep_open(struct pt_regs* regs) {
   return 0;
 }
 
-/* The open's return: the endpoint made (0) is known to be connected-type,
- * with what its info said. */
+/* The open's return: the endpoint made (0) is known (its open seen, its op
+ * flags), a MSG one to be connected-type, with what its info said. */
 SEC("uretprobe")
 int ft_up_ep_open_ret(struct pt_regs* regs) {
   const __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -863,7 +1041,14 @@ int ft_up_ep_open_ret(struct pt_regs* regs) {
   if (!c || FT_SP(regs) != c->sp + 8) return 0;
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32),
                         .ptr = (int)FT_RET(regs) == 0 ? read_u64(c->ep_out) : 0};
-  if (k.ptr && bpf_map_update_elem(&up_ep_conns, &k, &c->conn, BPF_ANY) != 0)
+  if (k.ptr) {
+    const __u64 kept = FT_UP_FI_COMPLETION | FT_UP_FI_MULTI_RECV;
+    struct ft_up_ep e = {.opened = 1};
+    e.op_flags[FT_UP_TX] = c->op_flags[FT_UP_TX] & kept;
+    e.op_flags[FT_UP_RX] = c->op_flags[FT_UP_RX] & kept;
+    bpf_map_update_elem(&up_eps, &k, &e, BPF_ANY);
+  }
+  if (k.ptr && c->msg && bpf_map_update_elem(&up_ep_conns, &k, &c->conn, BPF_ANY) != 0)
     lost(FT_UP_LOST_ADDRS);
   bpf_map_delete_elem(&up_conn_call, &tid);
   return 0;

@@ -137,6 +137,18 @@ enum ft_up_len {
 #define FT_UP_FI_TRANSMIT FT_UP_FI_SEND
 #define FT_UP_FI_REMOTE_READ (1ULL << 12)
 #define FT_UP_FI_REMOTE_WRITE (1ULL << 13)
+#define FT_UP_FI_MULTI_RECV (1ULL << 16)
+#define FT_UP_FI_PEEK (1ULL << 19)
+#define FT_UP_FI_TRIGGER (1ULL << 20)
+#define FT_UP_FI_COMPLETION (1ULL << 24)
+#define FT_UP_FI_INJECT (1ULL << 25)
+#define FT_UP_FI_CLAIM (1ULL << 59)
+#define FT_UP_FI_SELECTIVE_COMPLETION (1ULL << 59) /* a bind's flag (an op's: FI_CLAIM) */
+/* An op whose context reaches the provider unchanged in the preload (its
+ * kKeepContextFlags): counted untimed there, so here too. */
+#define FT_UP_KEEP_CONTEXT_FLAGS \
+  (FT_UP_FI_TRIGGER | FT_UP_FI_PEEK | FT_UP_FI_CLAIM | FT_UP_FI_MULTI_RECV)
+#define FT_UP_FI_EAGAIN 11 /* rdma/fi_errno.h FI_EAGAIN (= EAGAIN) */
 
 /* The size of one element of enum fi_datatype (rdma/fi_domain.h): FI_INT8 ..
  * FI_LONG_DOUBLE_COMPLEX, FI_INT128, FI_UINT128; 0 for another value. */
@@ -198,17 +210,39 @@ struct ft_up_seq_key {
 };
 
 /* An op call in flight (key: tid), from its entry to its return: only an op the
- * provider accepted (returned 0) waits for a completion. */
+ * provider accepted (returned 0) waits for a completion, and only one that
+ * asked for one (not `untimed`). Every op site has a return probe: an inject
+ * too, so that its refusals are told from its accepted calls and the calls it
+ * makes inside (sockets' inject sends through its own sendmsg) are not ops. */
 struct ft_up_call {
   __u64 sp; /* first in each in-flight call: the stack pointer at its entry */
   __u64 start, bytes, ctx, ep, peer;
-  __u32 op, site, cls, pad;
+  __u32 op, site, cls;
+  __u32 untimed; /* 1: no completion will come (struct ft_up_stats' untimed) */
+  __u32 slot;    /* where its context's record went: 0 up_pending, n: up_dup seq n - 1 */
+  __u32 pad;
 };
 
-/* An application endpoint's CQs (key: process, endpoint), from its binds. */
+/* An application endpoint (key: process, endpoint): its CQs, from its binds
+ * (a CQ bound without FI_TRANSMIT or FI_RECV serves both sides) or learnt
+ * from its memory; whether each side's bind asked for
+ * FI_SELECTIVE_COMPLETION; its default op flags (the info's tx_attr and
+ * rx_attr op_flags at its open), which decide with the bind whether an op
+ * without a flags argument gets a completion, as the preload decides. */
 struct ft_up_ep {
-  __u64 cq[2]; /* [FT_UP_TX], [FT_UP_RX] */
+  __u64 cq[2];       /* [FT_UP_TX], [FT_UP_RX] */
+  __u64 op_flags[2]; /* [side]: FT_UP_FI_COMPLETION, FT_UP_FI_MULTI_RECV of its info */
+  __u32 selective;   /* 1 << side: bound with FI_SELECTIVE_COMPLETION */
+  __u32 bound;       /* 1 << side: a bind of that side to a CQ was seen (or learnt) */
+  __u32 opened;      /* 1: its open was seen (every bind of it too) */
+  __u32 pad;
 };
+/* An op waiting for its completion (up_pending: the oldest op issued with
+ * its context). A program may issue another op with a context whose earlier
+ * op is still outstanding (a window of receives posted with one context, as
+ * fabtests' bandwidth tests do): each later one waits in up_dup under (process,
+ * context, seq), seq from dup_head to dup_tail, and a completion with that
+ * context ends the oldest, whose place the next one takes. */
 struct ft_up_pending {
   __u64 start; /* CLOCK_MONOTONIC ns at the op's entry */
   __u64 bytes;
@@ -216,7 +250,13 @@ struct ft_up_pending {
   __u32 op;
   __u32 site;
   __u32 rx; /* a receive: its completion is sized by its CQ entry's len, where it has one */
+  __u32 dup_head, dup_tail; /* up_pending's entry only: the ops waiting behind it */
   __u32 pad;
+};
+struct ft_up_dup_key {
+  __u32 tgid;
+  __u32 seq;
+  __u64 ptr;
 };
 
 /* An application CQ (key: process, CQ pointer), from its provider's cq_open, or
@@ -228,7 +268,19 @@ struct ft_up_cq {
   __u32 format;     /* enum fi_cq_format */
   __u32 sides;      /* endpoint sides bound to it: 1 << FT_UP_TX | 1 << FT_UP_RX */
   __u32 learnt;     /* 1: opened before the session (no cq_open seen) */
+  /* Its polls (struct ft_uprobe_cq): when opened, the polls, the latest
+   * poll's stamp, the gap classes, the longest gap and when it ended. */
+  __u64 opened, polls, last;
+  __u64 gaps[FT_UP_GAP_CLASSES];
+  __u64 max_gap, max_gap_end;
 };
+/* The poll gap classes' upper edges (ns), as the preload's (preload/runtime.cpp). */
+#define FT_UP_GAP_EDGE_NS(i) \
+  ((i) == 0   ? 10000ULL     \
+   : (i) == 1 ? 100000ULL    \
+   : (i) == 2 ? 1000000ULL   \
+   : (i) == 3 ? 10000000ULL  \
+              : 100000000ULL)
 
 /* Where a provider's CQ and endpoint keep what a CQ opened before the session
  * cannot tell the programs otherwise (userspace/record/optable_probe.cpp's
@@ -272,8 +324,8 @@ struct ft_up_poll {
   __u64 sp, cq, buf;
   __u32 entry_size;
   __u32 sides;
-  __u32 learnt; /* the CQ was opened before the session */
-  __u32 pad;
+  __u32 learnt;   /* the CQ was opened before the session */
+  __u32 blocking; /* fi_cq_sread / sreadfrom: stamped at its entry */
 };
 
 /* Statistics row key: (process, op kind, endpoint, peer): the endpoint is the
@@ -335,10 +387,14 @@ struct ft_up_conn {
   __u8 peer[FT_UP_ADDR_MAX];
   __u8 local[FT_UP_ADDR_MAX];
 };
-/* An endpoint open in flight (key: tid): what the info said, for its return. */
+/* An endpoint open in flight (key: tid): what the info said, for its return:
+ * every endpoint's default op flags, a MSG endpoint's addresses. */
 struct ft_up_conn_call {
   __u64 sp;
-  __u64 ep_out; /* struct fid_ep ** */
+  __u64 ep_out;      /* struct fid_ep ** */
+  __u64 op_flags[2]; /* [side] (struct ft_up_ep) */
+  __u32 msg;         /* an FI_EP_MSG endpoint: `conn` holds its addresses */
+  __u32 pad;
   struct ft_up_conn conn;
 };
 /* struct fi_info (rdma/fabric.h) on LP64: what an endpoint open reads of it. */
@@ -347,7 +403,11 @@ struct ft_up_conn_call {
 #define FT_UP_INFO_DEST_ADDRLEN_OFF 40
 #define FT_UP_INFO_SRC_ADDR_OFF 48
 #define FT_UP_INFO_DEST_ADDR_OFF 56
+#define FT_UP_INFO_TX_ATTR_OFF 72
+#define FT_UP_INFO_RX_ATTR_OFF 80
 #define FT_UP_INFO_EP_ATTR_OFF 88
+/* struct fi_tx_attr and fi_rx_attr: caps, mode, then op_flags. */
+#define FT_UP_ATTR_OP_FLAGS_OFF 16
 /* struct fi_ep_attr starts with its type (enum fi_ep_type); FI_EP_MSG's value. */
 #define FT_UP_FI_EP_MSG 1
 /* Address families a connect's sockaddr may have (the preload names the peer
@@ -378,12 +438,19 @@ struct ft_up_quota {
 #define FT_UP_MAX_PROCS 4096 /* processes with rows (LRU: the least recent is forgotten) */
 
 /* floor(log2(x)), 0 for 0 and 1, without a loop the verifier must unroll on
- * data (BPF has no count-leading-zeros instruction). */
+ * data (BPF has no count-leading-zeros instruction), and without a branch:
+ * each step's "are the upper w bits of the w*2 still searched non-zero" is
+ * arithmetic ((t + 2^w - 1) >> w, t < 2^w), so the verifier sees one path
+ * with an unknown result, not one path per result (a branch per step made it
+ * walk a CQ read's 32 entries times 2^5 paths each, past its instruction
+ * budget). */
 static inline __u32 ft_up_log2(__u64 x) {
   __u32 b = 0;
   for (int i = 5; i >= 1; --i) {
     /* halve the width still to search: 32, 16, 8, 4, 2 bits */
-    const __u32 shift = (__u32)(x > (1ULL << (1 << i)) - 1) << i;
+    const __u32 w = 1u << i;
+    const __u64 t = x >> w; /* < 2^w: x has at most 2^(i+1) bits here */
+    const __u32 shift = (__u32)((t + ((1ULL << w) - 1)) >> w) << i;
     x >>= shift;
     b |= shift;
   }

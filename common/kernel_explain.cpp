@@ -60,6 +60,36 @@ bool window_valid(const ft_window& w) {
   return sum <= len + 16;
 }
 
+std::string wait_on_name(uint32_t on) {
+  switch (on) {
+    case FT_ON_PIPE:
+      return "pipe";
+    case FT_ON_SOCKET:
+      return "socket";
+    case FT_ON_FILE:
+      return "file";
+    case FT_ON_CHAR:
+      return "character device";
+    case FT_ON_OTHER:
+      return "other file";
+    default:
+      return "";
+  }
+}
+
+std::string page_faults_text(const ft_window& w) {
+  const std::string n = std::to_string(w.faults) + " page faults";
+  if (w.flags & FT_WIN_PARTIAL_FAULT) return "at least " + n;
+  if (w.flags & FT_WIN_FAULTS_PRORATED) return "about " + n;
+  return n;
+}
+
+const char* faults_bound(const ft_window& w) {
+  if (w.flags & FT_WIN_PARTIAL_FAULT) return "at_least";
+  if (w.flags & FT_WIN_FAULTS_PRORATED) return "about";
+  return "exact";
+}
+
 std::string window_verdict(const ft_window& w) {
   if (!window_valid(w)) return kMalformedWindow;
   const uint64_t len = w.end > w.start ? w.end - w.start : 0;
@@ -73,10 +103,20 @@ std::string window_verdict(const ft_window& w) {
       {w.stopped_ns, "stopped (SIGSTOP or a debugger)"},
       {w.futex_ns, "blocked in futex"},
       {w.nanosleep_ns, "sleeping (nanosleep)"},
-      {w.sleep_ns, "blocked in a sleeping syscall"},
-      {w.disk_ns, "in uninterruptible sleep (I/O or page-in)"},
-      {w.other_ns, "off CPU (cause not seen)"},
   };
+  // The sleeping syscalls by name (and what they waited on); the rest of the
+  // blocked-sleep time in no syscall the kernel named.
+  uint64_t named = 0;
+  for (const ft_sleep_call& c : w.sleep_calls) {
+    if (!c.ns || c.syscall < 0) continue;
+    const std::string on = wait_on_name(c.wait_on);
+    causes.push_back(
+        {c.ns, "blocked in " + syscall_name(c.syscall) + (on.empty() ? "" : " (" + on + ")")});
+    named += c.ns;
+  }
+  causes.push_back({w.sleep_ns > named ? w.sleep_ns - named : 0, "blocked in a sleeping syscall"});
+  causes.push_back({w.disk_ns, "in uninterruptible sleep (I/O or page-in)"});
+  causes.push_back({w.other_ns, "off CPU (cause not seen)"});
   // On-CPU time net of the IRQs taken on it.
   const uint64_t irqs = w.irq_ns + w.softirq_ns;
   const uint64_t run = w.on_cpu_ns > irqs ? w.on_cpu_ns - irqs : 0;
@@ -91,7 +131,7 @@ std::string window_verdict(const ft_window& w) {
     if (&c != &*top && c.ns * 5 >= len && c.ns > 0) s += "; " + c.text + " " + ms(c.ns) + " ms";
   if (w.top[1].pid && w.top[1].ns * 5 >= len)
     s += "; also " + task(w.top[1]) + " " + ms(w.top[1].ns) + " ms";
-  if (w.faults) s += "; " + std::to_string(w.faults) + " page faults";
+  if (w.faults) s += "; " + page_faults_text(w);
   if (w.migrations) s += "; " + std::to_string(w.migrations) + " CPU migrations";
   if (w.flags & FT_WIN_UNKNOWN_THREAD)
     s += " (the kernel did not know this thread)";
@@ -111,6 +151,10 @@ std::string syscall_name(int32_t nr) {
       {43, "accept"},        {45, "recvfrom"},
       {47, "recvmsg"},       {61, "wait4"},
       {202, "futex"},        {230, "clock_nanosleep"},
+      {19, "readv"},         {20, "writev"},
+      {42, "connect"},       {44, "sendto"},
+      {46, "sendmsg"},       {295, "preadv"},
+      {296, "pwritev"},      {307, "sendmmsg"},
       {232, "epoll_wait"},   {270, "pselect6"},
       {271, "ppoll"},        {281, "epoll_pwait"},
       {288, "accept4"},      {299, "recvmmsg"},
@@ -132,7 +176,9 @@ std::string offcpu_cause(const ft_offcpu& r) {
     case FT_OFF_SLEEP: {
       const std::string sc = syscall_name(r.syscall);
       if (sc == "futex" || sc == "futex_waitv") return "futex";
-      return sc.empty() ? "sleep" : "sleep:" + sc;
+      if (sc.empty()) return "sleep";
+      const std::string on = wait_on_name(r.wait_on);
+      return "sleep:" + sc + (on.empty() ? "" : "(" + on + ")");
     }
     default:
       return "other";

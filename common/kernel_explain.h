@@ -37,9 +37,24 @@ constexpr const char* kMalformedWindow = "malformed window (not explained)";
 //   "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms"
 //   "blocked in futex for 9.8 of 10.0 ms", "in uninterruptible sleep (I/O) for ..."
 //   "on CPU for 49.9 of 50.0 ms (running, not polling)"
-// and what else stands out ("; 120 page faults", "; IRQs 3.1 ms"), and a note when
-// the kernel's history did not cover the whole window.
+// A thread blocked in a sleeping syscall is named by it, with what it waited on
+// where the kernel told ("blocked in read (pipe) for 200.0 of 200.1 ms");
+// then what else stands out ("; 120 page faults", "; IRQs 3.1 ms"), and a note
+// when the kernel's history did not cover the whole window. A page-fault count
+// that is not exact says so: "at least N" (the history did not reach the
+// window's start: the faults it holds for certain), "about N" (a burst over an
+// edge of the window prorated by time).
 std::string window_verdict(const ft_window& w);
+
+// The window's page faults as the verdict words them ("131072 page faults",
+// "at least ...", "about ..."), and as a word for tables: "exact", "at_least",
+// "about".
+std::string page_faults_text(const ft_window& w);
+const char* faults_bound(const ft_window& w);
+
+// "pipe", "socket", "file", "character device", "other file"; "" for
+// FT_ON_NONE (enum ft_wait_on).
+std::string wait_on_name(uint32_t on);
 
 // The segments a retransmit record stands for: one skb sent again can carry
 // several (TSO), and the kernel's RetransSegs counts segments; a log from
@@ -51,7 +66,7 @@ inline uint32_t retrans_segments(const ft_net& r) { return r.segs ? r.segs : 1; 
 std::string syscall_name(int32_t nr);
 
 // The cause of one off-CPU interval: "preempted", "futex", "sleep:epoll_wait",
-// "disk", "stopped", "other".
+// "sleep:read(pipe)", "disk", "stopped", "other".
 std::string offcpu_cause(const ft_offcpu& r);
 
 // Softirq vector names (HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL, TASKLET, SCHED,

@@ -44,6 +44,8 @@ size_t record_size(uint16_t kind) {
       return sizeof(ft_mark);
     case FT_EV_UPROBE_OPS:
       return sizeof(ft_uprobe_ops);
+    case FT_EV_UPROBE_CQ:
+      return sizeof(ft_uprobe_cq);
     default:
       return 0;
   }
@@ -51,9 +53,9 @@ size_t record_size(uint16_t kind) {
 
 std::string kind_name(uint16_t kind) {
   static const char* const names[FT_EV_KINDS] = {
-      nullptr,    "offcpu",   "irq",     "softirq", "faults",    "retransmit",
-      "drop",     "cxi_work", "cxi_err", "thread",  "stall",     "slow_op",
-      "op_error", "poll",     "exit",    "mark",    "uprobe_ops"};
+      nullptr,    "offcpu",   "irq",     "softirq", "faults",     "retransmit",
+      "drop",     "cxi_work", "cxi_err", "thread",  "stall",      "slow_op",
+      "op_error", "poll",     "exit",    "mark",    "uprobe_ops", "uprobe_cq"};
   if (kind < FT_EV_KINDS && names[kind]) return names[kind];
   return "kind" + std::to_string(kind);
 }

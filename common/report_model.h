@@ -75,14 +75,18 @@ struct NicReport {
   // windows in long runs).
   double window_ns = 0;
   std::vector<NicWindow> windows;
-  // The busiest stretch of at most peak_limit_ns (10 ms): the one whose busy
-  // periods completed the most bytes; peak_gbps is those bytes over its
-  // length (first issue to last completion in it, idle gaps included).
+  // The peak: the fastest time window of at most peak_limit_ns (10 ms), by
+  // the whole-run figure's basis: peak_gbps is its bytes over its busy time
+  // (peak_busy_ns), so peak_gbps >= gbps. Its activity lasted peak_span_ns
+  // (first issue to last completion in it), from peak_start_s. Where the
+  // periods in no window (unbinned) were faster still, they are the peak:
+  // peak_span_ns 0 (not placed in time).
   double peak_limit_ns = 0;
   double peak_gbps = 0;
   double peak_start_s = 0;  // seconds after the first fabric activity
   double peak_span_ns = 0;
   uint64_t peak_bytes = 0;
+  double peak_busy_ns = 0;
   // Busy time and bytes in the whole-run figures but in no window nor
   // stretch (periods a thread folded alone while another held the NIC's lock).
   double unbinned_busy_ns = 0;

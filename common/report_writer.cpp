@@ -56,9 +56,9 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
                  kP, n.domain.c_str(), locals.c_str(), static_cast<unsigned long long>(n.ops),
                  static_cast<unsigned long long>(n.bytes), n.busy_ns / 1e6, n.gbps);
     if (n.peak_gbps > 0)
-      std::fprintf(out, "  peak %8.3f GB/s (%llu bytes in %.3f ms at t+%.3f s)", n.peak_gbps,
-                   static_cast<unsigned long long>(n.peak_bytes), n.peak_span_ns / 1e6,
-                   n.peak_start_s);
+      std::fprintf(out, "  peak %8.3f GB/s (%llu bytes, %.3f ms busy in %.3f ms at t+%.3f s)",
+                   n.peak_gbps, static_cast<unsigned long long>(n.peak_bytes), n.peak_busy_ns / 1e6,
+                   n.peak_span_ns / 1e6, n.peak_start_s);
     if (n.unbinned_bytes || n.unbinned_busy_ns > 0)
       std::fprintf(out, "  [%.3f ms busy, %llu bytes in no window]", n.unbinned_busy_ns / 1e6,
                    static_cast<unsigned long long>(n.unbinned_bytes));
@@ -119,7 +119,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
     j.end_array();
     j.field("peak_limit_ns", n.peak_limit_ns).field("peak_gbps", n.peak_gbps);
     j.field("peak_start_s", n.peak_start_s).field("peak_span_ns", n.peak_span_ns);
-    j.field("peak_bytes", n.peak_bytes);
+    j.field("peak_bytes", n.peak_bytes).field("peak_busy_ns", n.peak_busy_ns);
     j.field("unbinned_busy_ns", n.unbinned_busy_ns).field("unbinned_bytes", n.unbinned_bytes);
     j.end_object();
   }

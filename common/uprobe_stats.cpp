@@ -17,6 +17,9 @@ void add_uprobe_stats(ft_up_stats* into, const ft_up_stats& c) {
   ft_up_stats& r = *into;
   r.calls += c.calls;
   r.refused += c.refused;
+  r.eagain += c.eagain;
+  r.untimed += c.untimed;
+  r.untimed_bytes += c.untimed_bytes;
   r.completions += c.completions;
   r.by_order += c.by_order;
   r.bytes += c.bytes;
@@ -70,7 +73,10 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
     return d;
   }
   kv("refused", s.refused);
+  kv("eagain", s.eagain);
   kv("completions", s.completions);
+  kv("untimed", s.untimed);
+  kv("untimed_bytes", s.untimed_bytes);
   kv("by_order", s.by_order);
   kv("bytes", s.bytes);
   kv("size_class", r.size_class);
@@ -84,6 +90,19 @@ std::string uprobe_stats_detail(const ft_uprobe_ops& r) {
     kv("p50_le_ns", uprobe_hist_quantile(s, 0.5));
     kv("p99_le_ns", uprobe_hist_quantile(s, 0.99));
   }
+  return d;
+}
+
+std::string uprobe_cq_detail(const ft_uprobe_cq& r) {
+  char cq[32];
+  std::snprintf(cq, sizeof(cq), "0x%llx", static_cast<unsigned long long>(r.cq));
+  std::string d = std::string("cq=") + cq;
+  auto kv = [&d](const std::string& k, uint64_t v) { d += ";" + k + "=" + std::to_string(v); };
+  kv("opened", r.opened);
+  kv("polls", r.polls);
+  for (int i = 0; i < FT_UP_GAP_CLASSES; ++i) kv("gaps" + std::to_string(i), r.gaps[i]);
+  kv("max_gap_ns", r.max_gap_ns);
+  kv("max_gap_end", r.max_gap_end);
   return d;
 }
 

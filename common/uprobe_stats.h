@@ -27,10 +27,15 @@ uint32_t uprobe_hist_bucket(uint64_t ns);
 // histogram; 0 when it is empty. Within a factor of 2 of the true value.
 uint64_t uprobe_hist_quantile(const ft_up_stats& s, double q);
 
-// "ep=0x..;peer=..;calls=..;refused=..;completions=..;by_order=..;bytes=..;size_class=..;pending=..;
+// "ep=0x..;peer=..;calls=..;refused=..;eagain=..;completions=..;untimed=..;untimed_bytes=..;
+// by_order=..;bytes=..;size_class=..;pending=..;
 // unmatched=..;avg_ns=..;min_ns=..;max_ns=..;p50_le_ns=..;p99_le_ns=.." (the latencies only
 // when something completed; peer "any" for FI_ADDR_UNSPEC); polls: "calls=..;entries=..;
 // unmatched=..;unwalked=..;early=..;remote=..".
 std::string uprobe_stats_detail(const ft_uprobe_ops& r);
+
+// "cq=0x..;opened=..;polls=..;gaps0=..;...;gaps5=..;max_gap_ns=..;max_gap_end=.." (gap
+// classes <10us <100us <1ms <10ms <100ms >=100ms; times CLOCK_MONOTONIC ns).
+std::string uprobe_cq_detail(const ft_uprobe_cq& r);
 
 }  // namespace fabtrace

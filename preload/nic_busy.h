@@ -14,7 +14,7 @@
 //
 // Each period carries the bytes of the ops completed in it; the shared window
 // hands every period it folds (and, at exit, the rest), in time order, to the
-// NIC's time windows (nic_bins.h) and busiest-stretch tracker (nic_peak.h).
+// NIC's time windows (nic_bins.h) and peak tracker (nic_peak.h).
 // Periods a thread folded on its own while the lock was held reach only the
 // totals: their time and bytes are counted as unbinned. So do the periods
 // that find the lock held where there is no thread window to keep them in (a
@@ -55,7 +55,8 @@ struct NicActivity {
     if (__builtin_expect(a >= lo && b <= hi && b > a, 1)) {
       bins.busy[bin] += b - a;
       bins.bytes[bin] += bytes;
-      peak.cur.bytes += bytes;
+      peak.cur.bytes += static_cast<double>(bytes);
+      peak.cur.busy += b - a;
       if (b > peak.cur.last) peak.cur.last = b;
       return;
     }

@@ -25,7 +25,7 @@ void usage(std::FILE* f) {
                "usage: fabtrace export kernel FILE [--csv] [--kind K[,K...]] [--top N]\n"
                "  --kind   only these kinds (offcpu, irq, softirq, faults, retransmit, drop,\n"
                "           cxi_work, cxi_err, thread, stall, slow_op, op_error, poll, exit, mark,\n"
-               "           uprobe_ops)\n"
+               "           uprobe_ops, uprobe_cq)\n"
                "  --top N  only the N longest events, longest first\n");
 }
 

@@ -1,7 +1,10 @@
 #include "cq_reader.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "oob.h"
@@ -12,6 +15,31 @@ namespace {
 constexpr size_t kBatch = 16;
 
 std::atomic<uint64_t> g_polls{0};
+
+// One CQ's polls as the program saw them.
+struct CqPolls {
+  size_t order = 0;  // of its first poll
+  uint64_t polls = 0;
+  int64_t last_ns = 0, max_gap_ns = 0;
+};
+std::mutex g_cq_mu;
+std::map<const fid_cq*, CqPolls> g_cqs;
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void stamp_poll(const fid_cq* cq, int64_t now) {
+  std::lock_guard<std::mutex> g(g_cq_mu);
+  auto it = g_cqs.find(cq);
+  if (it == g_cqs.end()) it = g_cqs.emplace(cq, CqPolls{g_cqs.size(), 0, 0, 0}).first;
+  CqPolls& p = it->second;
+  ++p.polls;
+  if (p.last_ns && now - p.last_ns > p.max_gap_ns) p.max_gap_ns = now - p.last_ns;
+  p.last_ns = now;
+}
 
 Completion from_entry(const void* base, size_t i, fi_cq_format fmt) {
   Completion c;
@@ -81,6 +109,19 @@ size_t read_error(fid_cq* cq, std::vector<Completion>* out) {
 
 uint64_t cq_polls_made() { return g_polls.load(std::memory_order_relaxed); }
 
+std::string cq_poll_stats_json() {
+  std::lock_guard<std::mutex> g(g_cq_mu);
+  std::vector<const CqPolls*> by_order(g_cqs.size());
+  for (const auto& kv : g_cqs) by_order[kv.second.order] = &kv.second;
+  std::string o = "[";
+  for (size_t i = 0; i < by_order.size(); ++i) {
+    if (i) o += ",";
+    o += "{\"polls\":" + std::to_string(by_order[i]->polls) +
+         ",\"max_gap_ns\":" + std::to_string(by_order[i]->max_gap_ns) + "}";
+  }
+  return o + "]";
+}
+
 const char* cq_method_name(CqMethod m) {
   switch (m) {
     case CqMethod::kRead:
@@ -104,12 +145,14 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
       r = fi_cq_readfrom(cq, buf, kBatch, src);
       break;
     case CqMethod::kSRead:
+      stamp_poll(cq, steady_ns());
       r = fi_cq_sread(cq, buf, kBatch, nullptr, sread_timeout_ms);
       break;
     default:
       r = fi_cq_read(cq, buf, kBatch);
       break;
   }
+  if (method != CqMethod::kSRead) stamp_poll(cq, steady_ns());
   if (r == -FI_EAGAIN || r == -FI_ETIMEDOUT || r == 0) return 0;
   if (r == -FI_EAVAIL) return read_error(cq, out);
   if (r < 0) {

@@ -35,6 +35,7 @@ void Env::handle(const Completion& c) {
   }
   OpCtx* ctx = ctxs.complete(c, stats);
   if (ctx == nullptr) return;
+  if (!c.is_error) stats.completed(ctx->op);
   if (c.is_error && ctx->kept) stats.kept_context_error();
   if (c.is_error) {
     if (ctx->expect_err == 0 || c.err != ctx->expect_err) {
@@ -143,6 +144,16 @@ size_t Env::remote_data_count() {
 std::vector<Completion> Env::remote_data() {
   std::lock_guard<std::mutex> g(rd_mu_);
   return remote_;
+}
+
+OpCtx* SlotContexts::get(const char* op, int kind, uint32_t seq, size_t slot) {
+  if (!env_.opt.reuse_ctx || slot >= ctx_.size()) return env_.ctxs.make(op, kind, seq, slot);
+  OpCtx*& c = ctx_[slot];
+  if (!c) return c = env_.ctxs.make(op, kind, seq, slot);
+  env_.ctxs.rearm(c, op);
+  c->kind = kind;
+  c->seq = seq;
+  return c;
 }
 
 SlotWindow::SlotWindow(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim)

@@ -125,6 +125,19 @@ void Env::post(const char* fn, OpCtx* ctx, F&& call) {
   if (r != 0) fatal(std::string(fn) + " failed: " + fi_strerror(static_cast<int>(-r)));
 }
 
+// The contexts of a window's slots: a fresh one per op, or with --reuse-ctx
+// one per slot, handed to the provider again for each op of the slot once
+// the previous one completed (as a program with a pool of requests does).
+class SlotContexts {
+ public:
+  SlotContexts(Env& env, size_t slots) : env_(env), ctx_(slots, nullptr) {}
+  OpCtx* get(const char* op, int kind, uint32_t seq, size_t slot);
+
+ private:
+  Env& env_;
+  std::vector<OpCtx*> ctx_;
+};
+
 // A fixed set of buffer slots, each with at most one operation in flight.
 class SlotWindow {
  public:

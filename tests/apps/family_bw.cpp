@@ -36,17 +36,40 @@ void run_bw(Env& env) {
     env.post("fi_trecv", s, [&] {
       return fi_trecv(f.rx_ep, setup, kSetupBytes, buf->desc, FI_ADDR_UNSPEC, kSetupTag, 0, s);
     });
+    // With --rx-contexts N the receives take N contexts in turn: a context
+    // is handed to the provider again while earlier receives with it are
+    // outstanding (fabtests' bandwidth tests post their window so).
+    const size_t shared = std::min(env.opt.rx_contexts, n);
+    std::vector<OpCtx*> pool;
+    for (size_t k = 0; k < shared; ++k) pool.push_back(env.ctxs.make_multi("fi_trecv"));
     std::vector<OpCtx*> rx;
     for (size_t i = 0; i < n; ++i) {
       uint8_t* p = buf->data + i * size;
-      OpCtx* c = env.ctxs.make("fi_trecv", 0, static_cast<uint32_t>(i));
+      OpCtx* c = shared ? pool[i % shared] : env.ctxs.make("fi_trecv", 0, static_cast<uint32_t>(i));
       env.post("fi_trecv", c,
                [&] { return fi_trecv(f.rx_ep, p, size, buf->desc, FI_ADDR_UNSPEC, i, 0, c); });
-      rx.push_back(c);
+      if (!shared) rx.push_back(c);
     }
     env.send("posted");
     env.wait_done(s);
     for (OpCtx* c : rx) env.wait_done(c);
+    if (shared) {
+      env.wait(
+          [&] {
+            size_t got = 0;
+            for (OpCtx* c : pool) got += env.ctxs.completions(c).size();
+            return got >= n;
+          },
+          "the receives of the shared contexts");
+      for (size_t k = 0; k < shared; ++k) {
+        const size_t want = n / shared + (k < n % shared ? 1 : 0);
+        if (env.ctxs.completions(pool[k]).size() != want)
+          env.stats.context_error("shared receive context " + std::to_string(k) + " completed " +
+                                  std::to_string(env.ctxs.completions(pool[k]).size()) +
+                                  " times, posted " + std::to_string(want));
+        env.ctxs.finish(pool[k]);
+      }
+    }
     env.sync("done");
     return;
   }

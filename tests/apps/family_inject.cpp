@@ -262,6 +262,7 @@ void target(Env& env, size_t size) {
     }
   };
   SlotWindow win(env, nslots, verify);
+  SlotContexts contexts(env, nslots);
   for (size_t i = 0; i < total; ++i) {
     if (i == nslots) env.send("ready");
     size_t slot = win.acquire();
@@ -270,13 +271,13 @@ void target(Env& env, size_t size) {
     uint16_t kind = msg_kinds[i % nk];
     uint32_t seq = static_cast<uint32_t>(i / nk);
     if (is_tagged_kind(kind)) {
-      OpCtx* ctx = env.ctxs.make("fi_trecv", kind, seq, slot);
+      OpCtx* ctx = contexts.get("fi_trecv", kind, seq, slot);
       uint64_t tag = tag_of(kind, 0, seq);
       env.post("fi_trecv", ctx,
                [&] { return fi_trecv(f.ep, s, size, buf->desc, FI_ADDR_UNSPEC, tag, 0, ctx); });
       win.set(slot, ctx);
     } else {
-      OpCtx* ctx = env.ctxs.make("fi_recv", kind, seq, slot);
+      OpCtx* ctx = contexts.get("fi_recv", kind, seq, slot);
       env.post("fi_recv", ctx,
                [&] { return fi_recv(f.ep, s, size, buf->desc, FI_ADDR_UNSPEC, ctx); });
       win.set(slot, ctx);

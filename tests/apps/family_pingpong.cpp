@@ -7,16 +7,23 @@
 // --count round trips, or until the --until file appears (whichever is first),
 // and with --touch-mb N rank 0 touches N MiB of fresh memory between posting
 // round trip #100's send and polling its completion: a slow op with page faults
-// inside its window.
+// inside its window; and with --gap KIND:MS it spends MS ms there, asleep or
+// blocked reading a pipe. The page faults of rank 0's thread from the end of
+// round trip #99 to the first poll of #100 (its own fault counters) are
+// measured as "gap_faults", the touch's alone as "touch_faults".
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "env.h"
 #include "families.h"
@@ -97,6 +104,35 @@ void touch_fresh(size_t mb) {
   munmap(p, len);
 }
 
+// The calling thread's page faults so far (minor and major), by its own counters.
+uint64_t thread_faults() {
+  rusage u{};
+  if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
+  return static_cast<uint64_t>(u.ru_minflt) + static_cast<uint64_t>(u.ru_majflt);
+}
+
+// --gap: `ms` milliseconds off CPU, asleep or blocked in read(2) on a pipe
+// that another thread writes to after that long.
+void planted_gap(const std::string& kind, size_t ms) {
+  if (kind == "sleep") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    const char b = 1;
+    if (write(fds[1], &b, 1) != 1) return;
+  });
+  char b = 0;
+  while (read(fds[0], &b, 1) < 0 && errno == EINTR) {
+  }
+  writer.join();
+  close(fds[0]);
+  close(fds[1]);
+}
+
 bool stop_file_exists(const Options& o, uint32_t seq) {
   return !o.until.empty() && seq % 64 == 0 && access(o.until.c_str(), F_OK) == 0;
 }
@@ -118,9 +154,17 @@ void round_trips(Env& env, bool busy) {
     uint32_t seq = 0;
     for (;; ++seq) {
       const bool last = seq + 1 >= n || (busy && stop_file_exists(env.opt, seq + 1));
+      const bool planted = busy && seq == kTouchAt;
+      const uint64_t before = planted ? thread_faults() : 0;
       OpCtx* r = ops.recv(rbuf[0], kPong, seq);
       OpCtx* s = ops.send(sbuf, last ? kLastPing : kPing, seq);
-      if (busy && seq == kTouchAt && env.opt.touch_mb) touch_fresh(env.opt.touch_mb);
+      if (planted && env.opt.touch_mb) {
+        const uint64_t t0 = thread_faults();
+        touch_fresh(env.opt.touch_mb);
+        env.stats.measured("touch_faults", static_cast<double>(thread_faults() - t0));
+      }
+      if (planted && env.opt.gap_ms) planted_gap(env.opt.gap_kind, env.opt.gap_ms);
+      if (planted) env.stats.measured("gap_faults", static_cast<double>(thread_faults() - before));
       env.wait_done(s);
       env.wait_done(r);
       ops.verify(rbuf[0], r, kPong);

@@ -30,7 +30,8 @@ void print_usage(FILE* f) {
                "              [--result FILE] [--cq-format context|unspec|msg|data|tagged]\n"
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
                "              [--timeout SEC] [--hold-until FILE] [--until FILE] [--touch-mb N]\n"
-               "              [--toggle-at I,J,...] [--own-usr2 1]\n"
+               "              [--toggle-at I,J,...] [--own-usr2 1] [--gap sleep|pipe:MS]\n"
+               "              [--reuse-ctx 1] [--rx-contexts N]\n"
                "  NAME: msg tagged rma atomic inject cancel threads pingpong stream multirecv\n"
                "        peek sep srx trigger sizes multiep bw recvtiming marks all\n"
                "  marks: --count iterations of known ops between fabtrace_mark()s;\n"
@@ -43,7 +44,13 @@ void print_usage(FILE* f) {
                "  it needs, instead of for as long as the traffic happened to take.\n"
                "  stream: busy-polled round trips, --count of them or until the --until\n"
                "  file exists; --touch-mb N: rank 0 touches N MiB of fresh memory inside\n"
-               "  round trip #100's send (a slow op with page faults).\n");
+               "  round trip #100's send (a slow op with page faults); --gap KIND:MS: rank 0\n"
+               "  spends MS ms between two polls of round trip #100, asleep (sleep) or\n"
+               "  blocked reading a pipe another thread writes after MS ms (pipe).\n"
+               "  --reuse-ctx 1: msg, tagged, inject: each slot of the receive window posts\n"
+               "  its receives with one context, reused once the previous one completed.\n"
+               "  --rx-contexts N: bw: the receives are posted with N contexts in turn, so\n"
+               "  a context is reused while earlier receives with it are outstanding.\n");
 }
 
 bool parse_options(int argc, char** argv, Options* out, std::string* err) {
@@ -116,6 +123,22 @@ bool parse_options(int argc, char** argv, Options* out, std::string* err) {
         }
         o.toggle_at.push_back(v);
         pos = comma + 1;
+      }
+    } else if (key == "--gap") {
+      const size_t colon = val.find(':');
+      o.gap_kind = val.substr(0, colon);
+      if (colon == std::string::npos || (o.gap_kind != "sleep" && o.gap_kind != "pipe") ||
+          !parse_size(val.substr(colon + 1).c_str(), &o.gap_ms) || o.gap_ms == 0 ||
+          o.gap_ms > 60000) {
+        *err = "bad --gap (sleep:MS or pipe:MS)";
+        return false;
+      }
+    } else if (key == "--reuse-ctx") {
+      o.reuse_ctx = val == "1";
+    } else if (key == "--rx-contexts") {
+      if (!parse_size(val.c_str(), &o.rx_contexts) || o.rx_contexts > 1024) {
+        *err = "bad --rx-contexts";
+        return false;
       }
     } else if (key == "--own-usr2") {
       o.own_usr2 = val == "1";

@@ -24,6 +24,10 @@ struct Options {
   std::string hold_until;         // wait for this file to exist before exiting (see usage)
   std::string until;              // stream: stop the round trips once this file exists
   size_t touch_mb = 0;            // stream: MiB of fresh memory touched inside one send
+  std::string gap_kind;           // stream: "sleep" or "pipe": a planted gap between two polls
+  size_t gap_ms = 0;              // its length
+  bool reuse_ctx = false;         // receive windows: each slot's context reused for its receives
+  size_t rx_contexts = 0;         // bw: the receives share this many contexts (0: one each)
   std::vector<size_t> toggle_at;  // marks: rank 0 raises SIGUSR2 before these iterations
   bool own_usr2 = false;          // install a SIGUSR2 handler of the program's own at start
   fi_cq_format cq_format = FI_CQ_FORMAT_TAGGED;

@@ -105,6 +105,7 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"size\":" + std::to_string(opt.size);
   o += std::string(",\"ok\":") + (ok ? "true" : "false");
   o += ",\"issued\":" + counts(s.issued);
+  o += ",\"completed\":" + counts(s.completed);
   o += ",\"eagain\":" + counts(s.eagain);
   o += ",\"no_completion\":" + counts(s.no_completion);
   o += ",\"other_calls\":" + counts(s.other_calls);
@@ -119,6 +120,7 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"context_errors\":" + std::to_string(s.context_errors);
   o += ",\"data_errors\":" + std::to_string(s.data_errors);
   o += ",\"cq_polls\":" + std::to_string(cq_polls_made());
+  o += ",\"cqs\":" + cq_poll_stats_json();
   o += ",\"failures\":" + std::to_string(s.failures);
   o += ",\"skipped\":" + list(s.skipped);
   o += ",\"skipped_features\":" + list(s.skipped_features);

@@ -63,6 +63,11 @@ void Stats::completion() {
   ++s_.completions;
 }
 
+void Stats::completed(const char* fn) {
+  std::lock_guard<std::mutex> g(mu_);
+  ++s_.completed[fn];
+}
+
 void Stats::error_completion() {
   std::lock_guard<std::mutex> g(mu_);
   ++s_.error_completions;

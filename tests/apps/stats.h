@@ -11,6 +11,7 @@ namespace ftapp {
 
 struct StatsSnapshot {
   std::map<std::string, uint64_t> issued;         // accepted calls (returned 0)
+  std::map<std::string, uint64_t> completed;      // successful completions, by the op's function
   std::map<std::string, uint64_t> eagain;         // -FI_EAGAIN refusals
   std::map<std::string, uint64_t> no_completion;  // accepted calls that generate no completion
   std::map<std::string, uint64_t> other_calls;    // e.g. fi_cancel
@@ -56,6 +57,8 @@ class Stats {
   void link_ops(const std::string& fn, const std::string& local, const std::string& remote,
                 uint64_t n);
   void completion();
+  // A successful completion of an op issued by function `fn`.
+  void completed(const char* fn);
   void error_completion();
   void kept_context_error();
   void context_error(const std::string& why);

@@ -210,6 +210,7 @@ void receiver(Env& env, bool tagged, size_t size) {
     }
   };
   SlotWindow win(env, nslots, verify);
+  SlotContexts contexts(env, nslots);
 
   for (size_t i = 0; i < total; ++i) {
     if (i == nslots) env.send("ready");
@@ -226,7 +227,7 @@ void receiver(Env& env, bool tagged, size_t size) {
                             : (var == kPlain    ? "fi_recv"
                                : var == kVector ? "fi_recvv"
                                                 : "fi_recvmsg");
-    OpCtx* ctx = env.ctxs.make(fn, kind, seq, slot);
+    OpCtx* ctx = contexts.get(fn, kind, seq, slot);
     ctx->tid = var;
     const std::vector<Piece>& pieces = var == kPlain ? whole : vpieces;
     iovec iov[3];

@@ -76,6 +76,12 @@ int start_record(const std::string& dir, const std::string& log,
   return rec;
 }
 
+int start_uprobe_session(const std::string& dir, const std::string& log,
+                         std::vector<std::string> args) {
+  args.insert(args.begin(), "--uprobes");
+  return start_record(dir, log, args, "provider functions probed");
+}
+
 char proc_state(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -65,6 +65,11 @@ std::string preload_list();
 int start_record(const std::string& dir, const std::string& log,
                  const std::vector<std::string>& args, const char* ready);
 
+// Starts `fabtrace record -o DIR --uprobes ARGS...` (its output in DIR/LOG) and
+// waits until its probes are attached; the session's pid, or -1.
+int start_uprobe_session(const std::string& dir, const std::string& log,
+                         std::vector<std::string> args = {});
+
 // The state letter of /proc/PID/stat ('T': stopped), 0 when unreadable.
 char proc_state(int pid);
 

@@ -51,6 +51,9 @@ struct StreamSession {
       argv.push_back(a);
     if (app_args.empty()) app_args = {"--count", "1000000"};
     for (const auto& a : app_args) argv.push_back(a);
+    // The ranks' own results (what they measured) in DIR/app.r<rank>.json.
+    argv.push_back("--result");
+    argv.push_back(dir + "/app");
     env.push_back({"FABTRACE_PRELOAD", preload_list()});
     record = spawn(argv, env, dir + "/record.log", false);
   }
@@ -304,6 +307,70 @@ TEST(Record, PageFaultsInsideASlowOp) {
   for (const Event& e : ev)
     if (e.kind == "faults" && e.tid == rank0) faults += e.num("count");
   EXPECT_GE(faults, 16384u);
+}
+
+// Rank 0 of a stream session that ran to its end (--count): its pid from its
+// report, and the kernel log read.
+void finished_stream(StreamSession* s) {
+  ASSERT_EQ(wait_for(s->record, 240), 0) << s->record_log();
+  s->log = kernel_log_of(s->dir);
+  const auto reps = reports_of_rank(s->dir, "0");
+  ASSERT_EQ(reps.size(), 1u);
+  s->rank0 = reps[0].at("pid").get<int>();
+}
+
+// A poller blocked in read(2) on a pipe for 200 ms (ft_app's --gap pipe:200:
+// another thread writes the byte): the verdict names the syscall and what it
+// waited on, where "blocked in a sleeping syscall" was all it said, and the
+// summary's why line says the same.
+TEST(Record, PipeBlockedPollerNamesRead) {
+  REQUIRE_ROOT();
+  StreamSession s("rec-pipe", {}, {"--count", "300", "--gap", "pipe:200"});
+  ASSERT_NO_FATAL_FAILURE(finished_stream(&s));
+  std::vector<Event> ev;
+  const Event* st = checked_stall(s, 200e6, &ev);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->cause.rfind("blocked in read (pipe) for ", 0), 0u) << st->cause;
+  EXPECT_EQ(st->detail.count("sleep_in"), 1u);
+  if (st->detail.count("sleep_in")) {
+    EXPECT_EQ(st->detail.at("sleep_in").rfind("read(pipe):", 0), 0u) << st->detail.at("sleep_in");
+  }
+  const ReportedStall rs = reported_stall(s.dir);
+  EXPECT_EQ(rs.why.rfind("blocked in read (pipe) for ", 0), 0u) << rs.line << "\n" << rs.why;
+}
+
+// A poll gap with 512 MiB of fresh memory touched inside it (131,072 page
+// faults, more than the 65,536 the thread's fault history reached before):
+// the count printed for that gap is exact, and then the program's own (its
+// thread's fault counters from before it posted to after the touch, which
+// lie inside the gap), or it says it is a lower bound ("at least") and is one.
+// It is never an estimate printed as a count.
+TEST(Record, FaultHeavyGapCountIsExactOrABound) {
+  REQUIRE_ROOT();
+  StreamSession s("rec-faults-gap", {}, {"--count", "300", "--touch-mb", "512"});
+  ASSERT_NO_FATAL_FAILURE(finished_stream(&s));
+  const auto app = load_json(s.dir + "/app.r0.json");
+  const uint64_t own = app.at("measured").at("gap_faults").get<uint64_t>();
+  ASSERT_GE(app.at("measured").at("touch_faults").get<uint64_t>(), 131072u);
+  std::vector<Event> ev = export_kernel(s.log);
+  const Event* st = longest_stall(ev, s.rank0);
+  ASSERT_NE(st, nullptr) << "no stall record for rank 0";
+  const uint64_t faults = st->num("faults");
+  const std::string bound = st->detail.count("faults_bound") ? st->detail.at("faults_bound") : "";
+  std::printf("fault-heavy gap: printed %llu (%s), the program's own %llu\n",
+              static_cast<unsigned long long>(faults), bound.c_str(),
+              static_cast<unsigned long long>(own));
+  if (bound == "exact") {
+    EXPECT_EQ(faults, own) << st->cause;
+    EXPECT_NE(st->cause.find("; " + std::to_string(faults) + " page faults"), std::string::npos)
+        << st->cause;
+  } else {
+    EXPECT_EQ(bound, "at_least") << st->cause;
+    EXPECT_LE(faults, own);
+    EXPECT_NE(st->cause.find("; at least " + std::to_string(faults) + " page faults"),
+              std::string::npos)
+        << st->cause;
+  }
 }
 
 // argv run inside the network namespace `ns` (made by `ip netns add`). nsenter

@@ -128,25 +128,21 @@ INSTANTIATE_TEST_SUITE_P(Providers, NicCount,
 // "Was the NIC saturated": ft_app's bw family sends one 16-byte setup message
 // (in flight for milliseconds while tcp;ofi_rxm sets its connection up), then
 // 200 x 4 KiB, and measures its own bandwidth over them. The whole-run
-// "achieved" figure is dragged down by the setup op (0.077 GB/s against the
-// program's 0.698 in the issue's run). The peak (busiest stretch of at most
-// 10 ms, at the resolution of the NIC's time windows) is the program's
-// transfer whenever it lasted at most one time window (0.5 to 3 ms on
-// tcp;ofi_rxm, shm and udp;ofi_rxd here): it then lies in one window or two
-// adjacent ones, a stretch either way. Then the peak holds exactly the
-// transfer's bytes, and its length lies between the program's own two bounds:
-// from the return of its first send to the start of the poll that brought its
-// last completion, and from just before the first send to the return of that
-// poll. The program's figure is its bytes over the outer bound, so on an idle
-// machine the two agree within a few percent; a program descheduled just
-// after its last poll (CI: 0.298 GB/s measured, peak 0.334) widens only the
-// outer bound, so a fixed tolerance on the ratio is not the test. A longer transfer (sockets:
-// over 100 ms; udp;ofi_rxd on a loaded machine) at a varying rate has a
-// busiest 10 ms that is not its average: there only what holds whatever the
-// rate is checked (every byte in a window, the stretch no longer than 10 ms).
+// "achieved" figure (bytes over the time with an op in flight) is dragged down
+// by the setup op (0.077 GB/s against the program's 0.698 in the issue's run).
+// The peak is the same figure over the NIC's fastest time window (of at most
+// 10 ms): never below the whole-run figure (the windows' rates average to it),
+// and at least the program's own rate: the transfer's windows hold its bytes
+// in at most its busy time, which is at most the time the program measured
+// (from just before its first send to the return of the poll that brought its
+// last completion), so the fastest of them moved its bytes at least that fast
+// (1% for two clocks: the tracer's calibrated TSC, the program's steady_clock).
+// The window's bytes are the transfer's or part of them (the 30 ms of idle
+// keep the setup op in another window), its busy time within its stretch,
+// the stretch within 10 ms.
 class NicPeak : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(NicPeak, PeakWindowIsWhatTheProgramMeasured) {
+TEST_P(NicPeak, PeakIsAtLeastAchievedAndTheProgramsOwnRate) {
   const std::string dir = make_temp_dir("truth-peak");
   const RunResult r = run({FT_APP, "--prov", GetParam(), "--test", "bw", "--count", "200", "--size",
                            "4096", "--result", dir + "/app"},
@@ -155,28 +151,21 @@ TEST_P(NicPeak, PeakWindowIsWhatTheProgramMeasured) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto app = load_json(dir + "/app.r0.json");
   const double program_gbps = app.at("measured").at("bw_MB_per_s").get<double>() / 1e3;
-  const double program_ns = app.at("measured").at("bw_secs").get<double>() * 1e9;
   ASSERT_GT(program_gbps, 0);
   const auto reps = reports_of_rank(dir, "0");
   ASSERT_EQ(reps.size(), 1u);
   ASSERT_EQ(reps[0].at("nics").size(), 1u);
   const auto& nic = reps[0].at("nics")[0];
   const double peak = nic.at("peak_gbps").get<double>();
+  const double achieved = nic.at("achieved_gbps").get<double>();
   SCOPED_TRACE("program " + std::to_string(program_gbps) + " GB/s, peak " + std::to_string(peak) +
-               ", achieved " + std::to_string(nic.at("achieved_gbps").get<double>()));
-  if (program_ns <= nic.at("window_ns").get<double>()) {
-    const double inner_ns = app.at("measured").at("bw_inner_secs").get<double>() * 1e9;
-    const double span_ns = nic.at("peak_span_ns").get<double>();
-    SCOPED_TRACE("program's bounds " + std::to_string(inner_ns) + " .. " +
-                 std::to_string(program_ns) + " ns, peak span " + std::to_string(span_ns));
-    EXPECT_EQ(nic.at("peak_bytes").get<double>(), app.at("measured").at("bw_bytes").get<double>());
-    // Two clocks (the tracer's calibrated TSC, the program's steady_clock): 1% and 1 us of slack.
-    EXPECT_GE(span_ns, 0.99 * inner_ns - 1e3);
-    EXPECT_LE(span_ns, 1.01 * program_ns + 1e3);
-  }
-  EXPECT_GT(peak, 0);
+               ", achieved " + std::to_string(achieved));
+  EXPECT_GE(peak, achieved);
+  EXPECT_GE(peak, 0.99 * program_gbps);
+  EXPECT_GT(nic.at("peak_bytes").get<uint64_t>(), 0u);
+  EXPECT_LE(nic.at("peak_bytes").get<double>(), app.at("measured").at("bw_bytes").get<double>());
+  EXPECT_LE(nic.at("peak_busy_ns").get<double>(), nic.at("peak_span_ns").get<double>() + 1);
   EXPECT_LE(nic.at("peak_span_ns").get<double>(), nic.at("peak_limit_ns").get<double>());
-  EXPECT_LE(nic.at("peak_bytes").get<uint64_t>(), nic.at("bytes").get<uint64_t>());
   // Bounded, and every byte in a window (one thread per NIC here: nothing unbinned).
   const auto& windows = nic.at("windows");
   EXPECT_LE(windows.size(), 4096u);
@@ -194,6 +183,54 @@ TEST_P(NicPeak, PeakWindowIsWhatTheProgramMeasured) {
 
 INSTANTIATE_TEST_SUITE_P(Providers, NicPeak,
                          ::testing::Values("tcp;ofi_rxm", "shm", "udp;ofi_rxd", "sockets"),
+                         [](const auto& p) { return test_name(p.param); });
+
+// A ping-pong's NIC rows: the peak (the same bytes-over-busy-time figure over
+// the fastest window) is never below the whole-run "achieved" figure, on every
+// provider (the demo printed "achieved 0.009 GB/s ... peak 0.004 GB/s" when the
+// peak was bytes over a stretch's wall length: a ping-pong's idle half of every
+// round trip counted against it), in the per-rank report, the summary and the
+// HTML bar's label.
+class NicPeakPingpong : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NicPeakPingpong, PeakIsNeverBelowAchieved) {
+  const std::string dir = make_temp_dir("truth-peak-pp");
+  const RunResult r = run({FT_APP, "--prov", GetParam(), "--test", "pingpong", "--count", "300",
+                           "--size", "4096", "--result", dir + "/app"},
+                          {{"FABTRACE_DIR", dir}});
+  if (r.exit_code == 77) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  size_t nics = 0;
+  for (const std::string rank : {"0", "1"})
+    for (const auto& rep : reports_of_rank(dir, rank))
+      for (const auto& nic : rep.at("nics")) {
+        if (nic.at("ops").get<uint64_t>() == 0) continue;
+        ++nics;
+        const double peak = nic.at("peak_gbps").get<double>();
+        const double achieved = nic.at("achieved_gbps").get<double>();
+        EXPECT_GT(achieved, 0) << rank;
+        EXPECT_GE(peak, achieved) << "rank " << rank << ": peak " << peak << " achieved "
+                                  << achieved;
+      }
+  EXPECT_EQ(nics, 2u);
+  const Cli cli = report_cli(dir, dir + "/out");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  // Each NIC line of the summary: its peak at least its achieved figure.
+  const std::regex line("  ([0-9.]+) ([GMk]?B/s)  \\(.*  peak ([0-9.]+) ([GMk]?B/s) \\(");
+  const std::string lines = section(cli.out, "NIC bandwidth");
+  size_t seen = 0;
+  for (auto it = std::sregex_iterator(lines.begin(), lines.end(), line);
+       it != std::sregex_iterator(); ++it, ++seen) {
+    ASSERT_EQ((*it)[2], (*it)[4]) << (*it)[0];  // the summary prints GB/s
+    EXPECT_GE(std::stod((*it)[3]), std::stod((*it)[1])) << (*it)[0];
+  }
+  EXPECT_EQ(seen, 2u) << lines;
+  // The HTML bar's label holds both (its column's width: ReportHtml.BarValueFits).
+  EXPECT_NE(slurp(dir + "/out/report.html").find(" (peak "), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, NicPeakPingpong,
+                         ::testing::Values("tcp;ofi_rxm", "shm", "udp;ofi_rxd", "sockets", "tcp"),
                          [](const auto& p) { return test_name(p.param); });
 
 // "Posted late" only on evidence: ft_app's recvtiming family posts 50

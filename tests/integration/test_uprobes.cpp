@@ -106,14 +106,6 @@ std::string label_shape(const std::string& label) {
   return out;
 }
 
-// Starts `fabtrace record -o DIR --uprobes ARGS...` (its output in DIR/LOG) and
-// waits until its probes are attached; the session's pid, or -1.
-int start_uprobe_session(const std::string& dir, const std::string& log,
-                         std::vector<std::string> args = {}) {
-  args.insert(args.begin(), "--uprobes");
-  return start_record(dir, log, args, "provider functions probed");
-}
-
 // fi_pingpong's server and client (without the preload) over `prov`, `size`
 // byte messages, `ep` endpoints ("rdm", "msg", "dgram"), their output in
 // DIR/server.log and DIR/client.log.

@@ -199,7 +199,50 @@ TEST(KernelExplain, OffCpuCauses) {
   EXPECT_EQ(offcpu_cause(offcpu(FT_OFF_SLEEP, 449)), "futex");
   EXPECT_EQ(offcpu_cause(offcpu(FT_OFF_SLEEP, 232)), "sleep:epoll_wait");
   EXPECT_EQ(offcpu_cause(offcpu(FT_OFF_SLEEP, 35)), "sleep:nanosleep");
+  ft_offcpu piped = offcpu(FT_OFF_SLEEP, 0);
+  piped.wait_on = FT_ON_PIPE;
+  EXPECT_EQ(offcpu_cause(piped), "sleep:read(pipe)");
+  piped.syscall = 47;
+  piped.wait_on = FT_ON_SOCKET;
+  EXPECT_EQ(offcpu_cause(piped), "sleep:recvmsg(socket)");
 #endif
+}
+
+// A thread blocked in a sleeping syscall is named by it and by what it waited
+// on; what the named syscalls do not hold of the sleep stays generic.
+TEST(KernelExplain, SleepingSyscallsNamed) {
+  ft_window w = window(200 * kMs);
+  w.sleep_ns = 190 * kMs;
+  w.on_cpu_ns = 10 * kMs;
+  w.sleep_calls[0] = {190 * kMs, 0, FT_ON_PIPE};
+#if defined(__x86_64__)
+  EXPECT_EQ(window_verdict(w), "blocked in read (pipe) for 190.0 of 200.0 ms");
+  w.sleep_calls[0] = {120 * kMs, 232, FT_ON_NONE};
+  w.sleep_calls[1] = {50 * kMs, 45, FT_ON_SOCKET};
+  EXPECT_EQ(window_verdict(w),
+            "blocked in epoll_wait for 120.0 of 200.0 ms; blocked in recvfrom (socket) 50.0 ms");
+  w.sleep_calls[0] = {20 * kMs, 1, FT_ON_FILE};
+  w.sleep_calls[1] = {};
+  EXPECT_EQ(window_verdict(w), "blocked in a sleeping syscall for 170.0 of 200.0 ms");
+#endif
+}
+
+// The page faults of a window: a count, "about" one where a burst over an edge
+// was prorated, "at least" one where the history did not reach the start.
+TEST(KernelExplain, PageFaultCountsSayWhatTheyAre) {
+  ft_window w = window(50 * kMs);
+  w.on_cpu_ns = 50 * kMs;
+  w.faults = 131072;
+  EXPECT_EQ(page_faults_text(w), "131072 page faults");
+  EXPECT_STREQ(faults_bound(w), "exact");
+  EXPECT_NE(window_verdict(w).find("; 131072 page faults"), std::string::npos);
+  w.flags = FT_WIN_FAULTS_PRORATED;
+  EXPECT_EQ(page_faults_text(w), "about 131072 page faults");
+  EXPECT_STREQ(faults_bound(w), "about");
+  w.flags = FT_WIN_PARTIAL_FAULT | FT_WIN_FAULTS_PRORATED;
+  EXPECT_EQ(page_faults_text(w), "at least 131072 page faults");
+  EXPECT_STREQ(faults_bound(w), "at_least");
+  EXPECT_NE(window_verdict(w).find("; at least 131072 page faults"), std::string::npos);
 }
 
 TEST(KernelExplain, SyscallNames) {

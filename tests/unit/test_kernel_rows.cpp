@@ -271,7 +271,7 @@ ft_window preempted_window() {
 }
 
 const char* const kWindowDetail =
-    "on-cpu_ns=2000000;runnable_ns=48000000;irq_ns=300000;faults=3;offcpu=1;"
+    "on-cpu_ns=2000000;runnable_ns=48000000;irq_ns=300000;faults=3;faults_bound=exact;offcpu=1;"
     "ran_instead=stress-ng[4312]:48000000;ran_instead=kworker/3:1[4313]:1000";
 
 TEST(KernelRows, Stall) {
@@ -288,8 +288,8 @@ TEST(KernelRows, Stall) {
   e.w.migrations = 4;
   e.w.flags = FT_WIN_PARTIAL_IRQ;
   EXPECT_EQ(row_of(e).detail,
-            "cq=2;on-cpu_ns=2000000;runnable_ns=48000000;irq_ns=300000;faults=3;offcpu=1;"
-            "migrations=4;ran_instead=stress-ng[4312]:48000000;"
+            "cq=2;on-cpu_ns=2000000;runnable_ns=48000000;irq_ns=300000;faults=3;"
+            "faults_bound=exact;offcpu=1;migrations=4;ran_instead=stress-ng[4312]:48000000;"
             "ran_instead=kworker/3:1[4313]:1000;flags=2");
 }
 

@@ -271,7 +271,8 @@ TEST(NicActivity, ShortcutEqualsTheBinsAndThePeak) {
       ASSERT_EQ(act.bins.busy[i], bins.busy[i]) << i;
       ASSERT_EQ(act.bins.bytes[i], bins.bytes[i]) << i;
     }
-    EXPECT_EQ(act.peak.best_bytes, peak.best_bytes);
+    EXPECT_DOUBLE_EQ(act.peak.best_bytes, peak.best_bytes);
+    EXPECT_EQ(act.peak.best_busy, peak.best_busy);
     EXPECT_EQ(act.peak.best_start, peak.best_start);
     EXPECT_EQ(act.peak.best_end, peak.best_end);
     EXPECT_GT(bins.shift, 6u);  // the run was long enough to coarsen
@@ -285,15 +286,15 @@ NicPeak peak_of(uint32_t shift, uint64_t span) {
   return p;
 }
 
-// Where a NIC's busiest stretch (1024-tick windows, at most 1000 ticks long)
-// is found among its periods.
+// Where a NIC's peak (1024-tick windows) is found among its periods.
 struct Period {
   uint64_t a, b, bytes;
 };
 struct PeakCase {
   const char* name;
   std::vector<Period> periods;
-  uint64_t bytes, start, end;  // the stretch found
+  double bytes;
+  uint64_t busy, start, end;  // the window found: bytes, busy ticks, first issue, last completion
 };
 
 void PrintTo(const PeakCase& c, std::ostream* os) { *os << c.name; }
@@ -304,43 +305,73 @@ std::vector<Period> burst(uint64_t from, uint64_t bytes, std::vector<Period> bef
   return before;
 }
 
-class NicPeakStretch : public ::testing::TestWithParam<PeakCase> {};
+class NicPeakWindow : public ::testing::TestWithParam<PeakCase> {};
 
-TEST_P(NicPeakStretch, IsTheBusiestWithinTheSpan) {
+TEST_P(NicPeakWindow, IsTheFastestByBusyTime) {
   NicPeak p = peak_of(10, 1000);
   for (const Period& x : GetParam().periods) p.add(x.a, x.b, x.bytes);
   p.finish();
-  EXPECT_EQ(p.best_bytes, GetParam().bytes);
+  EXPECT_DOUBLE_EQ(p.best_bytes, GetParam().bytes);
+  EXPECT_EQ(p.best_busy, GetParam().busy);
   EXPECT_EQ(p.best_start, GetParam().start);
   EXPECT_EQ(p.best_end, GetParam().end);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, NicPeakStretch,
+    Cases, NicPeakWindow,
     ::testing::Values(
-        // The most bytes, over its length from the first issue to the last
-        // completion; a slow setup op alone far away does not join it.
-        PeakCase{"BusiestStretchByBytes", burst(5200, 4096, {{0, 900, 16}}), 10 * 4096, 5200,
+        // A burst's window, not a slow setup op's alone far away; busy time
+        // is the ops' own (their gaps are idle), the stretch first issue to
+        // last completion.
+        PeakCase{"FastestWindow", burst(5200, 4096, {{0, 900, 16}}), 10 * 4096.0, 150, 5200,
                  5200 + 9 * 20 + 15},
-        // A burst across a window boundary is one stretch: the two windows together.
-        PeakCase{"BurstAcrossTwoWindowsIsOneStretch", burst(2000, 100), 1000, 2000, 2195},
-        // Two adjacent windows whose activity lasts longer than the span are no
-        // stretch: the busier window alone is (1024..2900 is longer than 1000).
-        PeakCase{"AdjacentWindowsOnlyWithinTheSpan",
-                 {{1024, 1100, 300}, {2000, 2040, 500}, {2100, 2900, 400}},
-                 800,
-                 1024,
-                 2040}),
+        // Faster, not more bytes: 500 bytes in 10 busy ticks beat 1000 in 100.
+        PeakCase{"FasterNotBusier", {{1024, 1124, 1000}, {2100, 2110, 500}}, 500, 10, 2100, 2110},
+        // A burst across a window boundary at one rate: of its two windows
+        // (the op across the boundary split by time, its bytes not rounded),
+        // the one with more of its bytes.
+        PeakCase{"EqualRatesTheMoreBytes", burst(2000, 150), 150 * 7 + 70, 7 * 15 + 7, 2048, 2195}),
     [](const ::testing::TestParamInfo<PeakCase>& i) { return std::string(i.param.name); });
 
-// A period longer than the span counts by its share in each window: its
-// mean rate, not its whole bytes over a window.
+// A period longer than a window counts by its share in each: its own rate in
+// every window, so a window of it is the peak at that rate.
 TEST(NicPeak, LongPeriodCountsByItsShareInEachWindow) {
   NicPeak p = peak_of(10, 1000);
   p.add(0, 10240, 102400);  // 10 bytes per tick over ten windows
   p.finish();
-  EXPECT_EQ(p.best_bytes, 10240u);
+  EXPECT_DOUBLE_EQ(p.best_bytes, 10240);
+  EXPECT_EQ(p.best_busy, 1024u);
   EXPECT_EQ(p.best_end - p.best_start, 1024u);
+}
+
+// Peak >= achieved by construction: over random ascending periods (lengths,
+// gaps and bytes of their own, some across windows), the fastest window's
+// bytes per busy tick is never below all bytes over all busy ticks.
+TEST(NicPeak, NeverBelowTheWholeRunRate) {
+  uint64_t seed = 777;
+  const auto rnd = [&seed](uint64_t n) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (seed >> 33) % n;
+  };
+  for (int run = 0; run < 200; ++run) {
+    NicPeak p = peak_of(8, 256);
+    uint64_t t = 0, busy = 0, bytes = 0;
+    const int n = 1 + static_cast<int>(rnd(300));
+    for (int i = 0; i < n; ++i) {
+      const uint64_t a = t + rnd(400), b = a + 1 + rnd(rnd(10) == 0 ? 2000 : 50);
+      const uint64_t k = rnd(1 << 16);
+      p.add(a, b, k);
+      busy += b - a;
+      bytes += k;
+      t = b;
+    }
+    p.finish();
+    if (!bytes) continue;
+    ASSERT_GT(p.best_busy, 0u) << run;
+    EXPECT_GE(p.best_bytes / static_cast<double>(p.best_busy),
+              static_cast<double>(bytes) / static_cast<double>(busy) * (1 - 1e-12))
+        << run;
+  }
 }
 
 }  // namespace

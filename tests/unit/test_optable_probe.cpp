@@ -468,11 +468,12 @@ TEST(UprobeStats, QuantilesAndDetail) {
   r.ep = 0x55aa00;
   r.peer = 2;
   r.size_class = 13;  // 4096 bytes each
+  r.s.eagain = 1;
   EXPECT_EQ(
       uprobe_stats_detail(r),
-      "ep=0x55aa00;peer=2;calls=12;refused=1;completions=10;by_order=10;bytes=40960;"
-      "size_class=13;pending=1;unmatched=0;avg_ns=10000;min_ns=3000;max_ns=40000;p50_le_ns=4096;"
-      "p99_le_ns=65536");
+      "ep=0x55aa00;peer=2;calls=12;refused=1;eagain=1;completions=10;untimed=0;untimed_bytes=0;"
+      "by_order=10;bytes=40960;size_class=13;pending=1;unmatched=0;avg_ns=10000;min_ns=3000;"
+      "max_ns=40000;p50_le_ns=4096;p99_le_ns=65536");
   r.peer = FT_UP_ADDR_UNSPEC;  // a receive from any source
   EXPECT_EQ(uprobe_stats_detail(r).substr(0, 24), "ep=0x55aa00;peer=any;cal");
   EXPECT_EQ(uprobe_op_name(r.op), "fi_tsend");
@@ -487,6 +488,36 @@ TEST(UprobeStats, QuantilesAndDetail) {
   EXPECT_EQ(uprobe_stats_detail(p), "calls=500;entries=20;unmatched=2;unwalked=0;early=1;remote=3");
   ft_up_stats empty{};
   EXPECT_EQ(uprobe_hist_quantile(empty, 0.5), 0u);
+  ft_uprobe_cq q{};
+  q.cq = 0x1234;
+  q.opened = 5;
+  q.polls = 9;
+  q.gaps[1] = 7;
+  q.gaps[5] = 1;
+  q.max_gap_ns = 200000000;
+  q.max_gap_end = 77;
+  EXPECT_EQ(uprobe_cq_detail(q),
+            "cq=0x1234;opened=5;polls=9;gaps0=0;gaps1=7;gaps2=0;gaps3=0;gaps4=0;gaps5=1;"
+            "max_gap_ns=200000000;max_gap_end=77");
+}
+
+// The log2 without branches (ft_up_log2) against a loop over the bits.
+TEST(UprobeStats, Log2IsTheHighestBit) {
+  const auto slow = [](uint64_t x) {
+    uint32_t b = 0;
+    while (x >>= 1) ++b;
+    return b;
+  };
+  uint64_t seed = 1;
+  for (int i = 0; i < 100000; ++i) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const uint64_t x = seed >> (seed % 64);
+    ASSERT_EQ(ft_up_log2(x), slow(x)) << x;
+  }
+  for (int b = 0; b < 64; ++b) {
+    EXPECT_EQ(ft_up_log2(1ULL << b), static_cast<uint32_t>(b));
+    EXPECT_EQ(ft_up_log2((2ULL << b) - 1), static_cast<uint32_t>(b));
+  }
 }
 
 }  // namespace

@@ -291,5 +291,32 @@ TEST(ReportSvg, Helpers) {
   EXPECT_EQ(size_class(5 << 20), 5);
 }
 
+// A bar's value label ("0.009 GB/s (peak 0.021 GB/s)", the longest bar's
+// drawn right of it) fits inside the chart at 7 px a character of its 12 px
+// font: the value column was a fixed 110 px, and the demo's label was cut at
+// "(peak 0".
+TEST(ReportHtml, BarValueFits) {
+  std::vector<svg::Bar> bars(2);
+  bars[0].label = "host r0 pid 1 tcp 10.0.0.1:1234";
+  bars[0].value = 9;
+  bars[0].value_text = "0.009 GB/s (peak 0.021 GB/s)";
+  bars[1].label = "host r1 pid 2 tcp 10.0.0.2:1234";
+  bars[1].value = 3;
+  bars[1].value_text = "0.003 GB/s (peak 12345.678 GB/s)";
+  const std::string s = svg::bar_chart("b", bars, 900);
+  const double width = std::stod(s.substr(s.find(" width=\"") + 8));
+  const std::string key = "<text class=\"bar-value\" x=\"";
+  size_t at = 0, seen = 0;
+  while ((at = s.find(key, at)) != std::string::npos) {
+    at += key.size();
+    const double x = std::stod(s.substr(at));
+    const size_t text = s.find('>', at) + 1;
+    const size_t len = s.find("</text>", text) - text;
+    EXPECT_LE(x + 7.0 * static_cast<double>(len), width) << s.substr(text, len);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2u);
+}
+
 }  // namespace
 }  // namespace fabtrace::report

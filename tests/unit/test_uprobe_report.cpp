@@ -34,6 +34,7 @@ UprobeRow row(uint32_t pid, OpKind op, uint64_t completions, uint64_t bytes_each
   r.size_class = ft_up_size_class(bytes_each);
   r.s.calls = completions + 3;
   r.s.refused = 3;
+  r.s.eagain = 3;
   r.s.completions = completions;
   r.s.bytes = completions * bytes_each;
   r.s.lat_sum_ns = completions * 10000;
@@ -199,14 +200,14 @@ TEST(UprobeReport, ReceivesSizedAsArrived) {
   UprobeRow calls = row(7, OpKind::kTrecv, 0, 4096);
   calls.posted = true;
   calls.s.calls = 16;
-  calls.s.refused = 0;
+  calls.s.refused = calls.s.eagain = 0;
   UprobeRow pending = calls;
   pending.ep = 0x7000;  // another endpoint: its posted row has a pending receive
   pending.pending = 1;
   pending.pending_bytes = 4096;
   std::vector<UprobeRow> rows = {calls, pending, row(7, OpKind::kTrecv, 10, 64),
                                  row(7, OpKind::kTrecv, 5, 4096)};
-  for (UprobeRow& r : rows) r.s.refused = 0;
+  for (UprobeRow& r : rows) r.s.refused = r.s.eagain = 0;
   const ProcessReport r = uprobe_process_report(7, rows, names_of(7), UprobeReportContext{});
   ASSERT_EQ(r.links.size(), 2u);
   size_t arrived = 0, as_posted = 0;
@@ -232,12 +233,74 @@ TEST(UprobeReport, ReceivesSizedAsArrived) {
 TEST(UprobeReport, RowsWithCallsOnlyAreShownButPostedOnes) {
   UprobeRow inj = row(7, OpKind::kInjectWrite, 0, 8);
   inj.s.calls = 12;
-  inj.s.refused = 0;
+  inj.s.refused = inj.s.eagain = 0;
   const ProcessReport r = uprobe_process_report(7, {inj}, names_of(7), UprobeReportContext{});
   ASSERT_EQ(r.links.size(), 1u);
   ASSERT_EQ(r.links[0].rows.size(), 1u);
   EXPECT_EQ(r.links[0].rows[0].op, "fi_inject_write");
   EXPECT_EQ(r.links[0].rows[0].count, 0u);
+}
+
+// An inject's row as the preload writes it: its accepted calls untimed, its
+// size theirs, its refusals as -FI_EAGAIN or other errors apart (the kernel
+// row's refused holds both, eagain the first).
+TEST(UprobeReport, InjectsUntimedWithTheirSizeAndRefusals) {
+  UprobeRow inj = row(7, OpKind::kTinject, 0, 64);
+  inj.s.calls = 25;
+  inj.s.refused = 5;
+  inj.s.eagain = 3;
+  inj.s.untimed = 20;
+  inj.s.untimed_bytes = 20 * 64;
+  const ProcessReport r = uprobe_process_report(7, {inj}, names_of(7), UprobeReportContext{});
+  ASSERT_EQ(r.links.size(), 1u);
+  ASSERT_EQ(r.links[0].rows.size(), 1u);
+  const OpRow& o = r.links[0].rows[0];
+  EXPECT_EQ(o.op, "fi_tinject");
+  EXPECT_EQ(o.count, 0u);
+  EXPECT_EQ(o.untimed, 20u);
+  EXPECT_EQ(o.bytes, 64u);
+  EXPECT_EQ(o.eagain, 3u);
+  EXPECT_EQ(o.refused, 2u);
+  EXPECT_EQ(o.unfinished, 0u);
+  // A receive's posted row with untimed ops (FI_MULTI_RECV) is shown.
+  UprobeRow multi = row(7, OpKind::kRecvmsg, 0, 4096);
+  multi.posted = true;
+  multi.s.calls = 2;
+  multi.s.refused = multi.s.eagain = 0;
+  multi.s.untimed = 2;
+  multi.s.untimed_bytes = 8192;
+  EXPECT_EQ(uprobe_process_report(7, {multi}, names_of(7), UprobeReportContext{})
+                .links.at(0)
+                .rows.at(0)
+                .untimed,
+            2u);
+}
+
+// The process's CQs as the preload's CQ rows: in the order they were opened
+// (those opened before the session after them), only the polled ones, the
+// longest gap's end in seconds from the session's start; other processes'
+// left out.
+TEST(UprobeReport, CqRowsInOpenOrder) {
+  std::vector<UprobeCq> cqs(4);
+  cqs[0].pid = 7, cqs[0].cq = 0x30, cqs[0].opened = 0, cqs[0].polls = 4;  // before the session
+  cqs[1].pid = 7, cqs[1].cq = 0x20, cqs[1].opened = 3000, cqs[1].polls = 10;
+  cqs[1].gaps[1] = 8, cqs[1].gaps[5] = 1;
+  cqs[1].max_gap_ns = 250000000, cqs[1].max_gap_end = 1000 + 2500000000ULL;
+  cqs[2].pid = 7, cqs[2].cq = 0x10, cqs[2].opened = 2000, cqs[2].polls = 6;
+  cqs[3].pid = 8, cqs[3].cq = 0x40, cqs[3].opened = 1000, cqs[3].polls = 6;
+  UprobeReportContext ctx;
+  ctx.start_mono_ns = 1000;
+  const ProcessReport r =
+      uprobe_process_report(7, {row(7, OpKind::kSend, 5, 64)}, names_of(7), ctx, cqs);
+  ASSERT_EQ(r.cqs.size(), 3u);
+  EXPECT_EQ(r.cqs[0].polls, 6u);  // opened first
+  EXPECT_EQ(r.cqs[1].polls, 10u);
+  EXPECT_EQ(r.cqs[2].polls, 4u);  // opened before the session
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(r.cqs[i].id, i);
+  EXPECT_EQ(r.cqs[1].gaps[1], 8u);
+  EXPECT_EQ(r.cqs[1].gaps[5], 1u);
+  EXPECT_DOUBLE_EQ(r.cqs[1].max_gap_ns, 250e6);
+  EXPECT_DOUBLE_EQ(r.cqs[1].max_gap_end_s, 2.5);
 }
 
 }  // namespace

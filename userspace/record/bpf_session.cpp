@@ -327,9 +327,8 @@ struct BpfSession::Impl {
     // returns in between leaves its entry's record behind).
     switch (site.role) {
       case FT_UP_ROLE_OP:
-        if (site.ctx != FT_UP_CTX_NONE)
-          return {{up->progs.ft_up_op_ret, true}, {up->progs.ft_up_op, false}};
-        return {{up->progs.ft_up_op, false}};
+        // Injects too: their return tells accepted from refused calls.
+        return {{up->progs.ft_up_op_ret, true}, {up->progs.ft_up_op, false}};
       case FT_UP_ROLE_EP_BIND:
         return {{up->progs.ft_up_ep_bind, false}};
       case FT_UP_ROLE_CQ_READ:
@@ -349,10 +348,15 @@ struct BpfSession::Impl {
 
   uint64_t site_cookie(uint32_t index) const {
     const OpSite& site = up_sites[index];
-    const bool rx = site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
+    const bool rx = site.role == FT_UP_ROLE_OP &&
+                    site.op_kind < static_cast<uint32_t>(kOpKindCount) &&
                     op_is_recv(static_cast<OpKind>(site.op_kind));
-    return FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len,
-                        rx ? FT_UP_RX : FT_UP_TX, site.peer);
+    // A CQ read's class says whether it blocks (fi_cq_sread*: its poll is
+    // stamped at its entry, as the preload stamps it).
+    const bool blocking =
+        site.role == FT_UP_ROLE_CQ_READ && (site.op == "sread" || site.op == "sreadfrom");
+    return FT_UP_COOKIE(index, site.role, site.op_kind, site.ctx, site.len, rx || blocking ? 1 : 0,
+                        site.peer);
   }
 
   std::string site_point(uint32_t index) const {
@@ -836,10 +840,31 @@ std::vector<UprobeRow> BpfSession::uprobe_rows() const {
     r.pending_bytes += p.bytes;
   };
   each_entry<ft_up_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_pending), count_pending);
+  each_entry<ft_up_dup_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_dup), count_pending);
   each_entry<ft_up_seq_key, ft_up_pending>(bpf_map__fd(impl_->up->maps.up_seq_pending),
                                            count_pending);
   for (auto& kv : by) rows.push_back(kv.second);
   return rows;
+}
+
+std::vector<UprobeCq> BpfSession::uprobe_cqs() const {
+  std::vector<UprobeCq> out;
+  if (!impl_ || !impl_->up) return out;
+  each_entry<ft_up_key, ft_up_cq>(bpf_map__fd(impl_->up->maps.up_cqs),
+                                  [&out](const ft_up_key& k, const ft_up_cq& c) {
+                                    if (!c.polls) return;
+                                    UprobeCq q;
+                                    q.pid = k.tgid;
+                                    q.cq = k.ptr;
+                                    q.opened = c.opened;
+                                    q.polls = c.polls;
+                                    for (int i = 0; i < FT_UP_GAP_CLASSES; ++i)
+                                      q.gaps[i] = c.gaps[i];
+                                    q.max_gap_ns = c.max_gap;
+                                    q.max_gap_end = c.max_gap_end;
+                                    out.push_back(q);
+                                  });
+  return out;
 }
 
 UprobeNames BpfSession::uprobe_names() const {

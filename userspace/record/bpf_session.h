@@ -97,6 +97,33 @@ struct UprobeRow {
   }
 };
 
+// --uprobes: one application CQ of a process, its polls and poll gaps
+// (bpf/fabtrace_events.h, struct ft_uprobe_cq).
+struct UprobeCq {
+  uint32_t pid = 0;
+  uint64_t cq = 0;
+  uint64_t opened = 0;  // CLOCK_MONOTONIC ns of its open; 0: opened before the session
+  uint64_t polls = 0;
+  uint64_t gaps[FT_UP_GAP_CLASSES] = {};
+  uint64_t max_gap_ns = 0, max_gap_end = 0;
+
+  // As the kernel log's FT_EV_UPROBE_CQ record, stamped `ts`.
+  ft_uprobe_cq record(uint64_t ts) const {
+    ft_uprobe_cq rec{};
+    rec.h.ts = ts;
+    rec.h.kind = FT_EV_UPROBE_CQ;
+    rec.h.size = sizeof(rec);
+    rec.h.pid = pid;
+    rec.cq = cq;
+    rec.opened = opened;
+    rec.polls = polls;
+    for (int i = 0; i < FT_UP_GAP_CLASSES; ++i) rec.gaps[i] = gaps[i];
+    rec.max_gap_ns = max_gap_ns;
+    rec.max_gap_end = max_gap_end;
+    return rec;
+  }
+};
+
 class BpfSession {
  public:
   BpfSession();
@@ -138,7 +165,8 @@ class BpfSession {
   const std::vector<OpSite>& uprobe_sites() const;
   std::vector<uint64_t> uprobe_site_hits() const;
   std::vector<UprobeRow> uprobe_rows() const;
-  UprobeNames uprobe_names() const;  // what the rows' endpoints and peers are
+  std::vector<UprobeCq> uprobe_cqs() const;  // the polled ones
+  UprobeNames uprobe_names() const;          // what the rows' endpoints and peers are
   // What the programs could not keep (enum ft_up_lost), and the statistics
   // map's size (its rows).
   std::vector<uint64_t> uprobe_lost() const;

@@ -249,16 +249,21 @@ void Collector::write_error(const std::string& what) {
 }
 
 // --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind, endpoint,
-// peer), and every site with its hits as a symbol of class "uprobe_site" (addr
-// = the file offset).
+// peer), one FT_EV_UPROBE_CQ per polled CQ, and every site with its hits as a symbol of class
+// "uprobe_site" (addr = the file offset).
 void Collector::write_uprobes() {
   uprobe_rows_ = session_.uprobe_rows();
+  uprobe_cqs_ = session_.uprobe_cqs();
   uprobe_names_ = session_.uprobe_names();
   uprobe_lost_ = session_.uprobe_lost();
   uprobe_hits_ = session_.uprobe_site_hits();
   const uint64_t now = mono_ns();
   for (const UprobeRow& r : uprobe_rows_) {
     const ft_uprobe_ops rec = r.record(now);
+    on_record(&rec, sizeof(rec));
+  }
+  for (const UprobeCq& q : uprobe_cqs_) {
+    const ft_uprobe_cq rec = q.record(now);
     on_record(&rec, sizeof(rec));
   }
   std::vector<KernelSymbol> syms;
@@ -297,7 +302,7 @@ void Collector::write_uprobe_reports() {
     // Its rank as read when a scan first found it (sanitised: proc_scan.h).
     const auto first = ranks_.find(static_cast<pid_t>(pid));
     ctx.rank = first != ranks_.end() ? first->second : seen ? p.rank : "";
-    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx);
+    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
     std::string err, name, note;
     std::FILE* f = dir_.create_stream(
         output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid), &name, &note, &err);

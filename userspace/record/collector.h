@@ -119,6 +119,7 @@ class Collector {
   std::vector<std::string> uprobe_notes_;
   std::vector<uint64_t> uprobe_hits_;
   std::vector<UprobeRow> uprobe_rows_;
+  std::vector<UprobeCq> uprobe_cqs_;
   UprobeNames uprobe_names_;
   std::vector<uint64_t> uprobe_lost_;
   std::set<pid_t> outside_;  // --uprobes --only-pids: libfabric processes not listed

@@ -11,6 +11,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
@@ -80,6 +81,18 @@ static_assert(offsetof(fi_info, addr_format) == FT_UP_INFO_ADDR_FORMAT_OFF &&
                   offsetof(fi_info, ep_attr) == FT_UP_INFO_EP_ATTR_OFF &&
                   offsetof(fi_ep_attr, type) == 0 && FI_EP_MSG == FT_UP_FI_EP_MSG,
               "fi_info layout");
+static_assert(offsetof(fi_info, tx_attr) == FT_UP_INFO_TX_ATTR_OFF &&
+                  offsetof(fi_info, rx_attr) == FT_UP_INFO_RX_ATTR_OFF &&
+                  offsetof(fi_tx_attr, op_flags) == FT_UP_ATTR_OP_FLAGS_OFF &&
+                  offsetof(fi_rx_attr, op_flags) == FT_UP_ATTR_OP_FLAGS_OFF,
+              "fi_info's tx_attr and rx_attr op_flags");
+// The flags that decide whether an op completes (op_completes).
+static_assert(FI_MULTI_RECV == FT_UP_FI_MULTI_RECV && FI_PEEK == FT_UP_FI_PEEK &&
+                  FI_TRIGGER == FT_UP_FI_TRIGGER && FI_COMPLETION == FT_UP_FI_COMPLETION &&
+                  FI_INJECT == FT_UP_FI_INJECT && FI_CLAIM == FT_UP_FI_CLAIM &&
+                  FI_SELECTIVE_COMPLETION == FT_UP_FI_SELECTIVE_COMPLETION &&
+                  FI_EAGAIN == FT_UP_FI_EAGAIN,
+              "op and bind flags");
 static_assert(FI_SOCKADDR == FT_UP_FI_SOCKADDR && FI_SOCKADDR_IN6 == FT_UP_FI_SOCKADDR_IN6 &&
                   AF_INET == FT_UP_AF_INET && AF_INET6 == FT_UP_AF_INET6,
               "sockaddr formats and families (ft_up_connect_ret)");
@@ -663,16 +676,15 @@ uint32_t connect_names_endpoint(fid_fabric* fab, fid_ep* ep, fid_pep* pep) {
   return named;
 }
 
-// A connected endpoint's peer (it has no AV): the domain's endpoint open
-// (fi_endpoint: the info's dest_addr) and the endpoint's connect (fi_connect's
-// address), with the provider's address format for a connect of an endpoint
-// opened before the session. Its own address where its program does not ask
-// it: the passive endpoint's getname (the listener an accepted connection's
-// info names without its port, on tcp), where it is not the endpoint's.
+// A connected endpoint's peer (it has no AV): besides the domain's endpoint
+// open (fi_endpoint: the info's dest_addr; probed for every endpoint type),
+// the endpoint's connect (fi_connect's address), with the provider's address format for a connect
+// of an endpoint opened before the session. Its own address where its program does not ask it: the
+// passive endpoint's getname (the listener an accepted connection's info names without its port, on
+// tcp), where it is not the endpoint's.
 void add_conn_sites(std::vector<OpSite>* out, const std::string& prov, fi_info* info,
-                    fid_fabric* fab, fid_domain* dom, fid_ep* ep) {
+                    fid_fabric* fab, fid_ep* ep) {
   const size_t before = out->size();
-  add_site(out, prov, "domain", "endpoint", fn_ptr(dom->ops->endpoint));
   if (ep->cm) add_site(out, prov, "cm", "connect", fn_ptr(ep->cm->connect));
   fid_pep* pep = nullptr;
   uint32_t named = 0;
@@ -786,7 +798,10 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
     if (caps & FI_RMA) add_table(out, prov, "rma", ep->rma, kRmaSlots);
     if (caps & FI_ATOMIC) add_table(out, prov, "atomic", ep->atomic, kAtomicSlots);
     add_name_sites(out, prov, info, ep, av);
-    if (msg_ep) add_conn_sites(out, prov, info, fab, dom, ep);
+    // Every endpoint's open: its default op flags (whether its ops complete),
+    // and a MSG endpoint's peer (add_conn_sites).
+    add_site(out, prov, "domain", "endpoint", fn_ptr(dom->ops->endpoint));
+    if (msg_ep) add_conn_sites(out, prov, info, fab, ep);
     std::string no_layout;
     if (layout && !find_layout(cq, ep, layout, &no_layout)) {
       layout->path.clear();

@@ -1,19 +1,24 @@
 #include "userspace/record/uprobe_report.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
 
 #include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
+#include "common/report_format.h"
 #include "common/uprobe_stats.h"
 
 namespace fabtrace {
 
+static_assert(FT_UP_GAP_CLASSES == kGapClasses, "the uprobe CQ's gap classes are the preload's");
+
 namespace {
 
-// One op kind's row: completions timed, pending ones unfinished, refused calls
-// (-FI_EAGAIN and other errors alike: the kernel keeps one count) as eagain.
+// One op kind's row: completions timed, pending ones unfinished, those that
+// by design get no completion untimed, refused calls as eagain (-FI_EAGAIN)
+// or refused (another error), as the preload counts them.
 OpRow op_row(const UprobeRow& u) {
   OpRow o;
   const ft_up_stats& s = u.s;
@@ -21,13 +26,15 @@ OpRow op_row(const UprobeRow& u) {
   o.recv = u.op < static_cast<uint32_t>(kOpKindCount) && op_is_recv(static_cast<OpKind>(u.op));
   o.count = s.completions;
   o.unfinished = u.pending;
-  o.eagain = s.refused;
+  o.untimed = s.untimed;
+  o.eagain = s.eagain;
+  o.refused = s.refused > s.eagain ? s.refused - s.eagain : 0;
   // Receives sized as posted: their CQ entries had no length.
   o.size_unknown = o.recv && u.posted;
-  // The mean of the row's ops, paired or pending (a size class holding one
-  // size: that size).
-  if (s.completions + u.pending)
-    o.bytes = (s.bytes + u.pending_bytes) / (s.completions + u.pending);
+  // The mean of the row's ops, paired, pending or untimed (a size class
+  // holding one size: that size); a row of refusals alone: its calls'.
+  const uint64_t ops = s.completions + u.pending + s.untimed;
+  if (ops) o.bytes = (s.bytes + u.pending_bytes + s.untimed_bytes) / ops;
   if (s.completions) {
     o.avg_ns = static_cast<double>(s.lat_sum_ns) / static_cast<double>(s.completions);
     o.min_ns = static_cast<double>(s.lat_min_ns);
@@ -43,7 +50,8 @@ OpRow op_row(const UprobeRow& u) {
 }  // namespace
 
 ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& rows,
-                                    const UprobeNames& names, const UprobeReportContext& ctx) {
+                                    const UprobeNames& names, const UprobeReportContext& ctx,
+                                    const std::vector<UprobeCq>& cqs) {
   ProcessReport r;
   r.host = ctx.host;
   r.rank = ctx.rank.empty() ? "NA" : ctx.rank;
@@ -88,11 +96,31 @@ ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& 
       // only when some were refused or are pending, or completed without a
       // length (the ops themselves are in the rows of their arrived sizes).
       const UprobeRow& u = kv.second;
-      if (u.posted && !u.s.completions && !u.pending && !u.s.refused) continue;
+      if (u.posted && !u.s.completions && !u.pending && !u.s.refused && !u.s.untimed) continue;
       link.rows.push_back(op_row(u));
     }
     if (link.rows.empty()) continue;
     r.links.push_back(std::move(link));
+  }
+  // Its CQs in the order they were opened; those opened before the session
+  // (opened 0) after them.
+  std::vector<const UprobeCq*> mine;
+  for (const UprobeCq& q : cqs)
+    if (q.pid == pid && q.polls) mine.push_back(&q);
+  std::sort(mine.begin(), mine.end(), [](const UprobeCq* a, const UprobeCq* b) {
+    return std::make_tuple(a->opened == 0, a->opened, a->cq) <
+           std::make_tuple(b->opened == 0, b->opened, b->cq);
+  });
+  for (const UprobeCq* q : mine) {
+    CqReport c;
+    c.id = static_cast<uint32_t>(r.cqs.size());
+    c.polls = q->polls;
+    for (int k = 0; k < kGapClasses; ++k) c.gaps[k] = q->gaps[k];
+    c.max_gap_ns = static_cast<double>(q->max_gap_ns);
+    c.max_gap_end_s = q->max_gap_end > ctx.start_mono_ns
+                          ? static_cast<double>(q->max_gap_end - ctx.start_mono_ns) / 1e9
+                          : 0;
+    r.cqs.push_back(c);
   }
   return r;
 }

@@ -15,7 +15,10 @@
 // wherever the class holds one (the preload keeps one row per exact size).
 // Receives are sized as they arrived (their CQ entry's len), as the preload
 // sizes them; as posted (size_unknown) where the CQ's format has no length,
-// and while pending or refused. No NIC, CQ gap or clock figures.
+// and while pending, refused or untimed. Its CQs (those it polled) with their
+// polls, gap classes and longest gap, as the preload's CQ rows; numbered in
+// the order they were opened (those opened before the session after, by
+// address). No NIC or clock figures.
 #pragma once
 
 #include <cstdint>
@@ -36,10 +39,11 @@ struct UprobeReportContext {
   double duration_s = 0;
 };
 
-// The report of process `pid` from `rows` (every process's; the polls row and
-// other processes are left out), its links named from `names`. Empty links
-// when the process has no op row.
+// The report of process `pid` from `rows` and `cqs` (every process's; the
+// polls row and other processes are left out), its links named from `names`.
+// Empty links when the process has no op row.
 ProcessReport uprobe_process_report(uint32_t pid, const std::vector<UprobeRow>& rows,
-                                    const UprobeNames& names, const UprobeReportContext& ctx);
+                                    const UprobeNames& names, const UprobeReportContext& ctx,
+                                    const std::vector<UprobeCq>& cqs = {});
 
 }  // namespace fabtrace

@@ -24,10 +24,10 @@ void section_bandwidth(const Job& job, Html* h) {
       "Bytes of completed sends, writes, reads and atomics divided by the time the NIC had at "
       "least "
       "one op in flight (overlapping ops count once), over the whole run; receives are left out. "
-      "The slowest NIC is drawn in orange. The peak is the NIC's busiest stretch of at most 10 "
-      "ms (the one whose ops completed the most bytes): those bytes over its length, from the "
-      "first issue to the last completion in it. One slow op weighs on the whole-run figure, not "
-      "on the peak unless it is within 10 ms of it.");
+      "The slowest NIC is drawn in orange. The peak is the same figure over the NIC's fastest "
+      "time window of at most 10 ms: its bytes over its busy time, so it is never below the "
+      "whole-run figure. One slow op weighs on the whole-run figure, not on the peak unless it is "
+      "in the same window.");
   std::vector<svg::Bar> bars;
   size_t slowest = 0;
   for (size_t i = 0; i < job.nics.size(); ++i)
@@ -48,8 +48,8 @@ void section_bandwidth(const Job& job, Html* h) {
                 " ops, " + fmt_bytes(n.nic.bytes) + ", busy " + fmt_ns(n.nic.busy_ns);
     if (n.nic.peak_gbps > 0)
       b.tooltip += "\npeak " + fmt_gbps(n.nic.peak_gbps) + ": " + fmt_bytes(n.nic.peak_bytes) +
-                   " in " + fmt_ns(n.nic.peak_span_ns) + " at t+" +
-                   std::to_string(n.nic.peak_start_s) + " s";
+                   ", " + fmt_ns(n.nic.peak_busy_ns) + " busy in " + fmt_ns(n.nic.peak_span_ns) +
+                   " at t+" + std::to_string(n.nic.peak_start_s) + " s";
     b.highlight = job.nics.size() > 1 && i == slowest && n.nic.ops > 0;
     bars.push_back(std::move(b));
   }

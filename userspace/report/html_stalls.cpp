@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/kernel_explain.h"
 #include "userspace/report/summary.h"
 
 namespace fabtrace::report::html_page {
@@ -125,7 +126,12 @@ void section_stall_causes(const Job& job, const HtmlOptions& opt, Html* h) {
     if (s.has_cause) {
       t.raw_td(why_bar(s.cause.w));
       t.td(s.cause.verdict);
-      t.n(fmt_count(s.cause.w.faults));
+      // "at least" or "about" where the count is not exact.
+      const std::string bound = faults_bound(s.cause.w);
+      t.n((bound == "at_least" ? "at least "
+           : bound == "about"  ? "about "
+                               : "") +
+          fmt_count(s.cause.w.faults));
     } else {
       t.td("");
       t.td(stall_why(s));

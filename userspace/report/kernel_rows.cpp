@@ -44,6 +44,13 @@ void window_detail(const ft_window& w, std::string* d) {
   for (const WindowPart& p : window_parts(w))
     if (p.ns) kv(d, (std::string(p.name) + "_ns").c_str(), p.ns);
   kv(d, "faults", w.faults);
+  if (w.faults) kv(d, "faults_bound", faults_bound(w));
+  for (const ft_sleep_call& c : w.sleep_calls)
+    if (c.ns && c.syscall >= 0) {
+      const std::string on = wait_on_name(c.wait_on);
+      kv(d, "sleep_in",
+         syscall_name(c.syscall) + (on.empty() ? "" : "(" + on + ")") + ":" + std::to_string(c.ns));
+    }
   kv(d, "offcpu", w.offcpu_count);
   if (w.migrations) kv(d, "migrations", w.migrations);
   for (int i = 0; i < FT_TOP_TASKS; ++i)
@@ -251,6 +258,12 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       const auto e = record_as<ft_uprobe_ops>(rec);
       r.cause = uprobe_op_name(e.op);
       r.detail = uprobe_stats_detail(e);
+      break;
+    }
+    case FT_EV_UPROBE_CQ: {
+      const auto e = record_as<ft_uprobe_cq>(rec);
+      r.cause = "cq_polls";
+      r.detail = uprobe_cq_detail(e);
       break;
     }
     default:

@@ -67,7 +67,8 @@ void put(Writer& w, const NicReport& n) {
     w.num(win.busy_ns);
     w.num(win.bytes);
   }
-  for (double v : {n.peak_limit_ns, n.peak_gbps, n.peak_start_s, n.peak_span_ns}) w.num(v);
+  for (double v : {n.peak_limit_ns, n.peak_gbps, n.peak_start_s, n.peak_span_ns, n.peak_busy_ns})
+    w.num(v);
   w.num(n.peak_bytes);
   w.num(n.unbinned_busy_ns);
   w.num(n.unbinned_bytes);
@@ -88,7 +89,8 @@ void get(Reader& r, NicReport* n) {
     win.busy_ns = r.num<double>();
     win.bytes = r.num<uint64_t>();
   }
-  for (double* v : {&n->peak_limit_ns, &n->peak_gbps, &n->peak_start_s, &n->peak_span_ns})
+  for (double* v :
+       {&n->peak_limit_ns, &n->peak_gbps, &n->peak_start_s, &n->peak_span_ns, &n->peak_busy_ns})
     *v = r.num<double>();
   n->peak_bytes = r.num<uint64_t>();
   n->unbinned_busy_ns = r.num<double>();

@@ -245,6 +245,7 @@ constexpr NumField<NicReport> kNicPeak[] = {
     real_field("peak_start_s", &NicReport::peak_start_s),
     real_field("peak_span_ns", &NicReport::peak_span_ns),
     count_field("peak_bytes", &NicReport::peak_bytes),
+    real_field("peak_busy_ns", &NicReport::peak_busy_ns),
     real_field("unbinned_busy_ns", &NicReport::unbinned_busy_ns),
     count_field("unbinned_bytes", &NicReport::unbinned_bytes)};
 

@@ -311,7 +311,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   if (!nics.empty()) {
     s += "NIC bandwidth (receives left out): achieved = bytes / time with an op in flight over "
          "the run;\n"
-         "  peak = the busiest stretch of <= 10 ms, its bytes / its length\n";
+         "  peak = the same over the fastest window of <= 10 ms (so peak >= achieved)\n";
     std::vector<const NicRow*> shown = nics;
     const size_t max_rows = std::max<size_t>(opt.top * 2, 4);
     if (nics.size() > max_rows) {
@@ -330,8 +330,11 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
            plural(n->nic.ops, "op", "ops") + ", " + fmt_bytes(n->nic.bytes) + ", busy " +
            fmt_ns(n->nic.busy_ns) + ")";
       if (n->nic.peak_gbps > 0)
-        s += "  peak " + fmt_gbps(n->nic.peak_gbps) + " (" + fmt_bytes(n->nic.peak_bytes) + " in " +
-             fmt_ns(n->nic.peak_span_ns) + printf_str(" at t+%.3f s)", n->nic.peak_start_s);
+        s += "  peak " + fmt_gbps(n->nic.peak_gbps) + " (" + fmt_bytes(n->nic.peak_bytes) + ", " +
+             fmt_ns(n->nic.peak_busy_ns) + " busy" +
+             (n->nic.peak_span_ns > 0 ? " in " + fmt_ns(n->nic.peak_span_ns) +
+                                            printf_str(" at t+%.3f s)", n->nic.peak_start_s)
+                                      : std::string(" in no window)"));
       s += "\n";
     }
   }

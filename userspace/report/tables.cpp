@@ -78,6 +78,7 @@ void stall_fields(const Stall& st, F& f) {
   f("why", st.has_cause ? st.cause.verdict : std::string());
   for (const WindowPart& p : window_parts(w)) f((std::string(p.name) + "_ns").c_str(), p.ns);
   f("faults", w.faults);
+  f("faults_bound", st.has_cause ? std::string(faults_bound(w)) : std::string());
   f("migrations", w.migrations);
   f("offcpu_intervals", w.offcpu_count);
   for (int i = 0; i < 2; ++i) {
@@ -110,6 +111,7 @@ void nic_fields(const NicRow& n, F& f) {
   f("peak_start_s", num(n.nic.peak_start_s));
   f("peak_span_ns", num(n.nic.peak_span_ns));
   f("peak_bytes", n.nic.peak_bytes);
+  f("peak_busy_ns", num(n.nic.peak_busy_ns));
 }
 
 std::string header_line(const std::vector<std::string>& cols) {
@@ -202,8 +204,9 @@ const std::vector<std::string>& link_columns() {
 
 const std::vector<std::string>& nic_columns() {
   static const std::vector<std::string> cols = {
-      "host",    "rank", "pid",       "domain",    "locals",       "ops",          "bytes",
-      "busy_ns", "gbps", "window_ns", "peak_gbps", "peak_start_s", "peak_span_ns", "peak_bytes"};
+      "host",      "rank",         "pid",          "domain",     "locals",
+      "ops",       "bytes",        "busy_ns",      "gbps",       "window_ns",
+      "peak_gbps", "peak_start_s", "peak_span_ns", "peak_bytes", "peak_busy_ns"};
   return cols;
 }
 
@@ -214,8 +217,8 @@ const std::vector<std::string>& stall_columns() {
                                   "kernel_logged", "explained", "tid",         "why"};
     for (const WindowPart& p : window_parts(ft_window{})) c.push_back(std::string(p.name) + "_ns");
     for (const char* k :
-         {"faults", "migrations", "offcpu_intervals", "ran_instead_1", "ran_instead_1_ns",
-          "ran_instead_2", "ran_instead_2_ns", "history_partial"})
+         {"faults", "faults_bound", "migrations", "offcpu_intervals", "ran_instead_1",
+          "ran_instead_1_ns", "ran_instead_2", "ran_instead_2_ns", "history_partial"})
       c.push_back(k);
     return c;
   }();

@@ -32,7 +32,7 @@ const std::vector<std::string>& link_columns();
 // ran_instead_2,ran_instead_2_ns,history_partial
 const std::vector<std::string>& stall_columns();
 // host,rank,pid,domain,locals (space separated),ops,bytes,busy_ns,gbps,window_ns,
-// peak_gbps,peak_start_s,peak_span_ns,peak_bytes
+// peak_gbps,peak_start_s,peak_span_ns,peak_bytes,peak_busy_ns
 const std::vector<std::string>& nic_columns();
 
 // Each returns false when writing fails (errno tells why).
