@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/output_names.h"
+#include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 #include "userspace/launch.h"
 
@@ -47,24 +49,27 @@ void print_reports(const std::string& dir, time_t since) {
 
 }  // namespace
 
-int cmd_run(int argc, char** argv) {
-  std::string dir;
-  bool to_stderr = false;
-  int i = 0;
-  for (; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--")) {
-      ++i;
-      break;
-    }
-    if (!std::strcmp(argv[i], "--dir") && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (!std::strcmp(argv[i], "--stderr")) {
-      to_stderr = true;
-    } else {
-      break;  // the command starts here
-    }
-  }
-  if (i >= argc) {
+void add_run_command(cli::Cli& cli, CLI::App& parent) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* c = cli.add_command(
+      parent, "run",
+      "run CMD with libfabtrace.so preloaded (no root needed): every process of CMD that does "
+      "fabric I/O writes its report into DIR, and the reports of CMD's processes are printed "
+      "when it ends",
+      [a] { return run_traced(*a); });
+  c->add_option("-d,--dir", a->dir,
+                "where the reports go (default: FABTRACE_DIR, else the current directory); %j, "
+                "%h, %p and %q{VAR} expand (fabtrace-env(7)); created when missing")
+      ->type_name("DIR");
+  c->add_flag("--stderr", a->to_stderr,
+              "write the text reports to stderr instead of files (no JSON, no timeline)");
+  cli.add_traced_command(c, &a->command, true);
+}
+
+int run_traced(const RunArgs& args) {
+  std::string dir = args.dir;
+  const bool to_stderr = args.to_stderr;
+  if (args.command.empty()) {
     std::fprintf(stderr, "fabtrace run: no command given (fabtrace run [--dir DIR] -- CMD ...)\n");
     return 2;
   }
@@ -87,7 +92,7 @@ int cmd_run(int argc, char** argv) {
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   const time_t start = time(nullptr);
   std::string err;
-  const pid_t pid = launch(std::vector<std::string>(argv + i, argv + argc),
+  const pid_t pid = launch(args.command,
                            {{"LD_PRELOAD", preload}, {"FABTRACE_DIR", dir}}, &err);
   if (pid < 0) {
     std::fprintf(stderr, "fabtrace run: %s\n", err.c_str());

@@ -34,9 +34,11 @@ bool is_file(const std::string& p) {
 
 std::string find_preload() {
   if (const char* e = std::getenv("FABTRACE_PRELOAD")) return e;
+  // Relative to this executable: an install (bin/ -> lib/<multiarch>/, under
+  // whatever prefix it went), then the build tree (userspace/ -> preload/).
   const std::string d = self_dir();
-  for (const std::string& c : {d + "/../preload/libfabtrace.so", d + "/../lib/libfabtrace.so",
-                               d + "/../lib/fabtrace/libfabtrace.so", d + "/libfabtrace.so"}) {
+  for (const std::string& c : {d + "/" FABTRACE_BIN_TO_LIB "/" FABTRACE_PRELOAD_NAME,
+                               d + "/" FABTRACE_BUILD_TO_PRELOAD "/" FABTRACE_PRELOAD_NAME}) {
     if (is_file(c)) {
       char real[PATH_MAX];
       return realpath(c.c_str(), real) ? std::string(real) : c;

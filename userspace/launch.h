@@ -12,8 +12,9 @@
 
 namespace fabtrace {
 
-// FABTRACE_PRELOAD, else the build tree's preload/ or an install's lib directory,
-// relative to this executable; "" when none is found.
+// FABTRACE_PRELOAD, else libfabtrace.so.<major> in the install's lib directory
+// or the build tree's preload/, relative to this executable; "" when none is
+// found.
 std::string find_preload();
 
 // Starts argv[0] (searched in PATH) with the current environment plus `set`
