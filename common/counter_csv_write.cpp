@@ -9,10 +9,10 @@
 
 #include "common/comma_list.h"
 #include "common/counter_csv.h"
-#include "common/version.h"
 #include "common/env.h"
 #include "common/rank.h"
 #include "common/safe_output.h"
+#include "common/version.h"
 
 namespace fabtrace {
 

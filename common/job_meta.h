@@ -14,13 +14,13 @@
 namespace fabtrace {
 
 struct JobMeta {
-  std::string command;    // the command line, arguments joined by blanks, at most kMaxCommandBytes
-  std::string launcher;   // "slurm", "flux", "pmix", or "" when none is seen
-  std::string job_id;     // SLURM_JOB_ID, FLUX_JOB_ID, PMIX_NAMESPACE
-  std::string step_id;    // SLURM_STEP_ID ("" elsewhere)
+  std::string command;   // the command line, arguments joined by blanks, at most kMaxCommandBytes
+  std::string launcher;  // "slurm", "flux", "pmix", or "" when none is seen
+  std::string job_id;    // SLURM_JOB_ID, FLUX_JOB_ID, PMIX_NAMESPACE
+  std::string step_id;   // SLURM_STEP_ID ("" elsewhere)
   uint64_t start_wall_ns = 0;  // the process's start, CLOCK_REALTIME ns (0: unknown)
-  std::string libfabric;  // "1.17": fi_version() of the libfabric it ran with
-  std::string run_id;     // FABTRACE_RUN_ID: set by `fabtrace run` for its process tree
+  std::string libfabric;       // "1.17": fi_version() of the libfabric it ran with
+  std::string run_id;          // FABTRACE_RUN_ID: set by `fabtrace run` for its process tree
 };
 
 // Bounds of what is kept from a process: longer text is cut (the command

@@ -164,10 +164,10 @@ int open_template_dir(const std::string& tmpl, const TemplateValues& v, std::str
     if (fd < 0) {
       const int e = errno;
       struct stat st;
-      const bool link = fstatat(dir.fd, c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                        S_ISLNK(st.st_mode);
-      *error = printable(done) + (link ? ": a symbolic link (not followed)"
-                                       : ": " + std::string(std::strerror(e)));
+      const bool link =
+          fstatat(dir.fd, c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+      *error = printable(done) +
+               (link ? ": a symbolic link (not followed)" : ": " + std::string(std::strerror(e)));
       return -1;
     }
     Fd next;

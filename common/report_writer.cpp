@@ -46,7 +46,7 @@ void text_row(std::FILE* out, const OpRow& o) {
 
 std::string job_line(const ProcessReport& r) {
   std::string t = "fabtrace " + (r.fabtrace_version.empty() ? std::string(version())
-                                                             : printable(r.fabtrace_version));
+                                                            : printable(r.fabtrace_version));
   t += ", libfabric " + (r.job.libfabric.empty() ? std::string("?") : printable(r.job.libfabric));
   const std::string job = job_text(r.job);
   if (!job.empty()) t += ", " + job;

@@ -15,10 +15,10 @@ namespace fabtrace {
 const char* version_number() { return FABTRACE_VERSION_NUMBER; }
 
 const char* version() {
-  static const std::string v = sizeof(FABTRACE_GIT_DESCRIBE) > 1
-                                   ? std::string(FABTRACE_VERSION_NUMBER) +
-                                         " (git " FABTRACE_GIT_DESCRIBE ")"
-                                   : std::string(FABTRACE_VERSION_NUMBER);
+  static const std::string v =
+      sizeof(FABTRACE_GIT_DESCRIBE) > 1
+          ? std::string(FABTRACE_VERSION_NUMBER) + " (git " FABTRACE_GIT_DESCRIBE ")"
+          : std::string(FABTRACE_VERSION_NUMBER);
   return v.c_str();
 }
 

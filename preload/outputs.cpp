@@ -50,8 +50,7 @@ std::string output_host() {
 std::string output_path(OutputKind kind, const OutputPlace& where) {
   const std::string& dir = output_dir(where);
   if (dir.empty()) return "";
-  return dir + "/" +
-         output_file_name(kind, output_host(), where.rank, static_cast<long>(getpid()));
+  return dir + "/" + output_file_name(kind, output_host(), where.rank, static_cast<long>(getpid()));
 }
 
 std::FILE* create_output(const std::string& path, const char* instead) {

@@ -159,11 +159,13 @@ int record(const RecordArgs& args) {
     std::fprintf(stderr, "fabtrace record: libfabtrace.so not found (set FABTRACE_PRELOAD)\n");
     return 2;
   }
-  struct stat st;
-  if (stat(opt.dir.c_str(), &st) != 0 && mkdir(opt.dir.c_str(), 0755) != 0) {
-    std::fprintf(stderr, "fabtrace record: cannot create %s: %s\n", opt.dir.c_str(),
-                 std::strerror(errno));
-    return 2;
+  {
+    std::string why;
+    opt.dir = prepare_output_dir(opt.dir, &why);  // a template expands here (%p: this pid)
+    if (opt.dir.empty()) {
+      std::fprintf(stderr, "fabtrace record: %s\n", why.c_str());
+      return 2;
+    }
   }
   for (const std::string& c : cmd) opt.command += (opt.command.empty() ? "" : " ") + c;
 

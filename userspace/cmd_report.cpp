@@ -20,6 +20,7 @@
 #include "userspace/commands.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/manifest.h"
 #include "userspace/report/otf2_export.h"
 #include "userspace/report/perfetto_trace.h"
 #include "userspace/report/slowest_ops.h"
@@ -47,8 +48,9 @@ void add_report_command(cli::Cli& cli, CLI::App& parent) {
       "report.html, the link and NIC tables (CSV, JSON) and a Perfetto trace; --otf2 adds an "
       "OTF2 archive, --mpi shares the work among the processes of mpirun",
       [a] { return report(*a); });
-  c->add_option("DIR", a->dir, "the job's per-rank outputs (FABTRACE_DIR of the run), read "
-                               "recursively")
+  c->add_option("DIR", a->dir,
+                "the job's per-rank outputs (FABTRACE_DIR of the run), read "
+                "recursively")
       ->required();
   c->add_option("-o,--output", a->out_dir,
                 "where report.html, links.csv/json, nics.csv/json and the Perfetto trace go "
@@ -247,6 +249,13 @@ int report(const ReportArgs& args) {
     }
   }
   outputs.insert(outputs.end(), trace_files.begin(), trace_files.end());
+  // What was written and from what: the tables' writer and job (manifest.h).
+  if (report::write_manifest(job, dir, out_dir, outputs, &err)) {
+    outputs.push_back(out_dir + "/manifest.json");
+  } else {
+    std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+    rc = 1;
+  }
 
   report::SummaryOptions sopt;
   sopt.dir = dir;

@@ -8,6 +8,7 @@
 //                                 options and "<!-- commands -->" by the list
 //                                 of commands, as pandoc markdown
 //   fabtrace-docgen completion OUT  the bash completion of fabtrace
+//   fabtrace-docgen commands      every command, one per line (for the tests)
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -49,7 +50,8 @@ const CLI::App* find_command(const CLI::App* app, const std::string& path) {
 // "-o, --dir DIR" as the help writes it, in bold and italics.
 std::string option_term(const CLI::Option* o) {
   std::string t;
-  for (const std::string& s : o->get_snames()) t += (t.empty() ? "" : ", ") + ("**-" + md(s) + "**");
+  for (const std::string& s : o->get_snames())
+    t += (t.empty() ? "" : ", ") + ("**-" + md(s) + "**");
   for (const std::string& l : o->get_lnames())
     t += (t.empty() ? "" : ", ") + ("**--" + md(l) + "**");
   if (o->get_positional()) t = "*" + md(o->get_name()) + "*";
@@ -77,6 +79,7 @@ std::string commands_md(const CLI::App* app, const std::string& prefix) {
 
 int man(const std::string& src, const std::string& dst) {
   Cli cli;
+  declare_fabtrace(cli);
   std::ifstream in(src);
   if (!in) {
     std::cerr << "fabtrace-docgen: cannot read " << src << "\n";
@@ -84,10 +87,12 @@ int man(const std::string& src, const std::string& dst) {
   }
   std::ostringstream out;
   std::string line;
-  const std::string kOptions = "<!-- options: ", kCommands = "<!-- commands -->";
+  const std::string kOptions = "<!-- options:", kCommands = "<!-- commands -->";
   while (std::getline(in, line)) {
-    if (line.rfind(kOptions, 0) == 0) {
-      const std::string path = line.substr(kOptions.size(), line.rfind(" -->") - kOptions.size());
+    if (line.rfind(kOptions, 0) == 0 && line.size() >= kOptions.size() + 3 &&
+        line.compare(line.size() - 3, 3, "-->") == 0) {
+      // "<!-- options: export ops -->": the words between.
+      const std::string path = line.substr(kOptions.size(), line.size() - 3 - kOptions.size());
       const CLI::App* app = find_command(&cli.app(), path);
       if (!app) {
         std::cerr << "fabtrace-docgen: " << src << ": no command '" << path << "'\n";
@@ -123,9 +128,9 @@ void completion_of(const CLI::App* app, const std::string& path, std::ostringstr
       if (o->get_type_size() > 0) {
         const std::string t = o->get_type_name();
         // Directories, file names, or values only the user knows.
-        const char* what = t == "DIR" || t == "OUTDIR"         ? "dirs"
-                           : t == "FILE" || t == "OUT"         ? "files"
-                                                                : "none";
+        const char* what = t == "DIR" || t == "OUTDIR" ? "dirs"
+                           : t == "FILE" || t == "OUT" ? "files"
+                                                       : "none";
         values << "        " << q(path + " " + n) << ") _fabtrace_values=" << what << " ;;\n";
       }
     }
@@ -139,6 +144,7 @@ void completion_of(const CLI::App* app, const std::string& path, std::ostringstr
 
 int completion(const std::string& dst) {
   Cli cli;
+  declare_fabtrace(cli);
   std::ostringstream words, values;
   std::vector<std::string> paths;
   completion_of(&cli.app(), "", words, values, &paths);
@@ -195,12 +201,30 @@ int completion(const std::string& dst) {
   return f.good() ? 0 : 1;
 }
 
+void list_commands(const CLI::App* app, const std::string& path) {
+  for (const CLI::App* s : const_cast<CLI::App*>(app)->get_subcommands({})) {
+    const std::string p = path.empty() ? s->get_name() : path + " " + s->get_name();
+    std::cout << p << "\n";
+    list_commands(s, p);
+  }
+}
+
+// Every command ("run", "export ops", ...), one per line: what the tests
+// try --help and an unknown flag on.
+int commands() {
+  Cli cli;
+  declare_fabtrace(cli);
+  list_commands(&cli.app(), "");
+  return std::cout.good() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 3 && a[0] == "man") return man(a[1], a[2]);
   if (a.size() == 2 && a[0] == "completion") return completion(a[1]);
-  std::cerr << "usage: fabtrace-docgen man SRC OUT | completion OUT\n";
+  if (a.size() == 1 && a[0] == "commands") return commands();
+  std::cerr << "usage: fabtrace-docgen man SRC OUT | completion OUT | commands\n";
   return 2;
 }

@@ -6,9 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+
+#include "common/path_template.h"
+#include "common/printable.h"
 
 extern char** environ;
 
@@ -45,6 +49,24 @@ std::string find_preload() {
     }
   }
   return "";
+}
+
+std::string prepare_output_dir(const std::string& dir, std::string* error) {
+  if (!is_path_template(dir)) {
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "cannot create " + printable(dir) + ": " + std::strerror(errno);
+      return "";
+    }
+    return dir;
+  }
+  std::string path, why;
+  const int fd = open_template_dir(dir, template_values_of_self(), &path, &why);
+  if (fd < 0) {
+    *error = "cannot use the directory " + printable(dir) + ": " + why;
+    return "";
+  }
+  ::close(fd);
+  return path;
 }
 
 pid_t launch(const std::vector<std::string>& argv,

@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "common/decimal.h"
-#include "userspace/commands.h"
 
 namespace fabtrace {
 namespace cli {
@@ -92,7 +91,7 @@ std::string error_line(const CLI::App& app, const CLI::ParseError& e) {
     const std::string extra = colon == std::string::npos ? what : what.substr(colon + 2);
     const std::string first = extra.substr(0, extra.find(' '));
     what = first.size() > 1 && first[0] == '-' ? "unknown option " + first
-                                                : "unexpected argument '" + first + "'";
+                                               : "unexpected argument '" + first + "'";
   } else if (name == "ArgumentMismatch" && what.find("required") != std::string::npos) {
     what = what.substr(0, what.find(':')) + " needs a value";
   } else if (!what.empty() && what[0] >= 'A' && what[0] <= 'Z') {
@@ -146,7 +145,7 @@ void Cli::split_traced_command(std::vector<std::string>* args) {
 }
 
 CLI::App* Cli::add_command(CLI::App& parent, const std::string& name,
-                          const std::string& description, std::function<int()> work) {
+                           const std::string& description, std::function<int()> work) {
   CLI::App* sub = parent.add_subcommand(name, description);
   sub->formatter(std::make_shared<Formatter>());
   sub->set_help_flag("-h,--help", "print this help and exit");
@@ -161,8 +160,8 @@ CLI::Option* add_number(CLI::App* app, const std::string& names, const std::stri
   const auto parse = [shown, lo, hi, set](const std::string& s) {
     uint64_t v = 0;
     if (!parse_decimal(s, &v) || v < lo || v > hi)
-      throw CLI::ValidationError(shown, "takes a whole number from " + std::to_string(lo) +
-                                            " to " + std::to_string(hi) + ", not '" + s + "'");
+      throw CLI::ValidationError(shown, "takes a whole number from " + std::to_string(lo) + " to " +
+                                            std::to_string(hi) + ", not '" + s + "'");
     set(v);
   };
   CLI::Option* o;
@@ -190,29 +189,23 @@ CLI::Option* Cli::add_traced_command(CLI::App* app, std::vector<std::string>* co
       ->type_name("");
 }
 
-Cli::Cli(bool empty) {
+Cli::Cli() {
   app_ = std::make_unique<CLI::App>(
       "fabtrace traces libfabric traffic: every data-path op paired with its completion and "
       "timed per link and NIC (the preload, no root needed), and what the kernel did meanwhile "
       "(fabtrace record, as root).",
       "fabtrace");
-  CLI::App& app = *app_;
-  app.formatter(std::make_shared<Formatter>());
-  app.set_help_flag("-h,--help", "print this help and exit");
-  app.allow_extras();  // an unknown command gets fabtrace's own message (run())
-  if (empty) return;
-  app.add_flag("-V,--version", show_version_,
-               "print fabtrace's version and the libfabric and libbpf it runs with");
-  commands_[&app].work = [this] { return show_version_ ? print_version(stdout) : kUsageError; };
-  app.footer(
-      "Run `fabtrace CMD --help` for the options of a command; fabtrace(1), fabtrace-CMD(1) and "
-      "fabtrace-env(7) are the whole reference.");
-  add_run_command(*this, app);
-  add_record_command(*this, app);
-  add_report_command(*this, app);
-  add_export_command(*this, app);
-  add_version_command(*this, app);
-  CLI::App* help = add_command(app, "help", "print the help of fabtrace or of one command",
+  app_->formatter(std::make_shared<Formatter>());
+  app_->set_help_flag("-h,--help", "print this help and exit");
+  app_->allow_extras();  // an unknown command gets fabtrace's own message (run())
+}
+
+void Cli::set_work(CLI::App* app, std::function<int()> work) {
+  commands_[app].work = std::move(work);
+}
+
+void Cli::add_help_command() {
+  CLI::App* help = add_command(*app_, "help", "print the help of fabtrace or of one command",
                                [this] { return help(); });
   help->add_option("CMD", help_of_, "the command (e.g. record, or export ops)");
 }
@@ -269,11 +262,6 @@ int Cli::run(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   return run(args);
-}
-
-int main(int argc, char** argv) {
-  Cli cli;
-  return cli.run(argc, argv);
 }
 
 }  // namespace cli

@@ -23,8 +23,9 @@ constexpr int kUsageError = 2;
 
 class Cli {
  public:
-  // Every command of fabtrace; `empty`: none (a test declares its own).
-  explicit Cli(bool empty = false);
+  // The app, without commands: main() declares fabtrace's (cli/fabtrace_cli.cpp),
+  // a test the ones it tests.
+  Cli();
   Cli(const Cli&) = delete;
   Cli& operator=(const Cli&) = delete;
 
@@ -44,6 +45,11 @@ class Cli {
   // is neither an option nor an option's value: `fabtrace run ./app -x`).
   CLI::Option* add_traced_command(CLI::App* app, std::vector<std::string>* command,
                                   bool without_dashes);
+  // What runs when `app` is given without a subcommand (the top level: its
+  // flags, e.g. --version).
+  void set_work(CLI::App* app, std::function<int()> work);
+  // fabtrace help [CMD...]: the help of that command.
+  void add_help_command();
 
  private:
   struct Command {
@@ -56,7 +62,6 @@ class Cli {
 
   std::unique_ptr<CLI::App> app_;
   std::map<const CLI::App*, Command> commands_;
-  bool show_version_ = false;
   std::vector<std::string> help_of_, no_command_;
 };
 
@@ -70,8 +75,10 @@ CLI::Option* add_number(CLI::App* app, const std::string& names, const std::stri
 // "fabtrace export ops" for that subcommand.
 std::string full_name(const CLI::App* app);
 
-// fabtrace's main().
+// fabtrace's main(): every command declared, then run (cli/fabtrace_cli.cpp).
 int main(int argc, char** argv);
+// Declares every command of fabtrace on `cli`.
+void declare_fabtrace(Cli& cli);
 
 }  // namespace cli
 }  // namespace fabtrace
