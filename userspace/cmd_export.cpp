@@ -202,7 +202,8 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
 void add_export_command(cli::Cli& cli, CLI::App& parent) {
   CLI::App* e = cli.add_command(
       parent, "export",
-      "a per-op timeline (ops), its marks (marks) or a kernel log (kernel) as CSV or text",
+      "export ops, export marks, export kernel: a per-op timeline, its marks, or a kernel log "
+      "(fabtrace record) as CSV or text",
       nullptr);
 
   struct Args {
@@ -218,7 +219,8 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
       "first line",
       [a] { return export_ops(a->in, a->out); });
   ops->add_option("FILE", a->in, "the oplog (fabtrace_ops.<host>.r<rank>.p<pid>.oplog)")
-      ->required();
+      ->required()
+      ->type_name("");
   ops->add_flag("--csv", a->csv, "CSV (the only format; accepted for clarity)");
   ops->add_option("-o,--output", a->out, "write to OUT instead of stdout (created new)")
       ->type_name("OUT");
@@ -228,7 +230,7 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
       "the marks and phases of the per-op timeline FILE (fabtrace.h's fabtrace_mark, "
       "fabtrace_begin, fabtrace_end, and the capture toggles) as CSV: time_ns,kind,name,tid",
       [a] { return export_marks_csv(a->in, stdout); });
-  marks->add_option("FILE", a->in, "the oplog")->required();
+  marks->add_option("FILE", a->in, "the oplog")->required()->type_name("");
   marks->add_flag("--csv", a->csv, "CSV (the only format; accepted for clarity)");
 
   CLI::App* kernel = cli.add_command(
@@ -241,7 +243,8 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
         return export_kernel(a->in, a->csv, kinds, a->top, stdout);
       });
   kernel->add_option("FILE", a->in, "the kernel log (fabtrace_kernel.<host>.p<pid>.klog)")
-      ->required();
+      ->required()
+      ->type_name("");
   kernel->add_flag("--csv", a->csv, "CSV instead of aligned text");
   std::string kinds_known;
   for (uint16_t n = 1; n < FT_EV_KINDS; ++n)
@@ -258,7 +261,7 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
             }
             return "";
           },
-          "K,..."));
+          ""));
   cli::add_number(kernel, "--top", "only the N longest events, longest first", 1, 1000000,
                   [a](uint64_t v) { a->top = v; });
 }

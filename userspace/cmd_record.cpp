@@ -43,7 +43,7 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
       "instead, IRQs, page faults, TCP retransmits and drops, cxi driver events, the cause of "
       "every stall and slow op the preload reports) into a kernel log in DIR, beside the ranks' "
       "outputs; --uprobes times the ops of processes without the preload",
-      [a] { return record(*a); });
+      [a] { return record_session(*a); });
   c->add_option("-o,--dir", a->dir,
                 "where the kernel log goes, and FABTRACE_DIR of CMD (default: FABTRACE_DIR, else "
                 "the current directory); %j, %h, %p and %q{VAR} expand (fabtrace-env(7))")
@@ -80,7 +80,7 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
           [](const std::string& v) {
             return split_commas(v).empty() ? "a list such as 'tcp;ofi_rxm,shm'" : "";
           },
-          "P,..."));
+          ""));
   c->add_option("--symbols", a->symbols,
                 "the libfabric's symbol table (the unstripped library or its debug file, of the "
                 "same build-id): the probed functions are named, and a provider the helper "
@@ -88,7 +88,7 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
                 "file by build-id under /usr/lib/debug)")
       ->type_name("FILE")
       ->check(CLI::Validator(
-          [](const std::string& v) { return v.empty() ? "an empty file name" : ""; }, "FILE"));
+          [](const std::string& v) { return v.empty() ? "an empty file name" : ""; }, ""));
   c->add_flag("--uprobe-by-name", a->uprobe_by_name,
               "attach every provider by name through the symbols (the op tables only check them)");
   c->add_flag("--uprobe-perf-events", a->uprobe_perf_events,
@@ -99,7 +99,7 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
   cli.add_traced_command(c, &a->command, false);
 }
 
-int record(const RecordArgs& args) {
+int record_session(const RecordArgs& args) {
 #if !FABTRACE_HAVE_BPF
   (void)args;
   std::fprintf(stderr,

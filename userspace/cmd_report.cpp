@@ -47,11 +47,11 @@ void add_report_command(cli::Cli& cli, CLI::App& parent) {
       "outlier links, NIC bandwidth, CQ poll gaps, receives posted late, errors), and in OUTDIR "
       "report.html, the link and NIC tables (CSV, JSON) and a Perfetto trace; --otf2 adds an "
       "OTF2 archive, --mpi shares the work among the processes of mpirun",
-      [a] { return report(*a); });
+      [a] { return job_report(*a); });
   c->add_option("DIR", a->dir,
-                "the job's per-rank outputs (FABTRACE_DIR of the run), read "
-                "recursively")
-      ->required();
+                "the job's per-rank outputs (FABTRACE_DIR of the run), read recursively")
+      ->required()
+      ->type_name("");
   c->add_option("-o,--output", a->out_dir,
                 "where report.html, links.csv/json, nics.csv/json and the Perfetto trace go "
                 "(default DIR/fabtrace-report)")
@@ -89,7 +89,7 @@ void add_report_command(cli::Cli& cli, CLI::App& parent) {
               "--mpi");
 }
 
-int report(const ReportArgs& args) {
+int job_report(const ReportArgs& args) {
   std::string dir = args.dir, out_dir = args.out_dir;
   const bool html = !args.no_html, trace = !args.no_trace, kernel_events = args.kernel_events;
   const bool otf2 = args.otf2, mpi = args.mpi, trace_per_rank = args.trace_per_rank;

@@ -21,7 +21,8 @@ int print_version(std::FILE* out) {
   else
     std::fprintf(out, "libfabric %s (%s)\n", fi.c_str(), path.c_str());
 #if FABTRACE_HAVE_BPF
-  std::fprintf(out, "libbpf %s\n", libbpf_version_string());
+  const char* bpf = libbpf_version_string();  // "v1.1"
+  std::fprintf(out, "libbpf %s\n", bpf[0] == 'v' ? bpf + 1 : bpf);
 #else
   std::fprintf(out, "libbpf: none (built without BPF: no fabtrace record)\n");
 #endif

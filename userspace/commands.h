@@ -41,7 +41,7 @@ struct RecordArgs {
   std::vector<std::string> command;
 };
 void add_record_command(cli::Cli& cli, CLI::App& parent);
-int record(const RecordArgs& args);
+int record_session(const RecordArgs& args);
 
 // fabtrace report DIR [options]
 struct ReportArgs {
@@ -54,7 +54,7 @@ struct ReportArgs {
   uint64_t zstd_links_above = 0;  // set to report::kZstdLinksAbove by the declaration
 };
 void add_report_command(cli::Cli& cli, CLI::App& parent);
-int report(const ReportArgs& args);
+int job_report(const ReportArgs& args);
 
 // fabtrace export ops|marks|kernel FILE [options]
 void add_export_command(cli::Cli& cli, CLI::App& parent);

@@ -87,7 +87,8 @@ TEST(PathTemplate, CreatesTheTemplatesOwnDirectories) {
   const int fd = open_template_dir(d.path("%j/%h/out"), values(), &path, &err);
   ASSERT_GE(fd, 0) << err;
   EXPECT_EQ(path, d.path("4242/node07/out"));
-  struct stat st {}, via_fd{};
+  struct stat st {
+  }, via_fd{};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   ASSERT_EQ(fstat(fd, &via_fd), 0);
   EXPECT_EQ(st.st_ino, via_fd.st_ino);  // the fd is that directory

@@ -233,8 +233,9 @@ TEST_F(ReportOutputs, RanksOfDifferentVersionsAreSaidInOneLine) {
   const report::Job job = load();
   // Rank 0 claims 0.9.1; the three others were written with this version.
   const std::string summary = report::summary_text(job, report::SummaryOptions());
-  const std::string line = "versions  the ranks were written by 2 fabtrace versions: " +
-                           std::string(version()) + " (3 ranks), 0.9.1 (1 rank)\n";
+  const std::string line =
+      "versions  the ranks were written by 2 fabtrace versions: " + std::string(version()) +
+      " (3 ranks), 0.9.1 (1 rank)\n";
   EXPECT_NE(summary.find(line), std::string::npos) << summary;
 }
 

@@ -94,7 +94,8 @@ std::string error_line(const CLI::App& app, const CLI::ParseError& e) {
                                                : "unexpected argument '" + first + "'";
   } else if (name == "ArgumentMismatch" && what.find("required") != std::string::npos) {
     what = what.substr(0, what.find(':')) + " needs a value";
-  } else if (!what.empty() && what[0] >= 'A' && what[0] <= 'Z') {
+  } else if (what.size() > 1 && what[0] >= 'A' && what[0] <= 'Z' && what[1] >= 'a' &&
+             what[1] <= 'z') {  // "The ...", not "DIR is required"
     what[0] = static_cast<char>(what[0] - 'A' + 'a');
   }
   const std::string n = full_name(&app);
@@ -205,9 +206,9 @@ void Cli::set_work(CLI::App* app, std::function<int()> work) {
 }
 
 void Cli::add_help_command() {
-  CLI::App* help = add_command(*app_, "help", "print the help of fabtrace or of one command",
-                               [this] { return help(); });
-  help->add_option("CMD", help_of_, "the command (e.g. record, or export ops)");
+  CLI::App* h = add_command(*app_, "help", "print the help of fabtrace or of one command",
+                            [this] { return this->help(); });
+  h->add_option("CMD", help_of_, "the command (e.g. record, or export ops)");
 }
 
 int Cli::help() const {
@@ -242,15 +243,22 @@ int Cli::run(const std::vector<std::string>& in) {
   if (!g->remaining().empty()) {
     const std::string first = g->remaining().front();
     const bool option = first.size() > 1 && first[0] == '-';
-    std::fprintf(stderr, "%s: unknown %s '%s' (%s --help)\n", full_name(g).c_str(),
-                 option ? "option" : "command", first.c_str(), full_name(g).c_str());
+    const bool has_commands = !g->get_subcommands({}).empty();
+    const std::string what = option         ? "unknown option " + first
+                             : has_commands ? "unknown command '" + first + "'"
+                                            : "unexpected argument '" + first + "'";
+    std::fprintf(stderr, "%s: %s (%s --help)\n", full_name(g).c_str(), what.c_str(),
+                 full_name(g).c_str());
     return kUsageError;
   }
   const auto it = commands_.find(g);
   if (it == commands_.end() || !it->second.work) {
     // A command of commands (export) given alone.
-    std::fprintf(stderr, "%s: which one? (%s --help)\n", full_name(g).c_str(),
-                 full_name(g).c_str());
+    std::string names;
+    for (const CLI::App* s : g->get_subcommands({}))
+      names += (names.empty() ? "" : ", ") + s->get_name();
+    std::fprintf(stderr, "%s: one of its commands is needed: %s (%s --help)\n",
+                 full_name(g).c_str(), names.c_str(), full_name(g).c_str());
     return kUsageError;
   }
   const int rc = it->second.work();

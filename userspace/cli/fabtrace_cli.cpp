@@ -13,7 +13,8 @@ void declare_fabtrace(Cli& cli) {
   auto show_version = std::make_shared<bool>(false);
   app.add_flag("-V,--version", *show_version,
                "print fabtrace's version and the libfabric and libbpf it runs with");
-  cli.set_work(&app, [show_version] { return *show_version ? print_version(stdout) : kUsageError; });
+  cli.set_work(&app,
+               [show_version] { return *show_version ? print_version(stdout) : kUsageError; });
   app.footer(
       "Run `fabtrace CMD --help` for the options of a command; fabtrace(1), fabtrace-CMD(1) and "
       "fabtrace-env(7) are the whole reference.");
