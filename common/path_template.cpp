@@ -135,6 +135,13 @@ int open_template_dir(const std::string& tmpl, const TemplateValues& v, std::str
   }
   const std::string base = own_from == 0 ? "." : p.substr(0, own_from);
   dir.fd = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir.fd < 0 && errno == ENOENT) {
+    // The literal part is the user's: made as `mkdir -p` would (links in it
+    // followed), then opened.
+    for (size_t at = base.find('/', 1); at != std::string::npos; at = base.find('/', at + 1))
+      if (::mkdir(base.substr(0, at).c_str(), kOutputDirMode) != 0 && errno != EEXIST) break;
+    dir.fd = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
   if (dir.fd < 0) {
     *error = printable(base) + ": " + std::strerror(errno);
     return -1;

@@ -9,9 +9,9 @@
 // "/.." too), or that is "." or "..", is refused. The directories from the
 // first expanded component on are the template's own: created when missing
 // (kOutputDirMode), never reached through a symbolic link, and used only when
-// owned by the effective user. The part before it is the user's choice, as a
-// directory without '%' is: it must exist, and symbolic links in it are
-// followed.
+// owned by the effective user. The part before it is the user's choice:
+// symbolic links in it are followed, and what is missing of it is created as
+// `mkdir -p` would. A directory without '%' is used as it is (it must exist).
 #pragma once
 
 #include <string>

@@ -218,9 +218,8 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
       "in file order, times in CLOCK_MONOTONIC nanoseconds, with the wall-clock anchor in the "
       "first line",
       [a] { return export_ops(a->in, a->out); });
-  ops->add_option("FILE", a->in, "the oplog (fabtrace_ops.<host>.r<rank>.p<pid>.oplog)")
-      ->required()
-      ->type_name("");
+  cli.require(
+      ops->add_option("FILE", a->in, "the oplog (fabtrace_ops.<host>.r<rank>.p<pid>.oplog)"));
   ops->add_flag("--csv", a->csv, "CSV (the only format; accepted for clarity)");
   ops->add_option("-o,--output", a->out, "write to OUT instead of stdout (created new)")
       ->type_name("OUT");
@@ -230,7 +229,7 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
       "the marks and phases of the per-op timeline FILE (fabtrace.h's fabtrace_mark, "
       "fabtrace_begin, fabtrace_end, and the capture toggles) as CSV: time_ns,kind,name,tid",
       [a] { return export_marks_csv(a->in, stdout); });
-  marks->add_option("FILE", a->in, "the oplog")->required()->type_name("");
+  cli.require(marks->add_option("FILE", a->in, "the oplog"));
   marks->add_flag("--csv", a->csv, "CSV (the only format; accepted for clarity)");
 
   CLI::App* kernel = cli.add_command(
@@ -242,9 +241,8 @@ void add_export_command(cli::Cli& cli, CLI::App& parent) {
         for (const std::string& k : split_commas(a->kinds)) kinds.insert(k);
         return export_kernel(a->in, a->csv, kinds, a->top, stdout);
       });
-  kernel->add_option("FILE", a->in, "the kernel log (fabtrace_kernel.<host>.p<pid>.klog)")
-      ->required()
-      ->type_name("");
+  cli.require(
+      kernel->add_option("FILE", a->in, "the kernel log (fabtrace_kernel.<host>.p<pid>.klog)"));
   kernel->add_flag("--csv", a->csv, "CSV instead of aligned text");
   std::string kinds_known;
   for (uint16_t n = 1; n < FT_EV_KINDS; ++n)

@@ -48,10 +48,9 @@ void add_report_command(cli::Cli& cli, CLI::App& parent) {
       "report.html, the link and NIC tables (CSV, JSON) and a Perfetto trace; --otf2 adds an "
       "OTF2 archive, --mpi shares the work among the processes of mpirun",
       [a] { return job_report(*a); });
-  c->add_option("DIR", a->dir,
-                "the job's per-rank outputs (FABTRACE_DIR of the run), read recursively")
-      ->required()
-      ->type_name("");
+  cli.require(c->add_option("DIR", a->dir,
+                            "the job's per-rank outputs (FABTRACE_DIR of the run), read "
+                            "recursively"));
   c->add_option("-o,--output", a->out_dir,
                 "where report.html, links.csv/json, nics.csv/json and the Perfetto trace go "
                 "(default DIR/fabtrace-report)")

@@ -101,12 +101,18 @@ TEST(PathTemplate, CreatesTheTemplatesOwnDirectories) {
   if (again >= 0) close(again);
 }
 
-TEST(PathTemplate, TheLiteralPrefixMustExist) {
+TEST(PathTemplate, TheLiteralPrefixIsMadeAPlainDirectoryIsNot) {
   ScratchDir d;
   std::string path, err;
-  EXPECT_LT(open_template_dir(d.path("missing/%j"), values(), &path, &err), 0);
+  const int fd = open_template_dir(d.path("made/too/%j"), values(), &path, &err);
+  EXPECT_GE(fd, 0) << err;
+  if (fd >= 0) close(fd);
+  EXPECT_EQ(path, d.path("made/too/4242"));
+  // Without a '%', the directory is used as it is: FABTRACE_DIR=/nonexistent
+  // creates nothing.
+  EXPECT_LT(open_template_dir(d.path("missing"), values(), &path, &err), 0);
   EXPECT_NE(err.find("No such file"), std::string::npos) << err;
-  EXPECT_LT(open_template_dir(d.path("missing-too"), values(), &path, &err), 0);
+  EXPECT_NE(access(d.path("missing").c_str(), F_OK), 0);
 }
 
 TEST(PathTemplate, APlantedLinkIsNotFollowed) {

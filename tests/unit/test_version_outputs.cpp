@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -81,7 +83,7 @@ TEST(VersionOutputs, RankReportTextAndJson) {
 
   ProcessReport back;
   std::string why;
-  ASSERT_TRUE(parse_process_report(text_of(write_report_json, r), &back, &why)) << why;
+  ASSERT_TRUE(report::parse_process_report(text_of(write_report_json, r), &back, &why)) << why;
   EXPECT_EQ(back.fabtrace_version, version());
   EXPECT_EQ(back.job.command, "./app -x");
   EXPECT_EQ(back.job.launcher, "slurm");
@@ -109,7 +111,7 @@ TEST(VersionOutputs, AVersion2ReportStillReads) {
   json.replace(json.find("\"version\": 3"), 12, "\"version\": 2");
   ProcessReport back;
   std::string why;
-  ASSERT_TRUE(parse_process_report(json, &back, &why)) << why << "\n" << json;
+  ASSERT_TRUE(report::parse_process_report(json, &back, &why)) << why << "\n" << json;
   EXPECT_EQ(back.fabtrace_version, "");
   EXPECT_EQ(back.job.command, "");
 }
@@ -222,10 +224,13 @@ TEST_F(ReportOutputs, EveryOutputNamesTheVersionAndTheJob) {
   ASSERT_TRUE(report::write_manifest(job, dir_ + "/job", dir_ + "/out",
                                      {dir_ + "/out/links.csv", dir_ + "/out/report.html"}, &err))
       << err;
-  const std::string manifest = slurp(dir_ + "/out/manifest.json");
-  EXPECT_NE(manifest.find("\"fabtrace_version\": \"" + v + "\""), std::string::npos) << manifest;
-  EXPECT_NE(manifest.find("\"links.csv\""), std::string::npos) << manifest;
-  EXPECT_NE(manifest.find("[\"slurm job 555\", 4]"), std::string::npos) << manifest;
+  const nlohmann::json m = nlohmann::json::parse(slurp(dir_ + "/out/manifest.json"));
+  EXPECT_EQ(m.at("format"), "fabtrace-report-manifest");
+  EXPECT_EQ(m.at("fabtrace_version"), v);
+  EXPECT_EQ(m.at("ranks"), 4);
+  EXPECT_EQ(m.at("job").at("launchers"), nlohmann::json::parse(R"([["slurm job 555", 4]])"));
+  EXPECT_EQ(m.at("job").at("rank_versions"), nlohmann::json::array({{v, 4}}));
+  EXPECT_EQ(m.at("outputs"), nlohmann::json::parse(R"(["links.csv", "report.html"])"));
 }
 
 TEST_F(ReportOutputs, RanksOfDifferentVersionsAreSaidInOneLine) {

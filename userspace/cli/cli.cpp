@@ -1,5 +1,6 @@
 #include "userspace/cli/cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -205,6 +206,11 @@ void Cli::set_work(CLI::App* app, std::function<int()> work) {
   commands_[app].work = std::move(work);
 }
 
+void Cli::require(CLI::Option* positional) {
+  positional->type_name("");  // "DIR", not "DIR TEXT"
+  required_.push_back(positional);
+}
+
 void Cli::add_help_command() {
   CLI::App* h = add_command(*app_, "help", "print the help of fabtrace or of one command",
                             [this] { return this->help(); });
@@ -251,6 +257,12 @@ int Cli::run(const std::vector<std::string>& in) {
                  full_name(g).c_str());
     return kUsageError;
   }
+  for (const CLI::Option* o : g->get_options())
+    if (o->count() == 0 && std::find(required_.begin(), required_.end(), o) != required_.end()) {
+      std::fprintf(stderr, "%s: %s is required (%s --help)\n", full_name(g).c_str(),
+                   o->get_name().c_str(), full_name(g).c_str());
+      return kUsageError;
+    }
   const auto it = commands_.find(g);
   if (it == commands_.end() || !it->second.work) {
     // A command of commands (export) given alone.

@@ -45,6 +45,9 @@ class Cli {
   // is neither an option nor an option's value: `fabtrace run ./app -x`).
   CLI::Option* add_traced_command(CLI::App* app, std::vector<std::string>* command,
                                   bool without_dashes);
+  // A positional the command needs ("DIR"). Checked after the parse, so that
+  // an unknown flag is what a wrong command line is told first.
+  void require(CLI::Option* positional);
   // What runs when `app` is given without a subcommand (the top level: its
   // flags, e.g. --version).
   void set_work(CLI::App* app, std::function<int()> work);
@@ -63,6 +66,7 @@ class Cli {
   std::unique_ptr<CLI::App> app_;
   std::map<const CLI::App*, Command> commands_;
   std::vector<std::string> help_of_, no_command_;
+  std::vector<const CLI::Option*> required_;
 };
 
 // A flag taking a whole number in decimal from lo to hi (common/decimal.h):

@@ -254,7 +254,8 @@ std::string identity_lines(const Job& job, size_t width) {
   const std::string prov = tally_text(id.providers, n);
   if (!prov.empty()) fi += (fi.empty() ? "" : "; ") + std::string("providers ") + prov;
   line("libfabric ", fi);
-  line("versions  ", versions_note(id, n));
+  // One line, however long: a script greps for it.
+  if (const std::string note = versions_note(id, n); !note.empty()) s += "versions  " + note + "\n";
   return s;
 }
 
