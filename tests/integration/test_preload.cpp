@@ -157,6 +157,29 @@ TEST(Preload, InterposesEverySymbolVersion) {
   EXPECT_GE(n, 6);  // libfabric 1.17: fi_getinfo 1.0-1.3, fi_fabric 1.0-1.1
 }
 
+// mpirun -np 2 over libfabric (pml cm, mtl ofi; no shm provider: the ranks
+// talk through the traced data path), then `rest` (-x options and the command).
+std::vector<std::string> mpirun_mtl_ofi(const std::vector<std::string>& rest) {
+  std::vector<std::string> a = {MPIRUN,
+                                "--allow-run-as-root",
+                                "--oversubscribe",
+                                "-np",
+                                "2",
+                                "--mca",
+                                "pml",
+                                "cm",
+                                "--mca",
+                                "mtl",
+                                "ofi",
+                                "--mca",
+                                "mtl_ofi_provider_exclude",
+                                "shm",
+                                "-x",
+                                "ASAN_OPTIONS"};
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
 // Open MPI over libfabric (pml cm, mtl ofi): a real MPI job, two ranks, each
 // writing its own report; every message rank 0 sends, rank 1 receives.
 TEST(Mpi, OpenMpiMtlOfiPingpong) {
@@ -166,29 +189,8 @@ TEST(Mpi, OpenMpiMtlOfiPingpong) {
   const std::string dir = make_temp_dir("mpi");
   const std::string san = SANITIZER_PRELOAD;
   const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
-  const RunResult r = run({MPIRUN,
-                           "--allow-run-as-root",
-                           "--oversubscribe",
-                           "-np",
-                           "2",
-                           "--mca",
-                           "pml",
-                           "cm",
-                           "--mca",
-                           "mtl",
-                           "ofi",
-                           "--mca",
-                           "mtl_ofi_provider_exclude",
-                           "shm",
-                           "-x",
-                           "LD_PRELOAD=" + lib,
-                           "-x",
-                           "FABTRACE_DIR=" + dir,
-                           "-x",
-                           "ASAN_OPTIONS",
-                           MPI_PINGPONG,
-                           "500",
-                           "4096"},
+  const RunResult r = run(mpirun_mtl_ofi({"-x", "LD_PRELOAD=" + lib, "-x", "FABTRACE_DIR=" + dir,
+                                          MPI_PINGPONG, "500", "4096"}),
                           {}, false, 180);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("rank 0: 500 round trips, 0 bad bytes"), std::string::npos) << r.output;
@@ -226,32 +228,8 @@ TEST(Mpi, EachFabtraceRunPrintsOnlyItsOwnRank) {
   const std::string dir = make_temp_dir("mpi-run");
   const std::string san = SANITIZER_PRELOAD;
   const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
-  const RunResult r = run({MPIRUN,
-                           "--allow-run-as-root",
-                           "--oversubscribe",
-                           "-np",
-                           "2",
-                           "--mca",
-                           "pml",
-                           "cm",
-                           "--mca",
-                           "mtl",
-                           "ofi",
-                           "--mca",
-                           "mtl_ofi_provider_exclude",
-                           "shm",
-                           "-x",
-                           "FABTRACE_PRELOAD=" + lib,
-                           "-x",
-                           "ASAN_OPTIONS",
-                           FABTRACE_CLI,
-                           "run",
-                           "--dir",
-                           dir,
-                           "--",
-                           MPI_PINGPONG,
-                           "200",
-                           "4096"},
+  const RunResult r = run(mpirun_mtl_ofi({"-x", "FABTRACE_PRELOAD=" + lib, FABTRACE_CLI, "run",
+                                          "--dir", dir, "--", MPI_PINGPONG, "200", "4096"}),
                           {}, false, 180);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("rank 0: 200 round trips, 0 bad bytes"), std::string::npos) << r.output;

@@ -44,17 +44,6 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-std::string text_of(void (*write)(std::FILE*, const ProcessReport&), const ProcessReport& r) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = open_memstream(&buf, &len);
-  write(f, r);
-  std::fclose(f);
-  std::string s(buf, len);
-  std::free(buf);
-  return s;
-}
-
 TEST(Version, IsTheProjectsWithGitDescribe) {
   EXPECT_EQ(std::string(version_number()), "0.9.0");
   EXPECT_EQ(std::string(version()).rfind("0.9.0", 0), 0u) << version();
@@ -73,7 +62,7 @@ TEST(VersionOutputs, RankReportTextAndJson) {
   r.job.start_wall_ns = 1767225600000000000ULL;  // 2026-01-01 00:00:00 UTC
   r.job.libfabric = "1.17";
   r.job.run_id = "feed";
-  const std::string text = text_of(write_report_text, r);
+  const std::string text = test::report_text(r);
   EXPECT_NE(text.find("[fabtrace] fabtrace " + std::string(version()) +
                       ", libfabric 1.17, slurm job 123 step 0, started 2026-01-01 00:00:00 UTC, "
                       "fabtrace run feed\n"),
@@ -83,7 +72,7 @@ TEST(VersionOutputs, RankReportTextAndJson) {
 
   ProcessReport back;
   std::string why;
-  ASSERT_TRUE(report::parse_process_report(text_of(write_report_json, r), &back, &why)) << why;
+  ASSERT_TRUE(report::parse_process_report(test::report_json_text(r), &back, &why)) << why;
   EXPECT_EQ(back.fabtrace_version, version());
   EXPECT_EQ(back.job.command, "./app -x");
   EXPECT_EQ(back.job.launcher, "slurm");
@@ -99,7 +88,7 @@ TEST(VersionOutputs, AVersion2ReportStillReads) {
   r.host = "h";
   r.rank = "0";
   r.pid = 1;
-  std::string json = text_of(write_report_json, r);
+  std::string json = test::report_json_text(r);
   // What 0.8 wrote: version 2, without fabtrace_version and job.
   const auto cut = [&json](const std::string& from, const std::string& to) {
     const size_t a = json.find(from), b = json.find(to, a);
