@@ -131,7 +131,8 @@ void Cli::split_traced_command(std::vector<std::string>* args) {
         if (t.size() > 1 && t[0] == '-') {
           const std::string name = t.substr(0, t.find('='));
           const CLI::Option* opt = cur->get_option_no_throw(name);
-          if (opt && opt->get_type_size() > 0 && name.size() == t.size()) ++j;  // its value
+          // An option that takes a value (a flag takes none) takes the next one.
+          if (opt && opt->get_items_expected_max() > 0 && name.size() == t.size()) ++j;
           continue;
         }
         if (c.traced_without_dashes) {
