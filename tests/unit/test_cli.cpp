@@ -80,9 +80,14 @@ TEST(Cli, AWrongCommandLineIsOneLineAndExitCode2) {
   EXPECT_EQ(err,
             "fabtrace t: --pid: takes a whole number from 1 to 100, not '0x10' (fabtrace t "
             "--help)\n");
-  // strtoull would take these: a sign, octal, a blank.
-  for (const char* v : {"-1", "010", " 5", "5 ", "+5", "101", ""})
+  // strtoull would take these: a sign (-1 as 2^64-1), a blank, a base prefix.
+  for (const char* v : {"-1", " 5", "5 ", "+5", "0x5", "101", ""})
     EXPECT_EQ(parse({"t", "--pid", v, "app"}, &p), kUsageError) << v;
+  EXPECT_EQ(p.runs, 0);
+  // Decimal: 010 is ten (strtoull's base 0 reads eight).
+  ASSERT_EQ(parse({"t", "--pid", "010", "app"}, &p), 0);
+  EXPECT_EQ(p.pids, std::vector<uint64_t>{10});
+  p = Parsed();
   EXPECT_EQ(parse({"t", "--dir"}, &p, &err), kUsageError);
   EXPECT_EQ(err, "fabtrace t: --dir needs a value (fabtrace t --help)\n");
   EXPECT_EQ(parse({"nope"}, &p, &err), kUsageError);

@@ -258,6 +258,11 @@ int Cli::run(const std::vector<std::string>& in) {
                  full_name(g).c_str());
     return kUsageError;
   }
+  if (!no_command_.empty()) {  // a bare word where only `-- CMD` may stand
+    std::fprintf(stderr, "%s: unexpected argument '%s' (%s --help)\n", full_name(g).c_str(),
+                 no_command_.front().c_str(), full_name(g).c_str());
+    return kUsageError;
+  }
   for (const CLI::Option* o : g->get_options())
     if (o->count() == 0 && std::find(required_.begin(), required_.end(), o) != required_.end()) {
       std::fprintf(stderr, "%s: %s is required (%s --help)\n", full_name(g).c_str(),
