@@ -10,6 +10,7 @@
 //     dropped=<n> read_errors=<n>                                    (one line)
 //   # clock t_mono_ns=CLOCK_MONOTONIC ns (...); wall_ns=CLOCK_REALTIME; ...  (one line)
 //   # dev <cxiN> nic_addr=<a> nid=<n>                        (one per device, "?" if unknown)
+//   # writer fabtrace <version>          (common/version.h; files before 0.9.0 have none)
 //   t_mono_ns,wall_ns,cxi0:telemetry_wall_ns,cxi0:<counter>,...,cxi0:rh:<stat>,...,cxi1:...
 //   <one row of unsigned decimal integers per sample>
 // Columns: t_mono_ns is the absolute CLOCK_MONOTONIC time the sample started;
@@ -22,6 +23,7 @@
 // be added in later versions; readers skip the ones they do not know.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +33,10 @@ namespace fabtrace {
 // The first words of the format line: "# fabtrace-counters v1".
 constexpr const char* kCounterCsvFormatName = "fabtrace-counters";
 constexpr int kCounterCsvVersion = 1;
+
+// The comment line naming the fabtrace that wrote the file.
+constexpr const char* kCounterWriterPrefix = "# writer fabtrace ";
+constexpr size_t kCounterWriterPrefixLen = 18;
 
 // The two columns every row starts with, and the per-device column that holds
 // the device's newest telemetry stamp ("cxiN:" + kTelemetryWallColumn).
@@ -51,6 +57,7 @@ struct CounterCsvHeader {
   };
   std::string host, rank;
   long pid = -1;
+  std::string fabtrace_version;  // the writer's: "# writer fabtrace <v>" (read; written as is)
   uint64_t interval_ms = 0;
   double achieved_mean_ms = 0.0;
   std::vector<std::string> devices;  // the devices= field

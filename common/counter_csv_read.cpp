@@ -1,7 +1,6 @@
 // A counters CSV read back (format in counter_csv.h), within the bounds of
 // common/input_limits.h.
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "common/comma_list.h"
 #include "common/counter_csv.h"
+#include "common/decimal.h"
 #include "common/env.h"
 #include "common/input_limits.h"
 
@@ -24,14 +24,6 @@ int CounterSeries::column(const std::string& name) const {
 }
 
 namespace {
-
-bool parse_u64(const std::string& s, uint64_t* out) {
-  if (s.empty()) return false;
-  const char* b = s.data();
-  const char* e = b + s.size();
-  auto r = std::from_chars(b, e, *out);
-  return r.ec == std::errc() && r.ptr == e;
-}
 
 // The "key=value" words of a comment line.
 std::vector<std::pair<std::string, std::string>> key_values(const std::string& line) {
@@ -113,7 +105,7 @@ bool parse_counter_csv(const std::string& text, const std::string& path, Counter
         if (kv.first == "rank") out->rank = kv.second;
         if (kv.first == "pid") {
           uint64_t pid = 0;
-          if (!parse_u64(kv.second, &pid) || pid > static_cast<uint64_t>(INT32_MAX))
+          if (!parse_decimal(kv.second, &pid) || pid > static_cast<uint64_t>(INT32_MAX))
             return fail(where + "pid is not a process id");
           out->pid = static_cast<long>(pid);
         }
@@ -139,17 +131,20 @@ bool parse_counter_csv(const std::string& text, const std::string& path, Counter
         if (!bounded(line, where, "the line")) return false;
         for (const auto& kv : key_values(line)) {
           const std::string& k = kv.first;
-          if (k == "interval_ms") parse_u64(kv.second, &out->interval_ms);
+          if (k == "interval_ms") parse_decimal(kv.second, &out->interval_ms);
           if (k == "achieved_mean_ms") {
             const double ms = std::strtod(kv.second.c_str(), nullptr);
             out->achieved_mean_ms = finite_in(ms, 0, limits::kMaxSeconds * 1e3) ? ms : 0.0;
           }
           if (k == "devices") out->devices = split_commas(kv.second);
-          if (k == "counters") parse_u64(kv.second, &out->counters);
-          if (k == "samples") parse_u64(kv.second, &out->samples);
-          if (k == "dropped") parse_u64(kv.second, &out->dropped);
-          if (k == "read_errors") parse_u64(kv.second, &out->read_errors);
+          if (k == "counters") parse_decimal(kv.second, &out->counters);
+          if (k == "samples") parse_decimal(kv.second, &out->samples);
+          if (k == "dropped") parse_decimal(kv.second, &out->dropped);
+          if (k == "read_errors") parse_decimal(kv.second, &out->read_errors);
         }
+      } else if (line.compare(0, kCounterWriterPrefixLen, kCounterWriterPrefix) == 0) {
+        if (!bounded(line, where, "the line")) return false;
+        out->fabtrace_version = line.substr(kCounterWriterPrefixLen);
       }
       continue;  // other comment lines: later additions
     }
@@ -175,7 +170,7 @@ bool parse_counter_csv(const std::string& text, const std::string& path, Counter
       size_t j = line.find(',', i);
       if (j == std::string::npos) j = line.size();
       uint64_t v;
-      if (!parse_u64(line.substr(i, j - i), &v))
+      if (!parse_decimal(line.substr(i, j - i), &v))
         return fail(where + "field " + std::to_string(row.size() + 1) + " is not a number");
       row.push_back(v);
       if (j == line.size() || row.size() > out->columns.size()) break;

@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/rank.h"
 #include "common/safe_output.h"
+#include "common/version.h"
 
 namespace fabtrace {
 
@@ -43,6 +44,7 @@ bool write_counter_csv(const std::string& path, const CounterCsvHeader& head,
       "wall_ns=CLOCK_REALTIME; *:telemetry_wall_ns=newest telemetry stamp of that device in the "
       "sample\n",
       f);
+  std::fprintf(f, "%s%s\n", kCounterWriterPrefix, version());
   for (const CounterCsvHeader::Device& d : head.device_info)
     std::fprintf(f, "# dev %s nic_addr=%s nid=%s\n", d.name.c_str(), d.nic_addr.c_str(),
                  d.nid.c_str());

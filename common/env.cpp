@@ -2,6 +2,7 @@
 
 #include <strings.h>
 #include <unistd.h>
+
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/decimal.h"
 #include "common/printable.h"
 
 namespace fabtrace {
@@ -93,19 +95,9 @@ uint64_t env_u64(const char* name, uint64_t def, uint64_t lo, uint64_t hi) {
   const char *b, *e;
   if (!trimmed(raw, &b, &e)) return def;
 
-  bool ok = true;
   uint64_t v = 0;
   const char* p = b;
-  if (p == e || *p < '0' || *p > '9') ok = false;  // also rejects signs
-  while (ok && p < e && *p >= '0' && *p <= '9') {
-    const uint64_t d = static_cast<uint64_t>(*p - '0');
-    if (v > (UINT64_MAX - d) / 10) {
-      ok = false;
-      break;
-    }
-    v = v * 10 + d;
-    ++p;
-  }
+  bool ok = parse_digits(b, e, &v, &p);  // also rejects signs
   if (ok && p < e) {
     int shift = 0;
     switch (*p) {

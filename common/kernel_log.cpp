@@ -1,6 +1,7 @@
 #include "common/kernel_log.h"
 
 #include "common/input_limits.h"
+#include "common/version.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -201,6 +202,7 @@ bool KernelLogWriter::write_meta(const KernelLogMeta& m) {
   json j = {{"format", kernel_log::kFormatName},
             {"version", kernel_log::kVersion},
             {"record_version", m.record_version},
+            {"fabtrace_version", version()},
             {"host", m.host},
             {"pid", m.pid},
             {"kernel", m.kernel},
@@ -301,6 +303,7 @@ bool KernelLogReader::open(const std::string& path, std::string* error) {
             meta_.kernel = str_of(j, "kernel");
             meta_.boot_id = str_of(j, "boot_id");
             meta_.command = str_of(j, "command");
+            meta_.fabtrace_version = str_of(j, "fabtrace_version");
             meta_.pid = long_of(j, "pid");
             meta_.mono_ns = u64_of(j, "mono_ns");
             meta_.real_ns = u64_of(j, "real_ns");

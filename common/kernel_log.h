@@ -5,7 +5,8 @@
 // report) use this file.
 //
 // Layout: the block framing of common/block_file.h with magic "FTKLOG".
-//   kMeta     JSON, first: format, version, record_version, host, collector pid,
+//   kMeta     JSON, first: format, version, record_version, fabtrace_version
+//             (the writer's; absent before 0.9.0), host, collector pid,
 //             kernel release, boot id, the (CLOCK_MONOTONIC, CLOCK_REALTIME)
 //             anchor, the command, options, and every attach point with its
 //             state ("attached", "absent", "failed") and why
@@ -93,6 +94,9 @@ struct KernelAttach {
 
 struct KernelLogMeta {
   std::string host, kernel, boot_id, command;
+  // The fabtrace that wrote the log (common/version.h): the writer puts its
+  // own; read back ("" in logs before 0.9.0).
+  std::string fabtrace_version;
   long pid = 0;                       // the collector
   uint64_t mono_ns = 0, real_ns = 0;  // one instant on both clocks
   uint32_t record_version = FT_RECORD_VERSION;

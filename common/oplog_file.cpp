@@ -19,6 +19,7 @@
 #include "common/json_writer.h"
 #include "common/op_kinds.h"
 #include "common/safe_output.h"
+#include "common/version.h"
 
 namespace fabtrace {
 
@@ -100,6 +101,7 @@ bool OplogFileWriter::open(const std::string& path, const OplogMeta& meta) {
     w.field("host", meta.host);
     w.field("rank", meta.rank);
     w.field("pid", static_cast<int64_t>(meta.pid));
+    w.field("fabtrace_version", version());
     w.key("op_names").begin_array();
     for (int k = 0; k < kOpKindCount; ++k) w.value(op_name(static_cast<OpKind>(k)));
     w.end_array();
@@ -307,6 +309,10 @@ bool parse_meta(const void* p, size_t len, OplogHeaderInfo* h) {
     for (const char* k : {"host", "rank"})
       if (j.contains(k) && !get_string(j, k, k[0] == 'h' ? &h->meta.host : &h->meta.rank))
         return false;  // not a string, or too long
+    // Optional (files before 0.9.0 have none); a wrong one is left out.
+    if (j.contains("fabtrace_version") &&
+        !get_string(j, "fabtrace_version", &h->meta.fabtrace_version))
+      h->meta.fabtrace_version.clear();
     const auto pid = j.find("pid");
     if (pid != j.end() && pid->is_number_integer()) {
       const int64_t v = pid->get<int64_t>();

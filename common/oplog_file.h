@@ -53,6 +53,9 @@ const char* mark_kind_name(uint8_t kind);
 struct OplogMeta {
   std::string host, rank;
   long pid = 0;
+  // The fabtrace that wrote the file (common/version.h): the writer puts its
+  // own; read back ("" in files before 0.9.0).
+  std::string fabtrace_version;
 };
 
 // The clock calibration as stored in the file: the one of common/clock.h.

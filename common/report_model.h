@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/input_limits.h"
+#include "common/job_meta.h"
 #include "common/report_format.h"
 
 namespace fabtrace {
@@ -102,6 +103,10 @@ struct CqReport {
 };
 
 struct ProcessReport {
+  // The fabtrace that wrote the report: the writer puts its own (common/
+  // version.h) when this is empty; the reader fills it ("" before version 3).
+  std::string fabtrace_version;
+  JobMeta job;
   std::string host;
   std::string rank;  // as the launcher set it, "NA" when none
   long pid = 0;

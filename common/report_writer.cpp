@@ -1,8 +1,11 @@
 #include "common/report_writer.h"
 
+#include <ctime>
 #include <string>
 
 #include "common/json_writer.h"
+#include "common/printable.h"
+#include "common/version.h"
 
 namespace fabtrace {
 
@@ -41,6 +44,28 @@ void text_row(std::FILE* out, const OpRow& o) {
 }
 }  // namespace
 
+std::string job_line(const ProcessReport& r) {
+  std::string t = "fabtrace " + (r.fabtrace_version.empty() ? std::string(version())
+                                                            : printable(r.fabtrace_version));
+  t += ", libfabric " + (r.job.libfabric.empty() ? std::string("?") : printable(r.job.libfabric));
+  const std::string job = job_text(r.job);
+  if (!job.empty()) t += ", " + job;
+  if (r.job.start_wall_ns) t += ", started " + utc_time_text(r.job.start_wall_ns);
+  if (!r.job.run_id.empty()) t += ", " + run_id_text(r.job.run_id);
+  return t;
+}
+
+std::string run_id_text(const std::string& id) { return "fabtrace run " + printable(id); }
+
+std::string utc_time_text(uint64_t wall_ns) {
+  const time_t s = static_cast<time_t>(wall_ns / 1000000000ULL);
+  struct tm tm {};
+  char buf[64];
+  if (!gmtime_r(&s, &tm) || !std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+    return "?";
+  return buf;
+}
+
 void write_report_text(std::FILE* out, const ProcessReport& r) {
   std::fprintf(out,
                "%s host=%s rank=%s pid=%ld providers=%s duration=%.3f s clock=%s (%.6f ns/tick, "
@@ -48,6 +73,8 @@ void write_report_text(std::FILE* out, const ProcessReport& r) {
                kP, r.host.c_str(), r.rank.c_str(), r.pid, r.providers.c_str(), r.duration_s,
                r.tsc ? "tsc" : "clock_gettime", r.ns_per_tick, r.clock_residual_ns,
                static_cast<unsigned long long>(r.clock_pairs));
+  std::fprintf(out, "%s %s\n", kP, job_line(r).c_str());
+  std::fprintf(out, "%s command: %s\n", kP, r.job.command.empty() ? "?" : r.job.command.c_str());
   for (const NicReport& n : r.nics) {
     std::string locals;
     for (const std::string& a : n.locals) locals += (locals.empty() ? "" : " ") + a;
@@ -89,6 +116,16 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
   JsonWriter j(out);
   j.begin_object();
   j.field("format", kReportFormatName).field("version", kReportFormatVersion);
+  j.field("fabtrace_version", r.fabtrace_version.empty() ? version() : r.fabtrace_version);
+  j.key("job").begin_object();
+  j.field("command", r.job.command);
+  if (!r.job.launcher.empty()) j.field("launcher", r.job.launcher);
+  if (!r.job.job_id.empty()) j.field("job_id", r.job.job_id);
+  if (!r.job.step_id.empty()) j.field("step_id", r.job.step_id);
+  j.field("start_wall_ns", r.job.start_wall_ns);
+  j.field("libfabric", r.job.libfabric);
+  if (!r.job.run_id.empty()) j.field("run_id", r.job.run_id);
+  j.end_object();
   j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
   j.field("providers", r.providers);
   if (!r.source.empty()) j.field("source", r.source);

@@ -131,6 +131,7 @@ void write_report() {
   }
   ProcessReport rep;
   if (!build_process_report(in, &rep)) return;  // no fabric I/O: nothing written
+  rep.job = rt.job;
 
   std::FILE* txt = nullptr;
   std::FILE* json = nullptr;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/env.h"
+#include "common/path_template.h"
 #include "common/rank.h"
 #include "common/safe_output.h"
 
@@ -15,23 +16,27 @@ namespace fabtrace {
 
 namespace {
 
-bool dir_usable(const OutputPlace& where) {
-  static bool usable = false;
+// The directory of the outputs: FABTRACE_DIR, expanded once when it is a
+// template (common/path_template.h; a child the program forks writes beside
+// its parent). "" when it cannot be used (said once).
+const std::string& output_dir(const OutputPlace& where) {
+  static std::string dir;
   static std::once_flag once;
   std::call_once(once, [&where] {
     if (where.to_stderr) return;
-    const int fd = ::open(where.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::string path, why;
+    const int fd = open_template_dir(where.dir, template_values_of_self(), &path, &why);
     if (fd < 0) {
       log_line(
           "warning: FABTRACE_DIR=%s cannot be used (%s): the report goes to stderr and no "
           "files are written",
-          where.dir.c_str(), std::strerror(errno));
+          where.dir.c_str(), why.c_str());
       return;
     }
     ::close(fd);
-    usable = true;
+    dir = path;
   });
-  return usable;
+  return dir;
 }
 
 }  // namespace
@@ -43,9 +48,9 @@ std::string output_host() {
 }
 
 std::string output_path(OutputKind kind, const OutputPlace& where) {
-  if (!dir_usable(where)) return "";
-  return where.dir + "/" +
-         output_file_name(kind, output_host(), where.rank, static_cast<long>(getpid()));
+  const std::string& dir = output_dir(where);
+  if (dir.empty()) return "";
+  return dir + "/" + output_file_name(kind, output_host(), where.rank, static_cast<long>(getpid()));
 }
 
 std::FILE* create_output(const std::string& path, const char* instead) {

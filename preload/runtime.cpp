@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/env.h"
+#include "common/version.h"
 #include "preload/capture_signal.h"
 #include "preload/outputs.h"
 #include "preload/probes.h"
@@ -123,6 +124,8 @@ void runtime_activate() {
     while ((uint64_t{2} << rt.nic_window_shift) <= ten_ms) ++rt.nic_window_shift;
     rt.nic_peak_span = ten_ms;
     rt.pid = getpid();
+    rt.job = job_meta_of_self();
+    rt.job.libfabric = libfabric_version(false);
     rt.ring.init(rt.cfg.inflight);
     start_timeline(rt);
     // A node-wide session registers this process with the kernel side now

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/cxi_counters.h"
+#include "common/job_meta.h"
 #include "common/rank.h"
 #include "preload/inflight.h"
 #include "preload/objects.h"
@@ -35,6 +36,8 @@ struct Runtime {
   InflightRing ring;
   RankId rank;
   int pid = 0;
+  // The job, read once at the first fabric activity (common/job_meta.h).
+  JobMeta job;
 
   // Thresholds in ticks, from the first calibration.
   uint64_t within_50us_ticks = 0;         // 50 us: receives completed sooner are counted

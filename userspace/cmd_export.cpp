@@ -4,15 +4,20 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/comma_list.h"
 #include "common/csv.h"
+#include "common/kernel_log.h"
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "common/printable.h"
 #include "common/safe_output.h"
+#include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 
 namespace fabtrace {
@@ -65,13 +70,6 @@ class Out {
   std::string buf_;
   bool bad_ = false;
 };
-
-void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: fabtrace export ops FILE [--csv] [-o OUT]\n"
-               "       fabtrace export marks FILE [--csv]\n"
-               "       fabtrace export kernel FILE [--csv] [--kind K,...] [--top N]\n");
-}
 
 }  // namespace
 
@@ -202,57 +200,72 @@ int export_ops_csv(const std::string& in, std::FILE* out) {
   return 0;
 }
 
-int cmd_export(int argc, char** argv) {
-  if (argc < 1 || !std::strcmp(argv[0], "-h") || !std::strcmp(argv[0], "--help")) {
-    usage(argc < 1 ? stderr : stdout);
-    return argc < 1 ? 2 : 0;
-  }
-  if (!std::strcmp(argv[0], "kernel")) return cmd_export_kernel(argc - 1, argv + 1);
-  if (!std::strcmp(argv[0], "marks")) return cmd_export_marks(argc - 1, argv + 1);
-  if (std::strcmp(argv[0], "ops") != 0) {
-    std::fprintf(stderr, "fabtrace export: unknown kind '%s' ('ops', 'marks' or 'kernel')\n",
-                 argv[0]);
-    usage(stderr);
-    return 2;
-  }
-  std::string in, out_path;
-  bool have_in = false;
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
-    if (!std::strcmp(a, "--csv")) continue;
-    if (!std::strcmp(a, "-o") || !std::strcmp(a, "--output")) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "fabtrace export: %s needs a file name\n", a);
-        return 2;
-      }
-      out_path = argv[++i];
-      continue;
-    }
-    if (!std::strncmp(a, "--output=", 9)) {
-      out_path = a + 9;
-      continue;
-    }
-    if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (a[0] == '-' && a[1] != '\0') {
-      std::fprintf(stderr, "fabtrace export: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-    if (have_in) {
-      std::fprintf(stderr, "fabtrace export: more than one input file ('%s')\n", a);
-      return 2;
-    }
-    in = a;
-    have_in = true;
-  }
-  if (!have_in) {
-    std::fprintf(stderr, "fabtrace export: no input file\n");
-    usage(stderr);
-    return 2;
-  }
+void add_export_command(cli::Cli& cli, CLI::App& parent) {
+  CLI::App* e = cli.add_command(
+      parent, "export",
+      "export ops, export marks, export kernel: a per-op timeline, its marks, or a kernel log "
+      "(fabtrace record) as CSV or text",
+      nullptr);
+
+  struct Args {
+    std::string in, out, kinds;
+    bool csv = false;
+    uint64_t top = 0;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* ops = cli.add_command(
+      *e, "ops",
+      "write the per-op timeline FILE (an oplog written by the preload) as CSV: one row per op "
+      "in file order, times in CLOCK_MONOTONIC nanoseconds, with the wall-clock anchor in the "
+      "first line",
+      [a] { return export_ops(a->in, a->out); });
+  cli.require(
+      ops->add_option("FILE", a->in, "the oplog (fabtrace_ops.<host>.r<rank>.p<pid>.oplog)"));
+  ops->add_flag("--csv", a->csv, "CSV (the only format; accepted for clarity)");
+  ops->add_option("-o,--output", a->out, "write to OUT instead of stdout (created new)")
+      ->type_name("OUT");
+
+  CLI::App* marks = cli.add_command(
+      *e, "marks",
+      "the marks and phases of the per-op timeline FILE (fabtrace.h's fabtrace_mark, "
+      "fabtrace_begin, fabtrace_end, and the capture toggles) as CSV: time_ns,kind,name,tid",
+      [a] { return export_marks_csv(a->in, stdout); });
+  cli.require(marks->add_option("FILE", a->in, "the oplog"));
+  marks->add_flag("--csv", a->csv, "CSV (the only format; accepted for clarity)");
+
+  CLI::App* kernel = cli.add_command(
+      *e, "kernel",
+      "print a kernel log (fabtrace record), one row per event, or the N longest (--kind stall "
+      "--top 10 lists the longest stalls and why)",
+      [a] {
+        std::set<std::string> kinds;
+        for (const std::string& k : split_commas(a->kinds)) kinds.insert(k);
+        return export_kernel(a->in, a->csv, kinds, a->top, stdout);
+      });
+  cli.require(
+      kernel->add_option("FILE", a->in, "the kernel log (fabtrace_kernel.<host>.p<pid>.klog)"));
+  kernel->add_flag("--csv", a->csv, "CSV instead of aligned text");
+  std::string kinds_known;
+  for (uint16_t n = 1; n < FT_EV_KINDS; ++n)
+    kinds_known += (kinds_known.empty() ? "" : ", ") + kernel_log::kind_name(n);
+  kernel->add_option("--kind", a->kinds, "only events of these kinds: " + kinds_known)
+      ->type_name("K,...")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            for (const std::string& k : split_commas(v)) {
+              bool known = false;
+              for (uint16_t n = 1; n < FT_EV_KINDS; ++n)
+                known = known || kernel_log::kind_name(n) == k;
+              if (!known) return "unknown kind '" + k + "'";
+            }
+            return "";
+          },
+          ""));
+  cli::add_number(kernel, "--top", "only the N longest events, longest first", 1, 1000000,
+                  [a](uint64_t v) { a->top = v; });
+}
+
+int export_ops(const std::string& in, const std::string& out_path) {
   if (out_path.empty() || out_path == "-") return export_ops_csv(in, stdout);
 
   {

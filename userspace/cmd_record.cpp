@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/comma_list.h"
 #include "common/env.h"
+#include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 #include "userspace/launch.h"
 
@@ -21,6 +23,7 @@
 #include "bpf/uprobe_ops.h"
 #include "common/uprobe_stats.h"
 #include "userspace/record/collector.h"
+#include "userspace/record/proc_scan.h"
 #endif
 
 namespace fabtrace {
@@ -30,68 +33,84 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-void usage(std::FILE* f) {
-  std::fprintf(
-      f,
-      "usage: fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--net-all]\n"
-      "                       [--min-offcpu-us N] [--no-preload] [--uprobes]\n"
-      "                       [--uprobe-providers P,...] [--symbols FILE] [--uprobe-by-name]\n"
-      "                       [--uprobe-perf-events] [--usdt-rate N] [--max-log-mb N] [--list]\n"
-      "                       [-- CMD ARGS...]\n"
-      "  As root, once per node. Loads the BPF programs and writes what the kernel saw\n"
-      "  (off-CPU intervals and who ran instead, IRQs, page faults, TCP retransmits and\n"
-      "  drops, cxi driver events, and the cause of every stall and slow op the\n"
-      "  preload reports) to DIR/fabtrace_kernel.<host>.p<pid>.klog, beside the ranks'\n"
-      "  outputs. Traces every process that maps libfabtrace.so or libfabric,\n"
-      "  including ones started later.\n"
-      "  -- CMD     run CMD with the preload (and FABTRACE_DIR=DIR), stop when it exits\n"
-      "  --duration S   stop after S seconds (otherwise at SIGINT/SIGTERM or CMD's exit)\n"
-      "  --pid PID      also trace PID (even without libfabric); repeatable\n"
-      "  --only-pids    trace only the --pid processes (no discovery)\n"
-      "  --polls        time every CQ poll in the kernel too (costs about 1 us per poll)\n"
-      "  --net-all      record retransmits and drops of every socket, not only traced ones\n"
-      "  --min-offcpu-us N  log off-CPU intervals from N us (shorter ones still count\n"
-      "                 in the stall breakdowns); default 0\n"
-      "  --no-preload   run CMD without the preload (kernel-level tracing only)\n"
-      "  --uprobes      pair ops with completions in the kernel, with uprobes on the\n"
-      "                 providers' op-table functions, for processes without the\n"
-      "                 preload (every process mapping libfabric.so.1, or only the\n"
-      "                 --pid ones with --only-pids; running ones too); costs a trap\n"
-      "                 per op and two per CQ read; writes their per-rank reports\n"
-      "  --uprobe-providers P,...  the providers whose functions are probed\n"
-      "                 (default tcp;ofi_rxm,shm; also tested: udp;ofi_rxd, sockets,\n"
-      "                 tcp; never a utility provider with its core, e.g. tcp;ofi_rxm,tcp)\n"
-      "  --symbols FILE the libfabric's symbol table (the unstripped library or its\n"
-      "                 debug file, of the same build-id): the probed functions are\n"
-      "                 named, and a provider the helper cannot open is attached by\n"
-      "                 name (without it: the library's own, or its debug file by\n"
-      "                 build-id under /usr/lib/debug, where there is one)\n"
-      "  --uprobe-by-name  attach every provider by name through the symbols (the op\n"
-      "                 tables only check them)\n"
-      "  --uprobe-perf-events  one perf-event uprobe per probe, as on kernels before\n"
-      "                 6.6, instead of one uprobe_multi link per program and file\n"
-      "                 (those detach together at exit; perf events one by one)\n"
-      "  --usdt-rate N  records each process's probes may add per second (default 1000;\n"
-      "                 --polls' poll records apart); the rest are counted per process\n"
-      "  --max-log-mb N the kernel log's bound in MiB (default 4096): later events are counted\n"
-      "  --list         print every program and attach point and whether it attaches here\n");
-}
-
-bool parse_u64(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || !*s || *end || *s == '-') return false;
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
-int cmd_record(int argc, char** argv) {
+void add_record_command(cli::Cli& cli, CLI::App& parent) {
+  auto a = std::make_shared<RecordArgs>();
+  CLI::App* c = cli.add_command(
+      parent, "record",
+      "as root, once per node: BPF programs record what the kernel saw (off-CPU time and who ran "
+      "instead, IRQs, page faults, TCP retransmits and drops, cxi driver events, the cause of "
+      "every stall and slow op the preload reports) into a kernel log in DIR, beside the ranks' "
+      "outputs; --uprobes times the ops of processes without the preload",
+      [a] { return record_session(*a); });
+  c->add_option("-o,--dir", a->dir,
+                "where the kernel log goes, and FABTRACE_DIR of CMD (default: FABTRACE_DIR, else "
+                "the current directory); %j, %h, %p and %q{VAR} expand (fabtrace-env(7))")
+      ->type_name("DIR");
+  cli::add_number(c, "--duration",
+                  "stop after S seconds (otherwise at SIGINT/SIGTERM or when CMD exits)", 0,
+                  366ULL * 24 * 3600, [a](uint64_t v) { a->duration_s = v; })
+      ->type_name("S");
+  cli::add_number(
+      c, "--pid", "also trace PID (even without libfabric); repeatable", 1, 0x3fffffff,
+      [a](uint64_t v) { a->pids.push_back(v); }, true)
+      ->type_name("PID");
+  c->add_flag("--only-pids", a->only_pids, "trace only the --pid processes (no discovery)");
+  c->add_flag("--polls", a->polls, "time every CQ poll in the kernel too (about 1 us per poll)");
+  c->add_flag("--net-all", a->net_all,
+              "record retransmits and drops of every socket, not only the traced ones");
+  cli::add_number(c, "--min-offcpu-us",
+                  "log off-CPU intervals from N us (shorter ones still count in the stall "
+                  "breakdowns; default 0)",
+                  0, 3600ULL * 1000000, [a](uint64_t v) { a->min_offcpu_us = v; });
+  c->add_flag("--no-preload", a->no_preload,
+              "run CMD without the preload (kernel-level tracing only)");
+  c->add_flag("--uprobes", a->uprobes,
+              "pair ops with completions in the kernel, with uprobes on the providers' op-table "
+              "functions, for processes without the preload (every process mapping "
+              "libfabric.so.1, or only the --pid ones with --only-pids; running ones too); "
+              "costs a trap per op and two per CQ read; writes their per-rank reports");
+  c->add_option("--uprobe-providers", a->uprobe_providers,
+                "the providers whose functions are probed (default tcp;ofi_rxm,shm; also "
+                "tested: udp;ofi_rxd, sockets, tcp; never a utility provider with its core, "
+                "e.g. tcp;ofi_rxm,tcp)")
+      ->type_name("P,...")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return split_commas(v).empty() ? "a list such as 'tcp;ofi_rxm,shm'" : "";
+          },
+          ""));
+  c->add_option("--symbols", a->symbols,
+                "the libfabric's symbol table (the unstripped library or its debug file, of the "
+                "same build-id): the probed functions are named, and a provider the helper "
+                "cannot open is attached by name (without it: the library's own, or its debug "
+                "file by build-id under /usr/lib/debug)")
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? "an empty file name" : ""; }, ""));
+  c->add_flag("--uprobe-by-name", a->uprobe_by_name,
+              "attach every provider by name through the symbols (the op tables only check them)");
+  c->add_flag("--uprobe-perf-events", a->uprobe_perf_events,
+              "one perf-event uprobe per probe, as on kernels before 6.6, instead of one "
+              "uprobe_multi link per program and file");
+  cli::add_number(c, "--usdt-rate",
+                  "records each process's probes may add per second (default 1000; --polls' "
+                  "poll records apart); the rest are counted per process",
+                  1, 1ULL << 30, [a](uint64_t v) { a->usdt_rate = v; })
+      ->type_name("N");
+  cli::add_number(c, "--max-log-mb",
+                  "the kernel log's bound in MiB (default 4096): later events are counted",
+                  1, 1ULL << 30, [a](uint64_t v) { a->max_log_mb = v; })
+      ->type_name("N");
+  c->add_flag("--list", a->list,
+              "print every program and attach point and whether it attaches here, then exit");
+  cli.add_traced_command(c, &a->command, false);
+}
+
+int record_session(const RecordArgs& args) {
 #if !FABTRACE_HAVE_BPF
-  (void)argc;
-  (void)argv;
+  (void)args;
   std::fprintf(stderr,
                "fabtrace record: this fabtrace was built without BPF support (clang, bpftool, "
                "libbpf or kernel BTF were missing at build time); the preload-only mode "
@@ -99,95 +118,25 @@ int cmd_record(int argc, char** argv) {
   return 2;
 #else
   CollectorOptions opt;
-  if (const char* d = std::getenv("FABTRACE_DIR"); d && *d) opt.dir = d;
-  uint64_t duration_s = 0;
-  bool list = false, preload = true;
-  std::vector<std::string> cmd;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&](const char* what) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "fabtrace record: %s needs a value\n", what);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    if (a == "--") {
-      cmd.assign(argv + i + 1, argv + argc);
-      break;
-    } else if (a == "-h" || a == "--help") {
-      usage(stdout);
-      return 0;
-    } else if (a == "-o" || a == "--dir") {
-      const char* v = value("-o");
-      if (!v) return 2;
-      opt.dir = v;
-    } else if (a == "--duration") {
-      const char* v = value("--duration");
-      if (!v || !parse_u64(v, &duration_s)) {
-        std::fprintf(stderr, "fabtrace record: bad --duration\n");
-        return 2;
-      }
-    } else if (a == "--pid") {
-      const char* v = value("--pid");
-      uint64_t p = 0;
-      if (!v || !parse_u64(v, &p) || p == 0 || p > 0x3fffffff) {
-        std::fprintf(stderr, "fabtrace record: bad --pid\n");
-        return 2;
-      }
-      opt.pids.push_back(static_cast<pid_t>(p));
-    } else if (a == "--only-pids") {
-      opt.discover = false;
-    } else if (a == "--polls") {
-      opt.bpf.polls = true;
-    } else if (a == "--net-all") {
-      opt.bpf.net_all = true;
-    } else if (a == "--min-offcpu-us") {
-      const char* v = value("--min-offcpu-us");
-      uint64_t us = 0;
-      if (!v || !parse_u64(v, &us)) {
-        std::fprintf(stderr, "fabtrace record: bad --min-offcpu-us\n");
-        return 2;
-      }
-      opt.bpf.min_offcpu_ns = us * 1000;
-    } else if (a == "--uprobes") {
-      opt.bpf.uprobes = true;
-    } else if (a == "--uprobe-providers") {
-      const char* v = value("--uprobe-providers");
-      if (!v) return 2;
-      opt.uprobe_providers = split_commas(v);
-      if (opt.uprobe_providers.empty()) {
-        std::fprintf(
-            stderr, "fabtrace record: bad --uprobe-providers (a list such as 'tcp;ofi_rxm,shm')\n");
-        return 2;
-      }
-    } else if (a == "--symbols") {
-      const char* v = value("--symbols");
-      if (!v || !*v) return 2;
-      opt.symbols_file = v;
-    } else if (a == "--uprobe-by-name") {
-      opt.uprobe_by_name = true;
-    } else if (a == "--uprobe-perf-events") {
-      opt.bpf.uprobe_perf_events = true;
-    } else if (a == "--usdt-rate" || a == "--max-log-mb") {
-      const char* v = value(a.c_str());
-      uint64_t n = 0;
-      if (!v || !parse_u64(v, &n) || n == 0 || n > (1u << 30)) {
-        std::fprintf(stderr, "fabtrace record: bad %s\n", a.c_str());
-        return 2;
-      }
-      if (a == "--usdt-rate") opt.bpf.usdt_rate = static_cast<uint32_t>(n);
-      if (a == "--max-log-mb") opt.max_log_bytes = n << 20;
-    } else if (a == "--no-preload") {
-      preload = false;
-    } else if (a == "--list") {
-      list = true;
-    } else {
-      std::fprintf(stderr, "fabtrace record: unknown option %s\n", a.c_str());
-      usage(stderr);
-      return 2;
-    }
-  }
+  if (!args.dir.empty())
+    opt.dir = args.dir;
+  else if (const char* d = std::getenv("FABTRACE_DIR"); d && *d)
+    opt.dir = d;
+  for (const uint64_t p : args.pids) opt.pids.push_back(static_cast<pid_t>(p));
+  opt.discover = !args.only_pids;
+  opt.bpf.polls = args.polls;
+  opt.bpf.net_all = args.net_all;
+  opt.bpf.min_offcpu_ns = args.min_offcpu_us * 1000;
+  opt.bpf.uprobes = args.uprobes;
+  if (!args.uprobe_providers.empty()) opt.uprobe_providers = split_commas(args.uprobe_providers);
+  opt.symbols_file = args.symbols;
+  opt.uprobe_by_name = args.uprobe_by_name;
+  opt.bpf.uprobe_perf_events = args.uprobe_perf_events;
+  if (args.usdt_rate) opt.bpf.usdt_rate = static_cast<uint32_t>(args.usdt_rate);
+  if (args.max_log_mb) opt.max_log_bytes = args.max_log_mb << 20;
+  const uint64_t duration_s = args.duration_s;
+  const bool list = args.list, preload = !args.no_preload;
+  const std::vector<std::string>& cmd = args.command;
   if ((opt.uprobe_by_name || !opt.symbols_file.empty() || opt.bpf.uprobe_perf_events) &&
       !opt.bpf.uprobes) {
     std::fprintf(stderr,
@@ -202,7 +151,7 @@ int cmd_record(int argc, char** argv) {
     size_t b = lib.find(':', a);
     if (b == std::string::npos) b = lib.size();
     const std::string one = lib.substr(a, b - a);
-    if (one.size() >= 14 && one.compare(one.size() - 14, 14, "libfabtrace.so") == 0)
+    if (is_preload_file_name(one.substr(one.find_last_of('/') + 1)))
       opt.bpf.usdt_libraries.push_back(one);
     a = b + 1;
   }
@@ -220,6 +169,14 @@ int cmd_record(int argc, char** argv) {
   if (!cmd.empty() && preload && lib.empty()) {
     std::fprintf(stderr, "fabtrace record: libfabtrace.so not found (set FABTRACE_PRELOAD)\n");
     return 2;
+  }
+  {
+    std::string why;
+    opt.dir = prepare_output_dir(opt.dir, &why);  // a template expands here (%p: this pid)
+    if (opt.dir.empty()) {
+      std::fprintf(stderr, "fabtrace record: %s\n", why.c_str());
+      return 2;
+    }
   }
   for (const std::string& c : cmd) opt.command += (opt.command.empty() ? "" : " ") + c;
 

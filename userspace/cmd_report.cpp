@@ -16,9 +16,11 @@
 
 #include "common/printable.h"
 #include "common/safe_output.h"
+#include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/manifest.h"
 #include "userspace/report/otf2_export.h"
 #include "userspace/report/perfetto_trace.h"
 #include "userspace/report/slowest_ops.h"
@@ -34,140 +36,64 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]\n"
-               "                       [--kernel-events] [--otf2] [--threads N] [--mpi]\n"
-               "                       [--trace-per-rank] [--zstd-links-above N]\n"
-               "  DIR      the job's per-rank outputs (FABTRACE_DIR of the run), read recursively\n"
-               "  OUTDIR   where report.html, links.csv/json, nics.csv/json and the Perfetto\n"
-               "           trace go (default DIR/fabtrace-report)\n"
-               "  --top N  rows per list of the summary (default 5), and slowest ops listed\n"
-               "           (default 10)\n"
-               "  --kernel-events  also OUTDIR/kernel_events.csv: every event of the kernel\n"
-               "           logs (fabtrace record) under DIR\n"
-               "  --otf2   also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)\n"
-               "  --threads N  threads that read the ranks' reports (default: one per core);\n"
-               "           the outputs are the same for any N\n"
-               "  --zstd-links-above N  a job of more than N link rows (default 100000) gets\n"
-               "           links.csv.zst (zstd of links.csv) and no links.json; 0: always\n"
-               "  --trace-per-rank  the Perfetto trace as one file per rank,\n"
-               "           trace.r<rank>.pftrace (and trace.kernel.<host>.pftrace per node\n"
-               "           with a kernel log), instead of trace.pftrace\n"
-               "  --mpi    under mpirun -np K: the K processes share the ranks: each parses\n"
-               "           its share of the reports (N threads each), reads its ranks'\n"
-               "           per-op timelines and writes their per-rank trace files; process 0\n"
-               "           merges and writes the same outputs as without --mpi\n");
-}
-
-// A whole number, 0 or more.
-bool parse_count(const char* s, size_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno || !end || *end || end == s || s[0] == '-') return false;
-  *out = static_cast<size_t>(v);
-  return true;
-}
-
-// A number from 1 to 100000.
-bool parse_size(const char* s, size_t* out) {
-  size_t v = 0;
-  if (!parse_count(s, &v) || v == 0 || v > 100000) return false;
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
-int cmd_report(int argc, char** argv) {
-  std::string dir, out_dir;
-  bool have_dir = false, html = true, trace = true, kernel_events = false, otf2 = false;
-  bool mpi = false, trace_per_rank = false;
-  size_t top = 5, threads = 0, zstd_links_above = report::kZstdLinksAbove;
-  bool top_given = false;
-  for (int i = 0; i < argc; ++i) {
-    const char* a = argv[i];
-    if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!std::strcmp(a, "-o") || !std::strcmp(a, "--output") || !std::strcmp(a, "--top") ||
-        !std::strcmp(a, "--threads") || !std::strcmp(a, "--zstd-links-above")) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "fabtrace report: %s needs a value\n", a);
-        return 2;
-      }
-      if (!std::strcmp(a, "--zstd-links-above")) {
-        if (!parse_count(argv[++i], &zstd_links_above)) {
-          std::fprintf(stderr,
-                       "fabtrace report: --zstd-links-above takes a number of rows, not '%s'\n",
-                       argv[i]);
-          return 2;
-        }
-      } else if (!std::strcmp(a, "--threads")) {
-        if (!parse_size(argv[++i], &threads) || threads > 1024) {
-          std::fprintf(stderr,
-                       "fabtrace report: --threads takes a number from 1 to 1024, not '%s'\n",
-                       argv[i]);
-          return 2;
-        }
-      } else if (!std::strcmp(a, "--top")) {
-        top_given = true;
-        if (!parse_size(argv[++i], &top)) {
-          std::fprintf(stderr, "fabtrace report: --top takes a number from 1 to 100000, not '%s'\n",
-                       argv[i]);
-          return 2;
-        }
-      } else {
-        out_dir = argv[++i];
-      }
-      continue;
-    }
-    if (!std::strncmp(a, "--output=", 9)) {
-      out_dir = a + 9;
-      continue;
-    }
-    if (!std::strcmp(a, "--no-html")) {
-      html = false;
-      continue;
-    }
-    if (!std::strcmp(a, "--no-trace")) {
-      trace = false;
-      continue;
-    }
-    if (!std::strcmp(a, "--kernel-events")) {
-      kernel_events = true;
-      continue;
-    }
-    if (!std::strcmp(a, "--otf2")) {
-      otf2 = true;
-      continue;
-    }
-    if (!std::strcmp(a, "--mpi")) {
-      mpi = true;
-      continue;
-    }
-    if (!std::strcmp(a, "--trace-per-rank")) {
-      trace_per_rank = true;
-      continue;
-    }
-    if (a[0] == '-' && a[1] != '\0') {
-      std::fprintf(stderr, "fabtrace report: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-    if (have_dir) {
-      std::fprintf(stderr, "fabtrace report: one directory only ('%s' and '%s')\n", dir.c_str(), a);
-      return 2;
-    }
-    dir = a;
-    have_dir = true;
-  }
-  if (!have_dir) {
-    usage(stderr);
-    return 2;
-  }
+void add_report_command(cli::Cli& cli, CLI::App& parent) {
+  auto a = std::make_shared<ReportArgs>();
+  a->zstd_links_above = report::kZstdLinksAbove;
+  CLI::App* c = cli.add_command(
+      parent, "report",
+      "the whole job from every rank's outputs under DIR: a summary on stdout (slowest and "
+      "outlier links, NIC bandwidth, CQ poll gaps, receives posted late, errors), and in OUTDIR "
+      "report.html, the link and NIC tables (CSV, JSON) and a Perfetto trace; --otf2 adds an "
+      "OTF2 archive, --mpi shares the work among the processes of mpirun",
+      [a] { return job_report(*a); });
+  cli.require(c->add_option("DIR", a->dir,
+                            "the job's per-rank outputs (FABTRACE_DIR of the run), read "
+                            "recursively"));
+  c->add_option("-o,--output", a->out_dir,
+                "where report.html, links.csv/json, nics.csv/json and the Perfetto trace go "
+                "(default DIR/fabtrace-report)")
+      ->type_name("OUTDIR");
+  cli::add_number(c, "--top",
+                  "rows per list of the summary (default 5), and slowest ops listed (default 10)",
+                  1, 100000, [a](uint64_t v) {
+                    a->top = v;
+                    a->top_given = true;
+                  });
+  c->add_flag("--no-html", a->no_html, "no report.html");
+  c->add_flag("--no-trace", a->no_trace, "no Perfetto trace");
+  c->add_flag("--kernel-events", a->kernel_events,
+              "also OUTDIR/kernel_events.csv: every event of the kernel logs (fabtrace record) "
+              "under DIR");
+  c->add_flag("--otf2", a->otf2,
+              "also an OTF2 archive, OUTDIR/otf2/trace.otf2 (Vampir, otf2-print)");
+  cli::add_number(c, "--threads",
+                  "threads that read the ranks' reports (default: one per core); the outputs "
+                  "are the same for any N",
+                  1, 1024, [a](uint64_t v) { a->threads = v; });
+  cli::add_number(c, "--zstd-links-above",
+                  "a job of more than N link rows (default " +
+                      std::to_string(report::kZstdLinksAbove) +
+                      ") gets links.csv.zst (zstd of links.csv) and no links.json; 0: always",
+                  0, UINT64_MAX, [a](uint64_t v) { a->zstd_links_above = v; });
+  c->add_flag("--trace-per-rank", a->trace_per_rank,
+              "the Perfetto trace as one file per rank, trace.r<rank>.pftrace (and "
+              "trace.kernel.<host>.pftrace per node with a kernel log), instead of "
+              "trace.pftrace");
+  c->add_flag("--mpi", a->mpi,
+              "under mpirun -np K: the K processes share the ranks: each parses its share of "
+              "the reports (N threads each), reads its ranks' per-op timelines and writes their "
+              "per-rank trace files; process 0 merges and writes the same outputs as without "
+              "--mpi");
+}
+
+int job_report(const ReportArgs& args) {
+  std::string dir = args.dir, out_dir = args.out_dir;
+  const bool html = !args.no_html, trace = !args.no_trace, kernel_events = args.kernel_events;
+  const bool otf2 = args.otf2, mpi = args.mpi, trace_per_rank = args.trace_per_rank;
+  const size_t top = args.top, threads = args.threads, zstd_links_above = args.zstd_links_above;
+  const bool top_given = args.top_given;
   if (mpi && !FABTRACE_HAVE_MPI) {
     std::fprintf(stderr,
                  "fabtrace report: --mpi: this fabtrace was built without MPI (libopenmpi-dev)\n");
@@ -322,6 +248,13 @@ int cmd_report(int argc, char** argv) {
     }
   }
   outputs.insert(outputs.end(), trace_files.begin(), trace_files.end());
+  // What was written and from what: the tables' writer and job (manifest.h).
+  if (report::write_manifest(job, dir, out_dir, outputs, &err)) {
+    outputs.push_back(out_dir + "/manifest.json");
+  } else {
+    std::fprintf(stderr, "fabtrace report: %s\n", err.c_str());
+    rc = 1;
+  }
 
   report::SummaryOptions sopt;
   sopt.dir = dir;

@@ -1,26 +1,71 @@
-// Subcommands of the `fabtrace` command.
+// Subcommands of the `fabtrace` command: each declares its options on the one
+// parser (userspace/cli/cli.h) and calls its work, which takes the parsed
+// arguments. fabtrace(1) and fabtrace-<command>(1) are generated from these
+// declarations (docs/man), and so is the bash completion.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <set>
 #include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace fabtrace {
 
-// fabtrace run [--dir DIR] [--stderr] -- CMD [ARGS...]
-int cmd_run(int argc, char** argv);
+namespace cli {
+class Cli;
+}
 
-// fabtrace record [-o DIR] [--duration S] [--pid PID]... [--polls] [--list] [-- CMD ...]
-int cmd_record(int argc, char** argv);
+// fabtrace run [--dir DIR] [--stderr] [--] CMD [ARGS...]
+struct RunArgs {
+  std::string dir;  // "" : FABTRACE_DIR, else "."
+  bool to_stderr = false;
+  std::vector<std::string> command;
+};
+void add_run_command(cli::Cli& cli, CLI::App& parent);
+int run_traced(const RunArgs& args);
 
-// fabtrace export ops FILE [--csv] [-o OUT]
-int cmd_export(int argc, char** argv);
+// fabtrace record [options] [-- CMD [ARGS...]]
+struct RecordArgs {
+  std::string dir;  // "" : FABTRACE_DIR, else "."
+  uint64_t duration_s = 0;
+  std::vector<uint64_t> pids;
+  bool only_pids = false, polls = false, net_all = false, no_preload = false, list = false;
+  uint64_t min_offcpu_us = 0;
+  uint64_t usdt_rate = 0, max_log_mb = 0;  // 0: the collector's defaults
+  bool uprobes = false, uprobe_by_name = false, uprobe_perf_events = false;
+  std::string uprobe_providers, symbols;
+  std::vector<std::string> command;
+};
+void add_record_command(cli::Cli& cli, CLI::App& parent);
+int record_session(const RecordArgs& args);
 
-// fabtrace report DIR [-o OUTDIR] [--top N] [--no-html] [--no-trace]
-int cmd_report(int argc, char** argv);
+// fabtrace report DIR [options]
+struct ReportArgs {
+  std::string dir, out_dir;
+  uint64_t top = 5;
+  bool top_given = false;
+  bool no_html = false, no_trace = false, kernel_events = false, otf2 = false, mpi = false;
+  bool trace_per_rank = false;
+  uint64_t threads = 0;
+  uint64_t zstd_links_above = 0;  // set to report::kZstdLinksAbove by the declaration
+};
+void add_report_command(cli::Cli& cli, CLI::App& parent);
+int job_report(const ReportArgs& args);
 
-// fabtrace export kernel FILE [--csv] [--kind K,...] [--top N]
-int cmd_export_kernel(int argc, char** argv);
+// fabtrace export ops|marks|kernel FILE [options]
+void add_export_command(cli::Cli& cli, CLI::App& parent);
+
+// fabtrace version (and fabtrace --version)
+void add_version_command(cli::Cli& cli, CLI::App& parent);
+// fabtrace's version, `git describe` at build time, and the libfabric and
+// libbpf it runs with, one per line. Returns 0, or 1 when `out` fails.
+int print_version(std::FILE* out);
+
 // Writes the kernel log `in` (fabtrace record) as text or CSV to `out`, one row
 // per event (only `kinds` when not empty; only the `top` longest, longest first,
 // when not 0). Returns 0, or 1 when `in` is unusable or the output fails.
@@ -33,8 +78,10 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
 // CLOCK_MONOTONIC ns). Messages go to stderr. Returns the exit code: 0, or 1
 // when `in` is missing, not an oplog, unreadable, or `out` fails.
 int export_ops_csv(const std::string& in, std::FILE* out);
-// fabtrace export marks FILE [--csv]: the marks of an oplog (time_ns,kind,name,tid).
-int cmd_export_marks(int argc, char** argv);
+// The same into the file `out_path` ("" or "-": stdout), created only once
+// `in` has been found to be an oplog.
+int export_ops(const std::string& in, const std::string& out_path);
+// The marks of an oplog as CSV (time_ns,kind,name,tid).
 int export_marks_csv(const std::string& in, std::FILE* out);
 
 }  // namespace fabtrace

@@ -20,15 +20,6 @@ namespace fabtrace {
 
 namespace {
 
-void usage(std::FILE* f) {
-  std::fprintf(f,
-               "usage: fabtrace export kernel FILE [--csv] [--kind K[,K...]] [--top N]\n"
-               "  --kind   only these kinds (offcpu, irq, softirq, faults, retransmit, drop,\n"
-               "           cxi_work, cxi_err, thread, stall, slow_op, op_error, poll, exit, mark,\n"
-               "           uprobe_ops, uprobe_cq)\n"
-               "  --top N  only the N longest events, longest first\n");
-}
-
 void write_row(std::FILE* out, bool csv, uint64_t t0, const KernelRow& row, bool* ok) {
   int n;
   if (csv) {
@@ -152,57 +143,6 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
     return 1;
   }
   return 0;
-}
-
-int cmd_export_kernel(int argc, char** argv) {
-  std::string in;
-  bool csv = false;
-  std::set<std::string> kinds;
-  size_t top = 0;
-  for (int i = 0; i < argc; ++i) {
-    const char* a = argv[i];
-    if (!std::strcmp(a, "--csv")) {
-      csv = true;
-    } else if (!std::strcmp(a, "--kind") && i + 1 < argc) {
-      std::stringstream ss(argv[++i]);
-      std::string k;
-      while (std::getline(ss, k, ',')) {
-        bool known = false;
-        for (uint16_t n = 1; n < FT_EV_KINDS; ++n) known = known || kernel_log::kind_name(n) == k;
-        if (!known) {
-          std::fprintf(stderr, "fabtrace export kernel: unknown kind '%s'\n", k.c_str());
-          usage(stderr);
-          return 2;
-        }
-        kinds.insert(k);
-      }
-    } else if (!std::strcmp(a, "--top") && i + 1 < argc) {
-      char* end = nullptr;
-      const unsigned long n = std::strtoul(argv[++i], &end, 10);
-      if (*end || n == 0 || n > 1000000) {
-        std::fprintf(stderr, "fabtrace export kernel: bad --top (1 .. 1000000)\n");
-        return 2;
-      }
-      top = n;
-    } else if (!std::strcmp(a, "-h") || !std::strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (a[0] == '-' && a[1]) {
-      std::fprintf(stderr, "fabtrace export kernel: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!in.empty()) {
-      std::fprintf(stderr, "fabtrace export kernel: more than one input file\n");
-      return 2;
-    } else {
-      in = a;
-    }
-  }
-  if (in.empty()) {
-    usage(stderr);
-    return 2;
-  }
-  return export_kernel(in, csv, kinds, top, stdout);
 }
 
 }  // namespace fabtrace

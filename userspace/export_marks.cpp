@@ -52,21 +52,4 @@ int export_marks_csv(const std::string& in, std::FILE* out) {
   return std::fflush(out) == 0 && !std::ferror(out) ? 0 : 1;
 }
 
-int cmd_export_marks(int argc, char** argv) {
-  std::string in;
-  for (int i = 0; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--csv")) continue;
-    if (argv[i][0] == '-' || !in.empty()) {
-      std::fprintf(stderr, "usage: fabtrace export marks FILE [--csv]\n");
-      return 2;
-    }
-    in = argv[i];
-  }
-  if (in.empty()) {
-    std::fprintf(stderr, "usage: fabtrace export marks FILE [--csv]\n");
-    return 2;
-  }
-  return export_marks_csv(in, stdout);
-}
-
 }  // namespace fabtrace

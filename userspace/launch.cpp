@@ -6,9 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+
+#include "common/path_template.h"
+#include "common/printable.h"
 
 extern char** environ;
 
@@ -34,15 +38,35 @@ bool is_file(const std::string& p) {
 
 std::string find_preload() {
   if (const char* e = std::getenv("FABTRACE_PRELOAD")) return e;
+  // Relative to this executable: an install (bin/ -> lib/<multiarch>/, under
+  // whatever prefix it went), then the build tree (userspace/ -> preload/).
   const std::string d = self_dir();
-  for (const std::string& c : {d + "/../preload/libfabtrace.so", d + "/../lib/libfabtrace.so",
-                               d + "/../lib/fabtrace/libfabtrace.so", d + "/libfabtrace.so"}) {
+  for (const std::string& c : {d + "/" FABTRACE_BIN_TO_LIB "/" FABTRACE_PRELOAD_NAME,
+                               d + "/" FABTRACE_BUILD_TO_PRELOAD "/" FABTRACE_PRELOAD_NAME}) {
     if (is_file(c)) {
       char real[PATH_MAX];
       return realpath(c.c_str(), real) ? std::string(real) : c;
     }
   }
   return "";
+}
+
+std::string prepare_output_dir(const std::string& dir, std::string* error) {
+  if (!is_path_template(dir)) {
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "cannot create " + printable(dir) + ": " + std::strerror(errno);
+      return "";
+    }
+    return dir;
+  }
+  std::string path, why;
+  const int fd = open_template_dir(dir, template_values_of_self(), &path, &why);
+  if (fd < 0) {
+    *error = "cannot use the directory " + printable(dir) + ": " + why;
+    return "";
+  }
+  ::close(fd);
+  return path;
 }
 
 pid_t launch(const std::vector<std::string>& argv,

@@ -12,9 +12,16 @@
 
 namespace fabtrace {
 
-// FABTRACE_PRELOAD, else the build tree's preload/ or an install's lib directory,
-// relative to this executable; "" when none is found.
+// FABTRACE_PRELOAD, else libfabtrace.so.<major> in the install's lib directory
+// or the build tree's preload/, relative to this executable; "" when none is
+// found.
 std::string find_preload();
+
+// The output directory of `fabtrace run` / `fabtrace record` from DIR as the
+// user gave it: a template (common/path_template.h) is expanded here (%p: this
+// process) with its own directories created safely; a plain DIR is created
+// when missing (one level). Returns the path, or "" with *error (one line).
+std::string prepare_output_dir(const std::string& dir, std::string* error);
 
 // Starts argv[0] (searched in PATH) with the current environment plus `set`
 // (replacing variables of the same name). Returns the pid, or -1 with a message

@@ -157,6 +157,29 @@ TEST(Preload, InterposesEverySymbolVersion) {
   EXPECT_GE(n, 6);  // libfabric 1.17: fi_getinfo 1.0-1.3, fi_fabric 1.0-1.1
 }
 
+// mpirun -np 2 over libfabric (pml cm, mtl ofi; no shm provider: the ranks
+// talk through the traced data path), then `rest` (-x options and the command).
+std::vector<std::string> mpirun_mtl_ofi(const std::vector<std::string>& rest) {
+  std::vector<std::string> a = {MPIRUN,
+                                "--allow-run-as-root",
+                                "--oversubscribe",
+                                "-np",
+                                "2",
+                                "--mca",
+                                "pml",
+                                "cm",
+                                "--mca",
+                                "mtl",
+                                "ofi",
+                                "--mca",
+                                "mtl_ofi_provider_exclude",
+                                "shm",
+                                "-x",
+                                "ASAN_OPTIONS"};
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
 // Open MPI over libfabric (pml cm, mtl ofi): a real MPI job, two ranks, each
 // writing its own report; every message rank 0 sends, rank 1 receives.
 TEST(Mpi, OpenMpiMtlOfiPingpong) {
@@ -166,29 +189,8 @@ TEST(Mpi, OpenMpiMtlOfiPingpong) {
   const std::string dir = make_temp_dir("mpi");
   const std::string san = SANITIZER_PRELOAD;
   const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
-  const RunResult r = run({MPIRUN,
-                           "--allow-run-as-root",
-                           "--oversubscribe",
-                           "-np",
-                           "2",
-                           "--mca",
-                           "pml",
-                           "cm",
-                           "--mca",
-                           "mtl",
-                           "ofi",
-                           "--mca",
-                           "mtl_ofi_provider_exclude",
-                           "shm",
-                           "-x",
-                           "LD_PRELOAD=" + lib,
-                           "-x",
-                           "FABTRACE_DIR=" + dir,
-                           "-x",
-                           "ASAN_OPTIONS",
-                           MPI_PINGPONG,
-                           "500",
-                           "4096"},
+  const RunResult r = run(mpirun_mtl_ofi({"-x", "LD_PRELOAD=" + lib, "-x", "FABTRACE_DIR=" + dir,
+                                          MPI_PINGPONG, "500", "4096"}),
                           {}, false, 180);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("rank 0: 500 round trips, 0 bad bytes"), std::string::npos) << r.output;
@@ -214,6 +216,36 @@ TEST(Mpi, OpenMpiMtlOfiPingpong) {
   EXPECT_GE(tagged_sent(t0), 500u);
   EXPECT_EQ(tagged_received(t1), tagged_sent(t0));
   EXPECT_EQ(tagged_received(t0), tagged_sent(t1));
+}
+
+// Under a launcher, one `fabtrace run` per rank (mpirun -np 2 fabtrace run --
+// app): each prints the report of its own process tree only, though both
+// write into one directory: two reports in the output, not 2 x 2.
+TEST(Mpi, EachFabtraceRunPrintsOnlyItsOwnRank) {
+  ASSERT_FALSE(std::string(MPI_PINGPONG).empty())
+      << "Open MPI was not found at build time: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_PROGRAM(MPIRUN, "openmpi-bin");
+  const std::string dir = make_temp_dir("mpi-run");
+  const std::string san = SANITIZER_PRELOAD;
+  const std::string lib = san.empty() ? FABTRACE_LIB : san + ":" + FABTRACE_LIB;
+  const RunResult r = run(mpirun_mtl_ofi({"-x", "FABTRACE_PRELOAD=" + lib, FABTRACE_CLI, "run",
+                                          "--dir", dir, "--", MPI_PINGPONG, "200", "4096"}),
+                          {}, false, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0: 200 round trips, 0 bad bytes"), std::string::npos) << r.output;
+  ASSERT_EQ(reports_of_rank(dir, "0").size(), 1u) << r.output;
+  ASSERT_EQ(reports_of_rank(dir, "1").size(), 1u) << r.output;
+  size_t printed = 0, rank0 = 0, rank1 = 0;
+  for (size_t at = r.output.find("[fabtrace] host="); at != std::string::npos;
+       at = r.output.find("[fabtrace] host=", at + 1)) {
+    ++printed;
+    const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    rank0 += line.find(" rank=0 ") != std::string::npos;
+    rank1 += line.find(" rank=1 ") != std::string::npos;
+  }
+  EXPECT_EQ(printed, 2u) << r.output;
+  EXPECT_EQ(rank0, 1u) << r.output;
+  EXPECT_EQ(rank1, 1u) << r.output;
 }
 
 // `fabtrace run` preloads the library and prints the reports of the run.

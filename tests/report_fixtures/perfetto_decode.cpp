@@ -115,6 +115,12 @@ Decoded decode_trace(const std::string& path) {
       if (f.num == 60) td = &f;
       if (f.num == 12) interned = &f;
       if (f.num == 6) snap = &f;
+      if (f.num == 45) {  // SystemInfo
+        std::vector<PbField> si;
+        pb_parse(f.b, &si);
+        for (const PbField& x : si)
+          if (x.num == 4) d.service_version.assign(x.b.begin(), x.b.end());
+      }
     }
     if (seq != PerfettoWriter::kSequenceId) d.bad("packet without the sequence id");
     if (d.packets == 0) {

@@ -45,6 +45,7 @@ struct Decoded {
   std::vector<Descriptor> descs;
   std::vector<TraceEvent> events;
   size_t interned_event_names = 0;
+  std::string service_version;  // SystemInfo.tracing_service_version: the writer
   void bad(const std::string& why) {
     if (ok) problem = why;
     ok = false;

@@ -67,16 +67,21 @@ std::string SyntheticJob::host(int node) {
   return b;
 }
 
-std::string report_json_text(const ProcessReport& r) {
+namespace {
+std::string rendered(void (*write)(std::FILE*, const ProcessReport&), const ProcessReport& r) {
   char* buf = nullptr;
   size_t len = 0;
   std::FILE* f = open_memstream(&buf, &len);
-  write_report_json(f, r);
+  write(f, r);
   std::fclose(f);
   std::string s(buf, len);
   std::free(buf);
   return s;
 }
+}  // namespace
+
+std::string report_json_text(const ProcessReport& r) { return rendered(write_report_json, r); }
+std::string report_text(const ProcessReport& r) { return rendered(write_report_text, r); }
 
 std::string make_fixture_dir(const std::string& tag) {
   const char* base = std::getenv("TMPDIR");

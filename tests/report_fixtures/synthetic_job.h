@@ -85,6 +85,8 @@ std::vector<std::string> write_synthetic_job(const SyntheticJob& job, const std:
 
 // The JSON text the preload's writer makes of a report.
 std::string report_json_text(const ProcessReport& r);
+// The text report the preload's writer makes of it.
+std::string report_text(const ProcessReport& r);
 
 // A new empty directory under $TMPDIR (or /tmp), and its removal.
 std::string make_fixture_dir(const std::string& tag);

@@ -1,4 +1,5 @@
 #include "common/cxi_counters.h"
+#include "common/version.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -888,7 +889,7 @@ TEST_F(CxiCounterStdTest, CsvRoundTrip) {
   std::vector<std::string> lines;
   std::stringstream ss(text);
   for (std::string l; std::getline(ss, l);) lines.push_back(l);
-  ASSERT_GE(lines.size(), 9u);
+  ASSERT_GE(lines.size(), 10u);
   EXPECT_EQ(lines[0], "# fabtrace-counters v1 host=nodeA rank=3 pid=4242");
   EXPECT_EQ(lines[1].rfind("# interval_ms=5 achieved_mean_ms=", 0), 0u) << lines[1];
   EXPECT_NE(lines[1].find(" devices=cxi0,cxi1 counters=" + std::to_string(s.labels().size()) +
@@ -899,12 +900,13 @@ TEST_F(CxiCounterStdTest, CsvRoundTrip) {
             "# clock t_mono_ns=CLOCK_MONOTONIC ns (same clock as every fabtrace output); "
             "wall_ns=CLOCK_REALTIME; *:telemetry_wall_ns=newest telemetry stamp of that device in "
             "the sample");
-  EXPECT_EQ(lines[3], "# dev cxi0 nic_addr=0x12a0 nid=0x4a0");
-  EXPECT_EQ(lines[4], "# dev cxi1 nic_addr=0x12a1 nid=?");
+  EXPECT_EQ(lines[3], std::string("# writer fabtrace ") + version());
+  EXPECT_EQ(lines[4], "# dev cxi0 nic_addr=0x12a0 nid=0x4a0");
+  EXPECT_EQ(lines[5], "# dev cxi1 nic_addr=0x12a1 nid=?");
   EXPECT_EQ(
-      lines[5].rfind("t_mono_ns,wall_ns,cxi0:telemetry_wall_ns,cxi0:hni_sts_tx_ok_octets,", 0), 0u)
-      << lines[5];
-  EXPECT_EQ(lines.size(), 9u);
+      lines[6].rfind("t_mono_ns,wall_ns,cxi0:telemetry_wall_ns,cxi0:hni_sts_tx_ok_octets,", 0), 0u)
+      << lines[6];
+  EXPECT_EQ(lines.size(), 10u);
   EXPECT_EQ(text.back(), '\n');
 
   CounterSeries cs;

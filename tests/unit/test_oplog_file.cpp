@@ -13,12 +13,22 @@
 
 #include "common/input_limits.h"
 #include "common/op_kinds.h"
+#include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 
 namespace fabtrace {
 namespace {
 
 using oplog::OpEntry;
+
+// `fabtrace export ARGS...` on the command's own parser (userspace/cli/cli.h).
+int export_command(const std::vector<std::string>& args) {
+  cli::Cli c;
+  add_export_command(c, c.app());
+  std::vector<std::string> all = {"export"};
+  all.insert(all.end(), args.begin(), args.end());
+  return c.run(all);
+}
 
 std::string read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -545,10 +555,7 @@ TEST_F(OplogFileTest, ExportCsvRowsExact) {
 
   // The same through the command line, into a file.
   const std::string out = path("out.csv");
-  std::vector<std::string> args = {"ops", p, "--csv", "-o", out};
-  std::vector<char*> argv;
-  for (std::string& s : args) argv.push_back(&s[0]);
-  EXPECT_EQ(cmd_export(static_cast<int>(argv.size()), argv.data()), 0);
+  EXPECT_EQ(export_command({"ops", p, "--csv", "-o", out}), 0);
   EXPECT_EQ(read_bytes(out), expect);
 }
 
@@ -618,24 +625,20 @@ TEST_F(OplogFileTest, ExportRejectsMissingAndForeignFiles) {
 
   // -o is not created for a bad input.
   const std::string out = dir_ + "/never.csv";
-  std::vector<std::string> args = {"ops", foreign, "-o", out};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(&a[0]);
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cmd_export(static_cast<int>(argv.size()), argv.data()), 1);
+  EXPECT_EQ(export_command({"ops", foreign, "-o", out}), 1);
   ::testing::internal::GetCapturedStderr();
   EXPECT_NE(access(out.c_str(), F_OK), 0);
 }
 
 TEST_F(OplogFileTest, ExportCommandLineErrors) {
-  const auto run = [](std::vector<std::string> args) {
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(&a[0]);
+  std::string err;
+  const auto run = [&err](std::vector<std::string> args) {
     ::testing::internal::CaptureStderr();
     ::testing::internal::CaptureStdout();
-    const int rc = cmd_export(static_cast<int>(argv.size()), argv.data());
+    const int rc = export_command(args);
     ::testing::internal::GetCapturedStdout();
-    ::testing::internal::GetCapturedStderr();
+    err = ::testing::internal::GetCapturedStderr();
     return rc;
   };
   EXPECT_EQ(run({}), 2);
@@ -643,6 +646,8 @@ TEST_F(OplogFileTest, ExportCommandLineErrors) {
   EXPECT_EQ(run({"ops"}), 2);
   EXPECT_EQ(run({"ops", "a", "b"}), 2);
   EXPECT_EQ(run({"ops", "a", "--json"}), 2);
+  // One line, naming the flag.
+  EXPECT_EQ(err, "fabtrace export ops: unknown option --json (fabtrace export ops --help)\n");
   EXPECT_EQ(run({"ops", "a", "-o"}), 2);
   EXPECT_EQ(run({"ops", "--help"}), 0);
 }

@@ -40,6 +40,14 @@ TEST(ProcScan, ParseMaps) {
   EXPECT_EQ(preload, "/opt/fabtrace/lib/libfabtrace.so");
   EXPECT_EQ(fabric, "/usr/lib64/libfabric.so.1.18.0");
 
+  // An install preloads the SONAME link; the loader maps the versioned file.
+  preload.clear();
+  fabric.clear();
+  parse_maps("7f00-7f01 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libfabtrace.so.0.9.0\n", &preload,
+             &fabric);
+  EXPECT_EQ(preload, "/usr/lib/x86_64-linux-gnu/libfabtrace.so.0.9.0");
+  EXPECT_TRUE(is_preload_file_name("libfabtrace.so.0"));
+
   // The first mapping of each wins; names that only look alike do not count.
   preload.clear();
   fabric.clear();
@@ -48,7 +56,10 @@ TEST(ProcScan, ParseMaps) {
       "2000-3000 r-xp 0 0:0 1 /b/libfabric.so.1\n"
       "3000-4000 r-xp 0 0:0 1 /c/libfabtrace.so.bak\n"
       "4000-5000 r-xp 0 0:0 1 /d/libfabtrace.so/x\n"
-      "5000-6000 r-xp 0 0:0 1 /e/mylibfabtrace.so\n",
+      "5000-6000 r-xp 0 0:0 1 /e/mylibfabtrace.so\n"
+      "6000-7000 r-xp 0 0:0 1 /f/libfabtrace.so.\n"
+      "7000-8000 r-xp 0 0:0 1 /g/libfabtrace.so.0..1\n"
+      "8000-9000 r-xp 0 0:0 1 /h/libfabtrace.so.0a\n",
       &preload, &fabric);
   EXPECT_EQ(preload, "");
   EXPECT_EQ(fabric, "/a/libfabric.so");

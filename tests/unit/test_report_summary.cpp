@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/version.h"
 #include "tests/report_fixtures/synthetic_job.h"
 #include "tests/report_fixtures/synthetic_tables.h"
 #include "userspace/report/job.h"
@@ -280,7 +281,8 @@ TEST(ReportSummary, ShapeOpsAndProblems) {
   opt.dir = "/scratch/run42";
   opt.outputs = {"/o/report.html", "/o/links.csv"};
   const std::string s = summary_text(job, opt);
-  EXPECT_EQ(lines_of(s)[0], "fabtrace report of /scratch/run42");
+  EXPECT_EQ(lines_of(s)[0],
+            "fabtrace report of /scratch/run42, by fabtrace " + std::string(version()));
   EXPECT_NE(s.find("2 nodes (node01, node02), 4 ranks, 4 NICs (4 devices)"), std::string::npos)
       << s;
   EXPECT_NE(s.find(fmt_count(sj.ops) + " ops (" + fmt_count(sj.completed) + " completed)"),

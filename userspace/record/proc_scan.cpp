@@ -77,6 +77,17 @@ bool parse_endpoint(const std::string& s, bool v6, uint8_t addr[16], uint16_t* p
 
 }  // namespace
 
+bool is_preload_file_name(const std::string& name) {
+  static const std::string kName = "libfabtrace.so";
+  if (name.compare(0, kName.size(), kName) != 0) return false;
+  // libfabtrace.so, or a versioned file of it: libfabtrace.so.0, libfabtrace.so.0.9.0
+  if (name.size() == kName.size()) return true;
+  if (name[kName.size()] != '.' || name.back() == '.') return false;
+  for (size_t i = kName.size(); i < name.size(); ++i)
+    if (name[i] != '.' && (name[i] < '0' || name[i] > '9')) return false;
+  return name.find("..") == std::string::npos;
+}
+
 void parse_maps(const std::string& text, std::string* preload, std::string* libfabric,
                 std::string* preload_range) {
   std::istringstream in(text);
@@ -86,7 +97,7 @@ void parse_maps(const std::string& text, std::string* preload, std::string* libf
     if (slash == std::string::npos) continue;
     const std::string path = line.substr(slash);
     const std::string name = base_name(path);
-    if (preload->empty() && name == "libfabtrace.so") {
+    if (preload->empty() && is_preload_file_name(name)) {
       *preload = path;
       if (preload_range) *preload_range = line.substr(0, line.find(' '));
     }

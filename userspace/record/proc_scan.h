@@ -54,6 +54,11 @@ class ProcScanner {
   std::string root_;
 };
 
+// The preload's file: libfabtrace.so or a versioned one (libfabtrace.so.0,
+// libfabtrace.so.0.9.0: what the loader maps when the SONAME link is
+// preloaded). A base name, not a path.
+bool is_preload_file_name(const std::string& name);
+
 // Parsers, exposed for the tests.
 // A /proc/PID/maps text: the paths of the preload and of libfabric, if mapped,
 // and the address range of the preload's first mapping.

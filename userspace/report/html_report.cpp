@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "common/safe_output.h"
+#include "common/version.h"
 #include "userspace/report/html_sections.h"
+#include "userspace/report/job_identity.h"
 #include "userspace/report/slowest_ops.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/svg.h"
@@ -49,7 +51,26 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
     const std::string name = slash == std::string::npos ? o : o.substr(slash + 1);
     h.raw("<a href=\"" + escape(name) + "\">" + escape(name) + "</a>");
   }
-  h.raw("</nav>\n</header>\n");
+  h.raw("</nav>\n");
+  // Which job: the launcher's ids, the command, the ranks' fabtrace versions.
+  {
+    const JobIdentity id = job_identity(job);
+    const size_t n = job.ranks.size();
+    std::string who = tally_text(id.jobs, n);
+    const std::string cmd = tally_text(id.commands, n, 2);
+    if (!cmd.empty()) who += (who.empty() ? "" : " \u00b7 ") + cmd;
+    if (!who.empty()) {
+      h.raw("<div class=\"sub\">");
+      h.text(who);
+      h.raw("</div>\n");
+    }
+    if (const std::string note = versions_note(id, n); !note.empty()) {
+      h.raw("<div class=\"sub\">");
+      h.text(note);
+      h.raw("</div>\n");
+    }
+  }
+  h.raw("</header>\n");
 
   html_page::section_shape(job, &h);
   html_page::section_heatmaps(job, &h);
@@ -64,7 +85,9 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   html_page::section_problems(job, opt, &h);
   html_page::section_ranks(job, opt, &h);
   html_page::section_kernel_nodes(job, &h);
-  h.raw("<footer>Written by fabtrace report. Every link row is in ");
+  h.raw("<footer>Written by fabtrace ");
+  h.text(version());
+  h.raw(" (fabtrace report). Every link row is in ");
   h.text(opt.links_table == "links.csv" ? "links.csv / links.json" : opt.links_table);
   h.raw(", every NIC in nics.csv / nics.json.</footer>\n");
   h.raw("<script>");

@@ -17,6 +17,9 @@
 #include "common/counter_csv.h"
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
+#include "common/report_writer.h"
+#include "common/version.h"
+#include "userspace/report/job_identity.h"
 
 namespace fabtrace::report {
 
@@ -57,6 +60,7 @@ class Exporter {
   bool run(const std::string& dir, std::string* error);
 
  private:
+  bool set_properties();
   bool check(OTF2_ErrorCode rc, const char* what) {
     if (rc == OTF2_SUCCESS) return true;
     if (error_.empty()) error_ = std::string(what) + ": " + OTF2_Error_GetDescription(rc);
@@ -405,6 +409,27 @@ bool Exporter::write_defs() {
   return ok && check(OTF2_Archive_CloseGlobalDefWriter(archive_, g), "closing the definitions");
 }
 
+// The archive's properties (in its anchor file, trace.otf2; otf2-print -A):
+// the fabtrace that wrote it and which job it is (job_identity.h).
+bool Exporter::set_properties() {
+  const JobIdentity id = job_identity(job_);
+  const size_t n = job_.ranks.size();
+  std::vector<std::pair<const char*, std::string>> props = {
+      {"FABTRACE::VERSION", version()},
+      {"FABTRACE::JOB", tally_text(id.jobs, n)},
+      {"FABTRACE::COMMAND", tally_text(id.commands, n, 2)},
+      {"FABTRACE::LIBFABRIC", tally_text(id.libfabrics, n)},
+      {"FABTRACE::PROVIDERS", tally_text(id.providers, n)},
+      {"FABTRACE::RANK_VERSIONS", versions_note(id, n)}};
+  if (id.first_start_wall_ns)
+    props.emplace_back("FABTRACE::STARTED", utc_time_text(id.first_start_wall_ns));
+  for (const auto& p : props)
+    if (!p.second.empty() &&
+        !check(OTF2_Archive_SetProperty(archive_, p.first, p.second.c_str(), false), p.first))
+      return false;
+  return true;
+}
+
 bool Exporter::run(const std::string& dir, std::string* error) {
   archive_ = OTF2_Archive_Open(dir.c_str(), "trace", OTF2_FILEMODE_WRITE, 256 * 1024,
                                4 * 1024 * 1024, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
@@ -412,10 +437,13 @@ bool Exporter::run(const std::string& dir, std::string* error) {
     *error = "cannot create the OTF2 archive in " + dir;
     return false;
   }
-  bool ok = check(OTF2_Archive_SetFlushCallbacks(archive_, &kFlush, nullptr), "flush callbacks") &&
-            check(OTF2_Archive_SetSerialCollectiveCallbacks(archive_), "collective callbacks") &&
-            check(OTF2_Archive_SetCreator(archive_, "fabtrace report"), "creator") &&
-            check(OTF2_Archive_OpenEvtFiles(archive_), "opening the event files");
+  bool ok =
+      check(OTF2_Archive_SetFlushCallbacks(archive_, &kFlush, nullptr), "flush callbacks") &&
+      check(OTF2_Archive_SetSerialCollectiveCallbacks(archive_), "collective callbacks") &&
+      check(
+          OTF2_Archive_SetCreator(archive_, (std::string("fabtrace report ") + version()).c_str()),
+          "creator") &&
+      set_properties() && check(OTF2_Archive_OpenEvtFiles(archive_), "opening the event files");
   // The first rank with a wall anchor sets the clock: its monotonic ns as they are.
   for (const Rank& r : job_.ranks)
     if (r.start_wall_ns) {

@@ -114,7 +114,11 @@ void get(Reader& r, CqReport* c) {
 }
 
 void put(Writer& w, const ProcessReport& p) {
-  for (const std::string* s : {&p.host, &p.rank, &p.providers, &p.source}) w.str(*s);
+  for (const std::string* s :
+       {&p.host, &p.rank, &p.providers, &p.source, &p.fabtrace_version, &p.job.command,
+        &p.job.launcher, &p.job.job_id, &p.job.step_id, &p.job.libfabric, &p.job.run_id})
+    w.str(*s);
+  w.num(p.job.start_wall_ns);
   w.num<int64_t>(p.pid);
   w.num(p.start_mono_ns);
   w.num(p.start_wall_ns);
@@ -138,7 +142,11 @@ void put(Writer& w, const ProcessReport& p) {
 }
 
 void get(Reader& r, ProcessReport* p) {
-  for (std::string* s : {&p->host, &p->rank, &p->providers, &p->source}) *s = r.str();
+  for (std::string* s :
+       {&p->host, &p->rank, &p->providers, &p->source, &p->fabtrace_version, &p->job.command,
+        &p->job.launcher, &p->job.job_id, &p->job.step_id, &p->job.libfabric, &p->job.run_id})
+    *s = r.str();
+  p->job.start_wall_ns = r.num<uint64_t>();
   p->pid = static_cast<long>(r.num<int64_t>());
   p->start_mono_ns = r.num<uint64_t>();
   p->start_wall_ns = r.num<uint64_t>();

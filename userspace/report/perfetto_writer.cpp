@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/version.h"
+
 namespace fabtrace::report {
 
 // The clock of the trace.
@@ -76,6 +78,11 @@ bool PerfettoWriter::open(const std::string& path, uint64_t snapshot_ns, std::st
   enc_.add_varint(pf::kClockId, pf::kBuiltinClockRealtime);
   enc_.add_varint(pf::kClockTimestamp, snapshot_ns);
   enc_.end_nested();
+  enc_.end_nested();
+  end_packet();
+  begin_packet(false, snapshot_ns, 0);
+  enc_.begin_nested(pf::kPacketSystemInfo);
+  enc_.add_string(pf::kSiTracingServiceVersion, std::string("fabtrace ") + version());
   enc_.end_nested();
   end_packet();
   return true;

@@ -8,7 +8,9 @@
 // counter_descriptor,process_descriptor,debug_annotation}.proto,
 // interned_data/interned_data.proto, clock_snapshot.proto):
 //   - one packet sequence (trusted_packet_sequence_id = kSequenceId); its first
-//     packet, a ClockSnapshot, carries SEQ_INCREMENTAL_STATE_CLEARED;
+//     packet, a ClockSnapshot, carries SEQ_INCREMENTAL_STATE_CLEARED; the
+//     second, a SystemInfo, names the fabtrace that wrote the trace
+//     (tracing_service_version: "fabtrace 0.9.0 (git ...)");
 //   - TrackDescriptors (process tracks, named child tracks, counter tracks);
 //   - TrackEvents: SLICE_BEGIN / SLICE_END pairs, INSTANTs, COUNTERs, with event
 //     and debug-annotation names interned per file (InternedData in the packet
@@ -42,6 +44,10 @@ constexpr uint32_t kPacketInternedData = 12;
 constexpr uint32_t kPacketSequenceFlags = 13;
 constexpr uint32_t kPacketClockSnapshot = 6;
 constexpr uint32_t kPacketTrackDescriptor = 60;
+constexpr uint32_t kPacketSystemInfo = 45;
+// SystemInfo (system_info.proto): the version of what wrote the trace, shown
+// in the trace's metadata (the UI's "Info and stats").
+constexpr uint32_t kSiTracingServiceVersion = 4;
 constexpr uint32_t kSeqIncrementalStateCleared = 1;
 constexpr uint32_t kSeqNeedsIncrementalState = 2;
 // ClockSnapshot

@@ -356,6 +356,19 @@ void parse_fields(const Node& j, ProcessReport* r) {
   }
   r->providers = get_string(j, "providers", "");
   r->source = get_string(j, "source", "");
+  // Version 3: the writer's version and the job (both absent before).
+  r->fabtrace_version = get_string(j, "fabtrace_version", "");
+  if (Node jb; j.find("job", &jb) && !jb.is_null()) {
+    const Node& o = as_object(jb, "job");
+    JobMeta& m = r->job;
+    m.command = get_string(o, "command", "job.");
+    m.launcher = get_string(o, "launcher", "job.");
+    m.job_id = get_string(o, "job_id", "job.");
+    m.step_id = get_string(o, "step_id", "job.");
+    m.start_wall_ns = get_time_ns(o, "start_wall_ns", "job.");
+    m.libfabric = get_string(o, "libfabric", "job.");
+    m.run_id = get_string(o, "run_id", "job.");
+  }
   r->start_mono_ns = get_time_ns(j, "start_mono_ns", "");
   r->start_wall_ns = get_time_ns(j, "start_wall_ns", "");
   r->duration_s = get_double(j, "duration_s", "", 0.0, limits::kMaxSeconds);

@@ -9,6 +9,9 @@
 #include <set>
 
 #include "common/printable.h"
+#include "common/report_writer.h"
+#include "common/version.h"
+#include "userspace/report/job_identity.h"
 #include "userspace/report/slowest_ops.h"
 
 namespace fabtrace::report {
@@ -223,10 +226,47 @@ double outlier_median_ns(const LinkRow& row) {
 
 // ---- the summary ------------------------------------------------------------------
 
+namespace {
+
+// What the job was, from the ranks' own records: the launcher's job, the
+// command, the first start, the libfabric and providers, and a line when the
+// ranks were written by different fabtrace versions.
+std::string identity_lines(const Job& job, size_t width) {
+  const JobIdentity id = job_identity(job);
+  const size_t n = job.ranks.size();
+  std::string s;
+  const auto line = [&](const char* label, const std::string& text) {
+    if (text.empty()) return;
+    Wrapper w(&s, label, width, " ");
+    for (size_t a = 0; a < text.size();) {
+      size_t b = text.find(' ', a);
+      if (b == std::string::npos) b = text.size();
+      if (b > a) w.add(text.substr(a, b - a));
+      a = b + 1;
+    }
+    w.done();
+  };
+  line("launcher  ", tally_text(id.jobs, n));
+  line("command   ", tally_text(id.commands, n, 2));
+  if (id.first_start_wall_ns)
+    line("started   ", utc_time_text(id.first_start_wall_ns) + " (the first process)");
+  std::string fi = tally_text(id.libfabrics, n);
+  const std::string prov = tally_text(id.providers, n);
+  if (!prov.empty()) fi += (fi.empty() ? "" : "; ") + std::string("providers ") + prov;
+  line("libfabric ", fi);
+  // One line, however long: a script greps for it.
+  if (const std::string note = versions_note(id, n); !note.empty()) s += "versions  " + note + "\n";
+  return s;
+}
+
+}  // namespace
+
 std::string summary_text(const Job& job, const SummaryOptions& opt) {
   std::string s;
   constexpr size_t kWidth = 110;
-  s += "fabtrace report" + (opt.dir.empty() ? std::string() : " of " + printable(opt.dir)) + "\n";
+  s += "fabtrace report" + (opt.dir.empty() ? std::string() : " of " + printable(opt.dir)) +
+       ", by fabtrace " + version() + "\n";
+  s += identity_lines(job, kWidth);
 
   // Job shape.
   const std::vector<std::string> hosts = job.hosts();

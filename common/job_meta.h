@@ -1,0 +1,78 @@
+// Which job a process belongs to, as each rank's report records it (and the
+// job report's summary opens with): the traced program's command line, the
+// job and step ids of the launcher (Slurm, Flux or PMIx: Open MPI's mpirun,
+// PRRTE), when the process started, and the libfabric it ran with. So a
+// directory holding the reports of several jobs can be told apart.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fabtrace {
+
+struct JobMeta {
+  std::string command;   // the command line, arguments joined by blanks, at most kMaxCommandBytes
+  std::string launcher;  // "slurm", "flux", "pmix", or "" when none is seen
+  std::string job_id;    // SLURM_JOB_ID, FLUX_JOB_ID, PMIX_NAMESPACE
+  std::string step_id;   // SLURM_STEP_ID ("" elsewhere)
+  uint64_t start_wall_ns = 0;  // the process's start, CLOCK_REALTIME ns (0: unknown)
+  std::string libfabric;       // "1.17": fi_version() of the libfabric it ran with
+  std::string run_id;          // FABTRACE_RUN_ID: set by `fabtrace run` for its process tree
+};
+
+// Bounds of what is kept from a process: longer text is cut (the command
+// line ends with "..." then).
+constexpr size_t kMaxCommandBytes = 1024;
+constexpr size_t kMaxJobIdBytes = 128;
+
+// The variable `fabtrace run` sets for the processes it starts; each of them
+// records it, so that the run prints only its own process tree's reports.
+constexpr const char* kRunIdVariable = "FABTRACE_RUN_ID";
+
+// The launcher's ids from an environment: `get` returns a variable's value or
+// nullptr (getenv, or a lookup in another process's /proc/PID/environ).
+template <typename Get>
+void job_ids_from(Get get, JobMeta* m);
+
+// This process's JobMeta from its environment and /proc/self; libfabric is
+// left for the caller (common/version.h: libfabric_version()).
+JobMeta job_meta_of_self();
+
+// A command line from /proc/PID/cmdline's bytes (arguments NUL-separated):
+// joined by blanks, control characters escaped (common/printable.h), cut at
+// kMaxCommandBytes.
+std::string command_line_of(const std::string& cmdline_bytes);
+
+// The start of process `pid` (0: this process) in CLOCK_REALTIME ns, from
+// /proc/PID/stat's start time; 0 when it cannot be read.
+uint64_t process_start_wall_ns(pid_t pid);
+
+// "slurm job 1234 step 0", "pmix job 1681457153", "" when none.
+std::string job_text(const JobMeta& m);
+
+// Implementation of the template above.
+template <typename Get>
+void job_ids_from(Get get, JobMeta* m) {
+  const auto cut = [](const char* v) {
+    std::string s(v);
+    if (s.size() > kMaxJobIdBytes) s.resize(kMaxJobIdBytes);
+    return s;
+  };
+  if (const char* j = get("SLURM_JOB_ID"); j && *j) {
+    m->launcher = "slurm";
+    m->job_id = cut(j);
+    if (const char* s = get("SLURM_STEP_ID"); s && *s) m->step_id = cut(s);
+  } else if (const char* f = get("FLUX_JOB_ID"); f && *f) {
+    m->launcher = "flux";
+    m->job_id = cut(f);
+  } else if (const char* p = get("PMIX_NAMESPACE"); p && *p) {
+    m->launcher = "pmix";
+    m->job_id = cut(p);
+  }
+  if (const char* r = get(kRunIdVariable); r && *r) m->run_id = cut(r);
+}
+
+}  // namespace fabtrace
