@@ -143,15 +143,15 @@ TEST_F(PostEvidenceTest, PrePostedAreNotLateLateOnesAre) {
       job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
               rank("h", "1", mono + 3000 * kUs, wall + 3000 * kUs, {{0, kR, "(any)"}}, recvs)});
   const LinkRow& early = row_of(job, "1", "fi_trecv", 1000);
-  EXPECT_EQ(early.posted.logged, 10u);
-  EXPECT_EQ(early.posted.matched, 10u);
-  EXPECT_EQ(early.posted.late, 0u);
-  EXPECT_EQ(early.posted.unknown(), "");
+  EXPECT_EQ(early.posted().logged, 10u);
+  EXPECT_EQ(early.posted().matched, 10u);
+  EXPECT_EQ(early.posted().late, 0u);
+  EXPECT_EQ(early.posted().unknown(), "");
   const LinkRow& late = row_of(job, "1", "fi_trecv", 2000);
-  EXPECT_EQ(late.posted.matched, 10u);
-  EXPECT_EQ(late.posted.late, 10u);
-  EXPECT_DOUBLE_EQ(late.posted.late_median_ns, 1000.0 * kUs);
-  EXPECT_EQ(late.posted.unknown(), "");
+  EXPECT_EQ(late.posted().matched, 10u);
+  EXPECT_EQ(late.posted().late, 10u);
+  EXPECT_DOUBLE_EQ(late.posted().late_median_ns, 1000.0 * kUs);
+  EXPECT_EQ(late.posted().unknown(), "");
 }
 
 // Two hosts whose CLOCK_MONOTONICs are 5000 s apart: the wall anchors align them.
@@ -161,9 +161,9 @@ TEST_F(PostEvidenceTest, AcrossHostsByTheWallAnchors) {
   const uint64_t wall = 1700000000000000000ull;
   Job job = job_of({rank("a", "0", 1000000000000ull, wall, {{0, kS, kR}}, sends),
                     rank("b", "1", 6000000000000ull, wall, {{0, kR, kS}}, recvs)});
-  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.late, 0u);
-  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 10u);
-  EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 10u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().late, 0u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().matched, 10u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().late, 10u);
 }
 
 // No verdict, and a reason, wherever the pairing is not certain.
@@ -176,40 +176,41 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, fewer),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
     const LinkRow& r = row_of(job, "1", "fi_trecv", 1000);
-    EXPECT_EQ(r.posted.matched, 0u);
-    EXPECT_NE(r.posted.unknown().find("19 sends and 20 receives"), std::string::npos)
-        << r.posted.unknown();
+    EXPECT_EQ(r.posted().matched, 0u);
+    EXPECT_NE(r.posted().unknown().find("19 sends and 20 receives"), std::string::npos)
+        << r.posted().unknown();
   }
   {  // sizes that do not pair up in order
     std::vector<Planted> swapped = sends;
     std::swap(swapped[9].start_ns, swapped[10].start_ns);
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, swapped),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted.unknown().find("sizes"), std::string::npos);
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted().unknown().find("sizes"),
+              std::string::npos);
   }
   {  // receives from any source, and two senders to this receiver
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
                       rank("h", "2", mono, wall, {{0, kOther, kR}}, sends),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown().find("several senders"),
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted().unknown().find("several senders"),
               std::string::npos);
   }
   {  // the sender has no timeline
     Rank sender = rank("h", "0", mono, wall, {{0, kS, kR}}, sends);
     sender.oplog_path.clear();
     Job job = job_of({sender, rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown().find("no sender"),
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted().unknown().find("no sender"),
               std::string::npos);
   }
   {  // the receiver has none
     Rank receiver = rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs);
     receiver.oplog_path.clear();
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends), receiver});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 0u);
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.unknown(),
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().late, 0u);
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().unknown(),
               "no per-op timeline of this rank");
   }
 }

@@ -27,6 +27,10 @@ struct ParsedReport {
 // out[i] is the result of paths[i], the same whatever the number of threads.
 std::vector<ParsedReport> parse_reports(const std::vector<std::string>& paths, unsigned threads);
 
+// A parsed report's links (p->report.links) made the job's rows (p->rows),
+// with link_count and unlisted_locals; the links are freed.
+void stage_rows(ParsedReport* p);
+
 // Appends p's byte form to *out. Every field is written, doubles bit for bit,
 // so that the decoded report makes the same outputs as the original.
 void encode_parsed_report(const ParsedReport& p, std::string* out);

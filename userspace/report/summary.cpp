@@ -207,12 +207,14 @@ std::vector<const LinkRow*> outlier_links(const Job& job) {
 std::vector<const LinkRow*> posted_late_rows(const Job& job) {
   std::vector<const LinkRow*> out;
   for (const LinkRow& l : job.links)
-    if (l.row.recv && l.posted.late > 0) out.push_back(&l);
+    if (l.row.recv && l.posted().late > 0) out.push_back(&l);
   std::stable_sort(out.begin(), out.end(), [](const LinkRow* a, const LinkRow* b) {
-    const double sa = static_cast<double>(a->posted.late) / static_cast<double>(a->posted.matched);
-    const double sb = static_cast<double>(b->posted.late) / static_cast<double>(b->posted.matched);
+    const double sa =
+        static_cast<double>(a->posted().late) / static_cast<double>(a->posted().matched);
+    const double sb =
+        static_cast<double>(b->posted().late) / static_cast<double>(b->posted().matched);
     if (sa != sb) return sa > sb;
-    return a->posted.late > b->posted.late;
+    return a->posted().late > b->posted().late;
   });
   return out;
 }
@@ -362,11 +364,11 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     uint64_t matched = 0, rows_matched = 0, no_verdict_rows = 0, no_verdict = 0;
     for (const LinkRow& l : job.links) {
       if (!l.row.recv || l.row.count == 0) continue;
-      matched += l.posted.matched;
-      if (l.posted.matched) ++rows_matched;
-      if (l.posted.matched < l.row.count) {
+      matched += l.posted().matched;
+      if (l.posted().matched) ++rows_matched;
+      if (l.posted().matched < l.row.count) {
         ++no_verdict_rows;
-        no_verdict += l.row.count - l.posted.matched;
+        no_verdict += l.row.count - l.posted().matched;
       }
     }
     s += "receives posted late (after their send was issued, by both ranks' per-op timelines)";
@@ -375,17 +377,17 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
                       : "\n";
     for (size_t i = 0; i < late.size() && i < opt.top; ++i) {
       const LinkRow* l = late[i];
-      s += "  " + row_name(*l) + "  " + fmt_count(l->posted.late) + " of " +
-           fmt_count(l->posted.matched) + " matched posted late, median " +
-           fmt_ns(l->posted.late_median_ns) + " after the send\n";
+      s += "  " + row_name(*l) + "  " + fmt_count(l->posted().late) + " of " +
+           fmt_count(l->posted().matched) + " matched posted late, median " +
+           fmt_ns(l->posted().late_median_ns) + " after the send\n";
     }
     if (late.size() > opt.top)
       s += "  (+" + std::to_string(late.size() - opt.top) + " more rows)\n";
     if (no_verdict_rows) {
       std::string why;
       for (const LinkRow& l : job.links)
-        if (l.row.recv && l.row.count && l.posted.matched < l.row.count && why.empty())
-          why = l.posted.unknown();
+        if (l.row.recv && l.row.count && l.posted().matched < l.row.count && why.empty())
+          why = l.posted().unknown();
       s += "  unknown for " + plural(no_verdict, "receive", "receives") + " in " +
            plural(no_verdict_rows, "row", "rows") + ", e.g.: " + why + "\n";
       s += "  (the evidence: FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 on every rank)\n";
