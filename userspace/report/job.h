@@ -100,6 +100,7 @@ struct LinkExtra {
   PostEvidence posted;
   uint64_t retrans = 0, drops = 0;
 };
+static_assert(alignof(LinkExtra) >= 4, "LinkRow keeps two flags in a LinkExtra's address");
 
 // One row of the job-wide link table: a link (local NIC -> remote NIC) x (op, size).
 // Its names (the local side's host, rank and pid, the addresses, the op) are
@@ -183,19 +184,14 @@ struct LinkRow {
   double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
 
  private:
-  // extra_: a LinkExtra this row owns, the shared not-read one, or none (0);
-  // its lowest bit is kernel_logged (LinkExtras are aligned).
-  static constexpr uintptr_t kKernelLogged = 1;
+  // extra_: a LinkExtra this row owns (kOwned), a shared one, or none (0);
+  // kernel_logged in its lowest bit (LinkExtras are aligned to 8).
+  static constexpr uintptr_t kKernelLogged = 1, kOwned = 2, kTags = 3;
   static const LinkExtra& no_extra();  // no evidence, no reason, no counts
   // Shared: posted().unknown() kPostedNotRead (0), kPostedNoTimeline (1).
   static const LinkExtra& shared_extra(int which);
-  const LinkExtra* extra() const {
-    return reinterpret_cast<const LinkExtra*>(extra_ & ~kKernelLogged);
-  }
-  bool owns_extra() const {
-    const LinkExtra* e = extra();
-    return e && e != &shared_extra(0) && e != &shared_extra(1);
-  }
+  const LinkExtra* extra() const { return reinterpret_cast<const LinkExtra*>(extra_ & ~kTags); }
+  bool owns_extra() const { return (extra_ & kOwned) != 0; }
   LinkExtra* own_extra();
   void free_extra() {
     if (owns_extra()) delete extra();
@@ -208,9 +204,9 @@ struct LinkRow {
     op_ = o.op_;
   }
   void copy_extra(const LinkRow& o) {
-    extra_ = o.owns_extra() ? reinterpret_cast<uintptr_t>(new LinkExtra(*o.extra())) |
-                                  (o.extra_ & kKernelLogged)
-                            : o.extra_;
+    extra_ = o.owns_extra()
+                 ? reinterpret_cast<uintptr_t>(new LinkExtra(*o.extra())) | (o.extra_ & kTags)
+                 : o.extra_;
   }
 
   const RowOwner* owner_ = &no_owner();
@@ -283,6 +279,26 @@ struct ParsedReport;  // parsed_report.h
 using ReportParser = std::function<bool(const std::vector<std::string>& paths,
                                         std::vector<ParsedReport>* out, std::string* error)>;
 
+// Where load_job's time went, when LoadOptions::stats asks for it
+// (bench/report_phases): CPU time of the process (all threads: user + system)
+// by step, and the parsing threads' own CPU time by part of a report.
+struct LoadStats {
+  size_t reports = 0, other_files = 0;  // report JSONs; timelines, counters, kernel logs
+  size_t rows = 0;
+  uint64_t report_bytes = 0;
+  double find_s = 0;    // walking DIR: directories listed, names told apart
+  double parse_s = 0;   // reading and parsing the reports (the parsing threads)
+  double attach_s = 0;  // the ranks merged in file order; timelines, counters, kernel logs
+  double tables_s = 0;  // the job's tables: ranks sorted, rows, NICs, stalls, outliers
+  double match_s = 0;   // receives matched to sends (the timelines)
+  // Within parse_s, summed over the parsing threads (their thread CPU time):
+  double open_read_s = 0;  // open, fstat, read, close of each report
+  double head_s = 0;       // a report's own fields, NICs and CQs parsed (per file)
+  double rows_s = 0;       // its link rows parsed (per row)
+  double fallback_s = 0;   // reports the one pass did not take, parsed whole
+  size_t fallbacks = 0;
+};
+
 struct LoadOptions {
   // Directories under dir not to walk (the report's own output directory).
   std::vector<std::string> exclude_dirs;
@@ -295,6 +311,8 @@ struct LoadOptions {
   // When set, called instead of match_receives_to_sends(job) once the job's
   // tables are built (report_mpi.cpp: the timelines read by every process).
   std::function<void(Job*)> match_receives;
+  // When set, filled with where the time went (costs a few system calls a report).
+  LoadStats* stats = nullptr;
 };
 bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error);
 

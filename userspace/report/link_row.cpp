@@ -29,7 +29,7 @@ LinkExtra* LinkRow::own_extra() {
   if (!owns_extra()) {
     const LinkExtra* shared = extra();
     auto* mine = shared ? new LinkExtra(*shared) : new LinkExtra;
-    extra_ = reinterpret_cast<uintptr_t>(mine) | (extra_ & kKernelLogged);
+    extra_ = reinterpret_cast<uintptr_t>(mine) | kOwned | (extra_ & kKernelLogged);
   }
   return const_cast<LinkExtra*>(extra());
 }

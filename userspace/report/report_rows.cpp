@@ -7,6 +7,8 @@
 #include <emmintrin.h>
 #endif
 
+#include <time.h>
+
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -427,8 +429,18 @@ class LinksReader {
 
 }  // namespace
 
-bool parse_report_rows_fast(const std::string& text, ParsedReport* out) {
-  thread_local std::vector<LinkRow> rows;
+namespace {
+
+int64_t thread_cpu_ns() {
+  timespec t;
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec;
+}
+
+// parse_report_rows_fast, but for clearing out->rows on the way out with false.
+bool fast_rows(const std::string& text, ParsedReport* out, ParseTimes* times) {
+  const int64_t t0 = times ? thread_cpu_ns() : 0;
+  std::vector<LinkRow>& rows = out->rows;  // its space is used again (a pool's)
   rows.clear();
   Scanner sc(text.data(), text.data() + text.size());
   if (!sc.eat('{') || sc.peek() == '}') return false;
@@ -451,6 +463,7 @@ bool parse_report_rows_fast(const std::string& text, ParsedReport* out) {
     }
   } while (sc.peek() == ',' && sc.eat(','));
   if (!sc.eat('}') || !links_at) return false;
+  const int64_t t1 = times ? thread_cpu_ns() : 0;
 
   // The rest of the report, its links left out.
   std::string rest;
@@ -477,22 +490,42 @@ bool parse_report_rows_fast(const std::string& text, ParsedReport* out) {
   out->report = std::move(head);
   out->link_count = links.links;
   out->unlisted_locals = unlisted;
-  out->rows.assign(std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
-  rows.clear();
-  if (rows.capacity() * sizeof(LinkRow) > (size_t{64} << 20)) std::vector<LinkRow>().swap(rows);
+  if (times) {
+    const int64_t t2 = thread_cpu_ns();
+    times->rows_ns += t1 - t0;
+    times->head_ns += t2 - t1;
+  }
   return true;
 }
 
-void parse_report_rows(const std::string& text, ParsedReport* out) {
-  *out = ParsedReport();
-  if (parse_report_rows_fast(text, out)) return;
-  *out = ParsedReport();
-  out->ok = parse_process_report(text, &out->report, &out->why);
-  stage_rows(out);
+}  // namespace
+
+bool parse_report_rows_fast(const std::string& text, ParsedReport* out) {
+  if (fast_rows(text, out, nullptr)) return true;
+  out->rows.clear();
+  return false;
 }
 
-void read_report_rows(const std::string& path, ParsedReport* out) {
+void parse_report_rows(const std::string& text, ParsedReport* out, ParseTimes* times) {
+  std::vector<LinkRow> rows = std::move(out->rows);  // kept for its space
+  rows.clear();
   *out = ParsedReport();
+  out->rows = std::move(rows);
+  const int64_t t0 = times ? thread_cpu_ns() : 0;
+  if (fast_rows(text, out, times)) return;
+  out->rows.clear();
+  out->report = ProcessReport();
+  out->ok = parse_process_report(text, &out->report, &out->why);
+  stage_rows(out);
+  if (times) {
+    times->fallback_ns += thread_cpu_ns() - t0;
+    ++times->fallbacks;
+  }
+}
+
+void read_report_rows(const std::string& path, ParsedReport* out, ParseTimes* times) {
+  out->ok = false;
+  out->rows.clear();
   // One text buffer per parsing thread, as read_process_report keeps.
   thread_local std::string text;
   struct Trim {
@@ -500,8 +533,18 @@ void read_report_rows(const std::string& path, ParsedReport* out) {
       if (text.capacity() > (size_t{8} << 20)) std::string().swap(text);
     }
   } trim_after;
-  if (!read_report_text(path, &text, &out->why)) return;
-  parse_report_rows(text, out);
+  std::string why;
+  const int64_t t0 = times ? thread_cpu_ns() : 0;
+  const bool read = read_report_text(path, &text, &why);
+  if (times) times->open_read_ns += thread_cpu_ns() - t0;
+  if (!read) {
+    std::vector<LinkRow> rows = std::move(out->rows);
+    *out = ParsedReport();
+    out->rows = std::move(rows);
+    out->why = why;
+    return;
+  }
+  parse_report_rows(text, out, times);
 }
 
 }  // namespace fabtrace::report

@@ -25,10 +25,16 @@
 
 namespace fabtrace::report {
 
+// The calling thread's CPU time by part (LoadStats), when asked for: added to.
+struct ParseTimes {
+  int64_t open_read_ns = 0, head_ns = 0, rows_ns = 0, fallback_ns = 0;
+  size_t fallbacks = 0;
+};
+
 // Fills *out from a report's text (out->ok, and out->why when it is not).
-void parse_report_rows(const std::string& text, ParsedReport* out);
+void parse_report_rows(const std::string& text, ParsedReport* out, ParseTimes* times = nullptr);
 // Reads the file (bounded as read_process_report reads it) into *out.
-void read_report_rows(const std::string& path, ParsedReport* out);
+void read_report_rows(const std::string& path, ParsedReport* out, ParseTimes* times = nullptr);
 
 // The strict pass alone: false (and *out left for the full parse) when the
 // text is not in the subset it reads, or is no report.

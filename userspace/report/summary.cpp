@@ -176,21 +176,29 @@ std::string who(const std::string& host, const std::string& rank, long pid) {
 // ---- selections ---------------------------------------------------------------------
 
 std::vector<const LinkRow*> slowest_links(const Job& job, size_t n) {
-  std::vector<const LinkRow*> rows;
-  for (const LinkRow& l : job.links)
-    if (!l.row.recv && l.row.count > 0) rows.push_back(&l);
-  // The first n only (a million rows sorted whole took longer than the rest
-  // of the summary); equals in the job's order, which is the rows' address
+  // The first n only, kept in a heap as the rows go by (a million rows sorted
+  // whole took longer than the rest of the summary; a list of them all was
+  // 8 bytes a row); equals in the job's order, which is the rows' address
   // order, as a stable sort keeps them.
-  const size_t k = std::min(n, rows.size());
-  std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(k), rows.end(),
-                    [](const LinkRow* a, const LinkRow* b) {
-                      if (a->row.p99_ns != b->row.p99_ns) return a->row.p99_ns > b->row.p99_ns;
-                      if (a->outlier_ratio != b->outlier_ratio)
-                        return a->outlier_ratio > b->outlier_ratio;
-                      return a < b;
-                    });
-  rows.resize(k);
+  const auto before = [](const LinkRow* a, const LinkRow* b) {
+    if (a->row.p99_ns != b->row.p99_ns) return a->row.p99_ns > b->row.p99_ns;
+    if (a->outlier_ratio != b->outlier_ratio) return a->outlier_ratio > b->outlier_ratio;
+    return a < b;
+  };
+  std::vector<const LinkRow*> rows;  // a heap whose top is the last of the n kept
+  if (n == 0) return rows;
+  rows.reserve(n + 1);
+  for (const LinkRow& l : job.links) {
+    if (l.row.recv || l.row.count == 0) continue;
+    if (rows.size() == n && !before(&l, rows.front())) continue;
+    rows.push_back(&l);
+    std::push_heap(rows.begin(), rows.end(), before);
+    if (rows.size() > n) {
+      std::pop_heap(rows.begin(), rows.end(), before);
+      rows.pop_back();
+    }
+  }
+  std::sort_heap(rows.begin(), rows.end(), before);
   return rows;
 }
 
@@ -260,7 +268,18 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   }
   {
     std::map<std::string, uint64_t> by_op;
-    for (const LinkRow& l : job.links) by_op[l.op()] += l.row.issued();
+    {
+      // Summed by the op name's number (a string compare per row was most of
+      // this), then by name: names differ exactly when their numbers do.
+      std::vector<uint64_t> by_id(interned_count(), 0);
+      std::vector<const LinkRow*> first(by_id.size(), nullptr);
+      for (const LinkRow& l : job.links) {
+        by_id[l.op_id()] += l.row.issued();
+        if (!first[l.op_id()]) first[l.op_id()] = &l;
+      }
+      for (size_t i = 0; i < by_id.size(); ++i)
+        if (first[i]) by_op[first[i]->op()] = by_id[i];
+    }
     std::vector<std::pair<std::string, uint64_t>> v(by_op.begin(), by_op.end());
     std::stable_sort(v.begin(), v.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
