@@ -215,5 +215,40 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
   }
 }
 
+// A job where no rank has a timeline is matched in one pass: every receive
+// row says so, as the whole matcher says it (rows with evidence of their own
+// before, from an earlier matching, included).
+TEST(PostEvidence, NoTimelinesGiveWhatTheMatcherGives) {
+  test::SyntheticOptions o;
+  o.nodes = 2;
+  o.ranks_per_node = 3;
+  o.oplogs = false;
+  o.counters = false;
+  const test::SyntheticJob sj = test::make_synthetic_job(o);
+  Job job;
+  for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
+  build_job_tables(&job);
+  size_t recvs = 0;
+  for (LinkRow& l : job.links)
+    if (l.row.recv) {
+      l.posted_mut().matched = 5;  // left by something before: reset by both
+      ++recvs;
+    }
+  ASSERT_GT(recvs, 0u);
+  Job whole = job;
+  match_receives_to_sends(&job);
+  ReceiveMatcher m(&whole, EvidenceOptions());
+  m.finish();
+  ASSERT_EQ(job.links.size(), whole.links.size());
+  for (size_t i = 0; i < job.links.size(); ++i) {
+    const PostEvidence &a = job.links[i].posted(), &b = whole.links[i].posted();
+    EXPECT_EQ(a.unknown(), b.unknown()) << i;
+    EXPECT_EQ(a.matched, b.matched) << i;
+    EXPECT_EQ(a.logged, b.logged) << i;
+    EXPECT_EQ(a.late, b.late) << i;
+    if (job.links[i].row.recv) EXPECT_EQ(a.unknown(), kPostedNoTimeline);
+  }
+}
+
 }  // namespace
 }  // namespace fabtrace::report

@@ -9,12 +9,12 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <system_error>
-#include <unordered_map>
 #include <vector>
 
 #include "common/input_limits.h"
@@ -276,14 +276,26 @@ int op_key(std::string_view k, int from) {
   return kOpKeys;
 }
 
-// Names seen by this thread, interned (the one lock of intern() once per name).
+// Names seen by this thread, interned (the one lock of intern() once per
+// name): a table of 4096 entries indexed by a hash of the name's last 8 bytes
+// and its length (addresses differ at their end), a miss replacing the entry.
 Interned intern_cached(std::string_view s) {
-  thread_local std::unordered_map<std::string_view, Interned> seen;
-  const auto it = seen.find(s);
-  if (it != seen.end()) return it->second;
-  const Interned v = intern(s);
-  seen.emplace(std::string_view(v.str()), v);  // the view of the held copy stays valid
-  return v;
+  struct Entry {
+    std::string_view key;  // the held copy's bytes
+    Interned value;
+  };
+  thread_local std::vector<Entry> seen(4096);
+  if (s.empty()) return Interned();  // ""
+  uint64_t tail = 0;
+  const size_t n = std::min<size_t>(8, s.size());
+  std::memcpy(&tail, s.data() + s.size() - n, n);
+  const uint64_t h = (tail ^ (uint64_t{s.size()} << 56)) * 0x9E3779B97F4A7C15ULL;
+  Entry& e = seen[h >> 52];
+  if (e.key.size() == s.size() && std::memcmp(e.key.data(), s.data(), s.size()) == 0)
+    return e.value;
+  e.value = intern(s);
+  e.key = e.value.str();
+  return e.value;
 }
 
 // The rows of the "links" array, from the scanner at its value.

@@ -65,12 +65,22 @@ class Wrapper {
   std::string sep_;
 };
 
-// The rows with the largest value of a field, as "name xN" words.
-template <typename Field>
-void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
+// The rows with a count that top_rows lists, in the job's order.
+std::vector<const LinkRow*> problem_rows(const Job& job) {
   std::vector<const LinkRow*> rows;
   for (const LinkRow& l : job.links)
-    if (field(l.row) > 0) rows.push_back(&l);
+    if (l.row.untimed || l.row.errors || l.row.eagain || l.row.refused || l.row.unfinished)
+      rows.push_back(&l);
+  return rows;
+}
+
+// The rows with the largest value of a field, as "name xN" words; `from`:
+// the job's rows with any of the problem counts, in the job's order.
+template <typename Field>
+void top_rows(const std::vector<const LinkRow*>& from, Field field, size_t n, Wrapper* w) {
+  std::vector<const LinkRow*> rows;
+  for (const LinkRow* l : from)
+    if (field(l->row) > 0) rows.push_back(l);
   std::stable_sort(rows.begin(), rows.end(), [&](const LinkRow* a, const LinkRow* b) {
     return field(a->row) > field(b->row);
   });
@@ -295,7 +305,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
         "untimed   " + fmt_count(job.untimed) + " ops by design (no completion, or context kept): ",
         kWidth);
     top_rows(
-        job, [](const OpStats& o) { return o.untimed; }, 3, &w);
+        problem_rows(job), [](const OpStats& o) { return o.untimed; }, 3, &w);
     w.done();
   }
 
@@ -418,11 +428,13 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   // Problems.
   s += "problems\n";
   bool any = false;
+  std::vector<const LinkRow*> with_problems;  // one pass over the rows for the lines below
+  if (job.errors || job.eagain || job.refused || job.unfinished) with_problems = problem_rows(job);
   const auto line = [&](uint64_t n, const char* what, auto field) {
     if (!n) return;
     any = true;
     Wrapper w(&s, "  " + fmt_count(n) + " " + what + ": ", kWidth);
-    top_rows(job, field, 3, &w);
+    top_rows(with_problems, field, 3, &w);
     w.done();
   };
   line(job.errors, "completions in error", [](const OpStats& o) { return o.errors; });
