@@ -1,12 +1,15 @@
 // Writes a synthetic all-to-all job (tests/report_fixtures/synthetic_job.h: the
 // generator the report tests use) into a directory, for bench/report-scale:
 //
-//   make_synthetic_job DIR NODES RANKS_PER_NODE [--oplogs] [--counters]
+//   make_synthetic_job DIR NODES RANKS_PER_NODE [--peers P] [--oplogs] [--counters]
 //                      [--ops-per-link K] [--varied] [--recvs]
 //
 // Without options only the ranks' report JSONs are written ("reports only"):
 // every rank has a fi_tsend row to every other rank, a fi_write row to the next
 // and one fi_trecv row, so a job of N ranks has N * (N + 1) link rows.
+// --peers P: the sparse shape instead, each rank sending to P peers (its
+// neighbours and collective partners: peers_of() in synthetic_job.h), so
+// N * (P + 2) link rows.
 // --oplogs adds per-op timelines (K fi_tsend records per link, default 10;
 // --varied: of differing lengths; --recvs: with the receives from "(any)").
 #include <cstdio>
@@ -19,8 +22,8 @@
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
-                 "usage: %s DIR NODES RANKS_PER_NODE [--oplogs] [--counters] [--ops-per-link K]\n"
-                 "       [--varied] [--recvs]\n",
+                 "usage: %s DIR NODES RANKS_PER_NODE [--peers P] [--oplogs] [--counters]\n"
+                 "       [--ops-per-link K] [--varied] [--recvs]\n",
                  argv[0]);
     return 2;
   }
@@ -38,6 +41,12 @@ int main(int argc, char** argv) {
       opt.varied_durations = true;
     } else if (!std::strcmp(argv[i], "--recvs")) {
       opt.oplog_recvs = true;
+    } else if (!std::strcmp(argv[i], "--peers") && i + 1 < argc) {
+      opt.peers = std::atoi(argv[++i]);
+      if (opt.peers < 2 || opt.peers > 65535) {
+        std::fprintf(stderr, "%s: --peers takes 2 .. 65535\n", argv[0]);
+        return 2;
+      }
     } else if (!std::strcmp(argv[i], "--ops-per-link") && i + 1 < argc) {
       opt.oplog_ops_per_link = std::atoi(argv[++i]);
       if (opt.oplog_ops_per_link < 1 || opt.oplog_ops_per_link > 100000000) {

@@ -1,10 +1,15 @@
-// A report JSON through its reader and everything that renders a job from it.
+// A report JSON through its reader and everything that renders a job from it;
+// the loader's one-pass reader of its rows (report_rows.h) held to the full
+// parse: the same result, byte for byte, on every input.
 #include <cstdio>
+#include <cstdlib>
 
 #include "tests/fuzz/fuzz_targets.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/parsed_report.h"
 #include "userspace/report/report_reader.h"
+#include "userspace/report/report_rows.h"
 #include "userspace/report/summary.h"
 #include "userspace/report/tables.h"
 
@@ -12,6 +17,19 @@ namespace fabtrace::fuzz {
 
 int report_json(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  {
+    report::ParsedReport fast, full;
+    report::parse_report_rows(text, &fast);
+    full.ok = report::parse_process_report(text, &full.report, &full.why);
+    report::stage_rows(&full);
+    std::string a, b;
+    report::encode_parsed_report(fast, &a);
+    report::encode_parsed_report(full, &b);
+    if (a != b) {
+      std::fprintf(stderr, "report_rows and the full parse differ\n");
+      std::abort();
+    }
+  }
   ProcessReport rep;
   std::string why;
   if (!report::parse_process_report(text, &rep, &why)) return 0;

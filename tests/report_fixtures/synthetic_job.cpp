@@ -97,6 +97,38 @@ void remove_tree(const std::string& dir) {
 }
 
 std::string report_name(const ProcessReport& r) { return "fabtrace." + stem(r) + ".json"; }
+
+std::vector<int> peers_of(int g, int n, int peers) {
+  std::vector<int> out;
+  if (peers <= 0 || peers >= n - 1) {
+    for (int p = 0; p < n; ++p)
+      if (p != g) out.push_back(p);
+    return out;
+  }
+  // Partners beyond h: the powers of two in (h, n).
+  const auto partners = [n](int h) {
+    int c = 0;
+    for (int64_t b = 1; b < n; b <<= 1) c += b > h;
+    return c;
+  };
+  int h = peers / 2;
+  while (h > 1 && 2 * h + partners(h) > peers) --h;
+  const bool with_partners = 2 * h + partners(h) <= peers;
+  std::vector<char> is_peer(static_cast<size_t>(n), 0);
+  for (int d = 1; d <= h; ++d) {
+    is_peer[static_cast<size_t>((g + d) % n)] = 1;
+    is_peer[static_cast<size_t>(((g - d) % n + n) % n)] = 1;
+  }
+  if (with_partners)
+    for (int64_t b = 1; b < n; b <<= 1) {
+      const int64_t p = g ^ b;
+      if (b > h && p < n) is_peer[static_cast<size_t>(p)] = 1;
+    }
+  is_peer[static_cast<size_t>(g)] = 0;
+  for (int p = 0; p < n; ++p)
+    if (is_peer[static_cast<size_t>(p)]) out.push_back(p);
+  return out;
+}
 // Rank g's receives from "(any)" (link `id`): the k-th send of every other
 // rank p to g (its link to g is the index of g among p's peers), posted 5 us
 // before (even k) or after (odd k) the send's issue on the wall clock, each
@@ -106,10 +138,12 @@ void add_receives(const SyntheticJob& job, int g, uint32_t id, std::vector<Oplog
   const ProcessReport& r = job.reports[static_cast<size_t>(g)];
   links->push_back(OplogLink{id, SyntheticJob::address(g), "(any)"});
   const int n = static_cast<int>(job.reports.size());
-  for (int p = 0; p < n; ++p) {
-    if (p == g) continue;
+  for (const int p : peers_of(g, n, job.opt.peers)) {
     const ProcessReport& s = job.reports[static_cast<size_t>(p)];
-    const uint64_t link_at_p = static_cast<uint64_t>(g < p ? g : g - 1);
+    // The link's index at p: g's place among p's peers (the relation is symmetric).
+    const std::vector<int> of_p = peers_of(p, n, job.opt.peers);
+    const uint64_t link_at_p =
+        static_cast<uint64_t>(std::lower_bound(of_p.begin(), of_p.end(), g) - of_p.begin());
     for (int k = 0; k < job.opt.oplog_ops_per_link; ++k) {
       const uint64_t send_wall =
           s.start_wall_ns + static_cast<uint64_t>(k) * 1000000 + link_at_p * 1000;
@@ -134,6 +168,8 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
   j.opt = opt;
   const int n = opt.nodes * opt.ranks_per_node;
   if (n < 2) throw std::invalid_argument("a synthetic job needs two ranks");
+  if (opt.peers == 1 || opt.peers < 0)
+    throw std::invalid_argument("a sparse synthetic job needs 2 peers per rank or more");
   const int last = n - 1;
   const int stall_rank = opt.nodes > 1 ? opt.ranks_per_node : 0;
   std::vector<double> tsend_p99;
@@ -154,8 +190,8 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
 
     const std::string me = SyntheticJob::address(g);
     uint64_t nic_ops = 0, nic_bytes = 0;
-    for (int p = 0; p < n; ++p) {
-      if (p == g) continue;
+    const std::vector<int> peers = peers_of(g, n, opt.peers);
+    for (const int p : peers) {
       LinkReport l;
       l.local = me;
       l.remote = SyntheticJob::address(p);
@@ -180,7 +216,7 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
       LinkReport l;
       l.local = me;
       l.remote = "(any)";
-      OpRow rv = row("fi_trecv", 65536, 1000ULL * static_cast<uint64_t>(n - 1), 15000, 2e6);
+      OpRow rv = row("fi_trecv", 65536, 1000ULL * peers.size(), 15000, 2e6);
       rv.within_50us = g == 1 ? rv.count * 9 / 10 : rv.count / 20;
       if (g == 1) {
         j.late_imm = rv.within_50us;
@@ -250,7 +286,7 @@ SyntheticJob make_synthetic_job(const SyntheticOptions& opt) {
   j.late_rank = j.reports[1].rank;
   j.ops_dropped = opt.oplogs ? 7 : 0;
   j.oplog_ops_per_rank = static_cast<uint64_t>(opt.oplog_ops_per_link) *
-                         static_cast<uint64_t>(n - 1) * (opt.oplog_recvs ? 2 : 1);
+                         peers_of(0, n, opt.peers).size() * (opt.oplog_recvs ? 2 : 1);
   j.octets_rate_per_s = opt.counters ? 1e9 : 0;
   return j;
 }
@@ -288,8 +324,7 @@ std::vector<std::string> write_synthetic_job(const SyntheticJob& job, const std:
       std::vector<OplogLink> links;
       std::vector<oplog::OpEntry> ops;
       uint32_t id = 0;
-      for (int p2 = 0; p2 < n; ++p2) {
-        if (p2 == g) continue;
+      for (const int p2 : peers_of(g, n, job.opt.peers)) {
         links.push_back(OplogLink{id, SyntheticJob::address(g), SyntheticJob::address(p2)});
         for (int k = 0; k < job.opt.oplog_ops_per_link; ++k) {
           oplog::OpEntry e{};

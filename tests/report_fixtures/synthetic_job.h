@@ -10,9 +10,11 @@
 // up. The job starts at 2026-01-01 00:00:00 UTC; node k starts 0.5 * k s
 // later, its local rank l l ms after that; every rank runs 10 s.
 //
-// Traffic of every rank to every other rank: fi_tsend of 64 KiB (1000 ops,
+// Traffic of every rank to each of its peers: fi_tsend of 64 KiB (1000 ops,
 // p99 about 20 us), fi_write of 1 MiB to the next rank (100 ops, p99 about
-// 200 us), and fi_trecv of 64 KiB from "(any)".
+// 200 us), and fi_trecv of 64 KiB from "(any)". A rank's peers are every other
+// rank (all-to-all), or with `peers` set the sparse shape of a large machine:
+// its neighbours on a ring and a few collective partners (peers_of()).
 //
 // Planted:
 //   - a slow link: the last rank's fi_tsend to rank 0, p99 900 us (the only
@@ -50,7 +52,19 @@ struct SyntheticOptions {
   // k-th send of every other rank to it, posted 5 us before that send was
   // issued for even k, 5 us after it (late) for odd k.
   bool oplog_recvs = false;
+  // 0: every rank sends to every other rank. Else at most this many peers
+  // per rank (peers_of()). A rank has a link row per peer and two more.
+  int peers = 0;
 };
+
+// The ranks that rank g of n sends to (and receives from: the relation is
+// symmetric), in rank order. All the others when peers is 0 or n - 1 or more;
+// else the h nearest ranks on each side on a ring (g +- 1 .. h) and, beyond
+// them, the recursive-doubling partners g XOR 2^k below n (a collective's
+// partners), h the largest with 2h + partners <= peers: 8192 ranks with 64
+// peers have 56 neighbours and 8 partners. Every rank has the same count
+// when n is a power of two.
+std::vector<int> peers_of(int g, int n, int peers);
 
 struct SyntheticJob {
   SyntheticOptions opt;
@@ -69,8 +83,8 @@ struct SyntheticJob {
   double stall_end_job_s = 0;
   std::string late_host, late_rank;
   uint64_t late_imm = 0, late_count = 0;
-  uint64_t oplog_ops_per_rank = 0;
-  double octets_rate_per_s = 0;  // of every rank's cxiN:hni_sts_tx_ok_octets
+  uint64_t oplog_ops_per_rank = 0;  // rank 0's (every rank's when all have as many peers)
+  double octets_rate_per_s = 0;     // of every rank's cxiN:hni_sts_tx_ok_octets
 
   static std::string address(int global_rank);  // "fi_addr_cxi://0x..."
   static std::string host(int node);            // "node01", ...

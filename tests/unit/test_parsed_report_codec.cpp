@@ -32,14 +32,12 @@ ParsedReport sample() {
       r.set_op(o2.op);
       r.row = o2;
       r.outlier_ratio = x;
-      r.kernel_logged = true;
-      r.retrans = 11;
-      r.drops = 12;
-      r.posted.logged = 13;
-      r.posted.matched = 14;
-      r.posted.late = 15;
-      r.posted.late_median_ns = x * 3;
-      r.posted.set_unknown("unknown " + o2.op);
+      r.set_kernel(true, 11, 12);
+      r.posted_mut().logged = 13;
+      r.posted_mut().matched = 14;
+      r.posted_mut().late = 15;
+      r.posted_mut().late_median_ns = x * 3;
+      r.posted_mut().set_unknown("unknown " + o2.op);
       x *= 1.7;
       p.rows.push_back(r);
     }
@@ -58,14 +56,14 @@ void expect_same_rows(const ParsedReport& a, const ParsedReport& b) {
     EXPECT_EQ(x.remote(), y.remote());
     EXPECT_EQ(x.op(), y.op());
     EXPECT_EQ(x.outlier_ratio, y.outlier_ratio);
-    EXPECT_EQ(x.kernel_logged, y.kernel_logged);
-    EXPECT_EQ(x.retrans, y.retrans);
-    EXPECT_EQ(x.drops, y.drops);
-    EXPECT_EQ(x.posted.logged, y.posted.logged);
-    EXPECT_EQ(x.posted.matched, y.posted.matched);
-    EXPECT_EQ(x.posted.late, y.posted.late);
-    EXPECT_EQ(x.posted.late_median_ns, y.posted.late_median_ns);
-    EXPECT_EQ(x.posted.unknown(), y.posted.unknown());
+    EXPECT_EQ(x.kernel_logged(), y.kernel_logged());
+    EXPECT_EQ(x.retrans(), y.retrans());
+    EXPECT_EQ(x.drops(), y.drops());
+    EXPECT_EQ(x.posted().logged, y.posted().logged);
+    EXPECT_EQ(x.posted().matched, y.posted().matched);
+    EXPECT_EQ(x.posted().late, y.posted().late);
+    EXPECT_EQ(x.posted().late_median_ns, y.posted().late_median_ns);
+    EXPECT_EQ(x.posted().unknown(), y.posted().unknown());
     // The row itself: its JSON form (every field of OpRow) through a one-row report.
     ProcessReport rx, ry;
     OpRow ox, oy;

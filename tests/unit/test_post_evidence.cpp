@@ -143,15 +143,15 @@ TEST_F(PostEvidenceTest, PrePostedAreNotLateLateOnesAre) {
       job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
               rank("h", "1", mono + 3000 * kUs, wall + 3000 * kUs, {{0, kR, "(any)"}}, recvs)});
   const LinkRow& early = row_of(job, "1", "fi_trecv", 1000);
-  EXPECT_EQ(early.posted.logged, 10u);
-  EXPECT_EQ(early.posted.matched, 10u);
-  EXPECT_EQ(early.posted.late, 0u);
-  EXPECT_EQ(early.posted.unknown(), "");
+  EXPECT_EQ(early.posted().logged, 10u);
+  EXPECT_EQ(early.posted().matched, 10u);
+  EXPECT_EQ(early.posted().late, 0u);
+  EXPECT_EQ(early.posted().unknown(), "");
   const LinkRow& late = row_of(job, "1", "fi_trecv", 2000);
-  EXPECT_EQ(late.posted.matched, 10u);
-  EXPECT_EQ(late.posted.late, 10u);
-  EXPECT_DOUBLE_EQ(late.posted.late_median_ns, 1000.0 * kUs);
-  EXPECT_EQ(late.posted.unknown(), "");
+  EXPECT_EQ(late.posted().matched, 10u);
+  EXPECT_EQ(late.posted().late, 10u);
+  EXPECT_DOUBLE_EQ(late.posted().late_median_ns, 1000.0 * kUs);
+  EXPECT_EQ(late.posted().unknown(), "");
 }
 
 // Two hosts whose CLOCK_MONOTONICs are 5000 s apart: the wall anchors align them.
@@ -161,9 +161,9 @@ TEST_F(PostEvidenceTest, AcrossHostsByTheWallAnchors) {
   const uint64_t wall = 1700000000000000000ull;
   Job job = job_of({rank("a", "0", 1000000000000ull, wall, {{0, kS, kR}}, sends),
                     rank("b", "1", 6000000000000ull, wall, {{0, kR, kS}}, recvs)});
-  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.late, 0u);
-  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 10u);
-  EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 10u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().late, 0u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().matched, 10u);
+  EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().late, 10u);
 }
 
 // No verdict, and a reason, wherever the pairing is not certain.
@@ -176,41 +176,77 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, fewer),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
     const LinkRow& r = row_of(job, "1", "fi_trecv", 1000);
-    EXPECT_EQ(r.posted.matched, 0u);
-    EXPECT_NE(r.posted.unknown().find("19 sends and 20 receives"), std::string::npos)
-        << r.posted.unknown();
+    EXPECT_EQ(r.posted().matched, 0u);
+    EXPECT_NE(r.posted().unknown().find("19 sends and 20 receives"), std::string::npos)
+        << r.posted().unknown();
   }
   {  // sizes that do not pair up in order
     std::vector<Planted> swapped = sends;
     std::swap(swapped[9].start_ns, swapped[10].start_ns);
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, swapped),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted.unknown().find("sizes"), std::string::npos);
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 2000).posted().unknown().find("sizes"),
+              std::string::npos);
   }
   {  // receives from any source, and two senders to this receiver
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends),
                       rank("h", "2", mono, wall, {{0, kOther, kR}}, sends),
                       rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown().find("several senders"),
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted().unknown().find("several senders"),
               std::string::npos);
   }
   {  // the sender has no timeline
     Rank sender = rank("h", "0", mono, wall, {{0, kS, kR}}, sends);
     sender.oplog_path.clear();
     Job job = job_of({sender, rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs)});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted.matched, 0u);
-    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted.unknown().find("no sender"),
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 1000).posted().matched, 0u);
+    EXPECT_NE(row_of(job, "1", "fi_trecv", 1000).posted().unknown().find("no sender"),
               std::string::npos);
   }
   {  // the receiver has none
     Rank receiver = rank("h", "1", mono, wall, {{0, kR, "(any)"}}, recvs);
     receiver.oplog_path.clear();
     Job job = job_of({rank("h", "0", mono, wall, {{0, kS, kR}}, sends), receiver});
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.late, 0u);
-    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted.unknown(),
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().late, 0u);
+    EXPECT_EQ(row_of(job, "1", "fi_trecv", 2000).posted().unknown(),
               "no per-op timeline of this rank");
+  }
+}
+
+// A job where no rank has a timeline is matched in one pass: every receive
+// row says so, as the whole matcher says it (rows with evidence of their own
+// before, from an earlier matching, included).
+TEST(PostEvidence, NoTimelinesGiveWhatTheMatcherGives) {
+  test::SyntheticOptions o;
+  o.nodes = 2;
+  o.ranks_per_node = 3;
+  o.oplogs = false;
+  o.counters = false;
+  const test::SyntheticJob sj = test::make_synthetic_job(o);
+  Job job;
+  for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
+  build_job_tables(&job);
+  size_t recvs = 0;
+  for (LinkRow& l : job.links)
+    if (l.row.recv) {
+      l.posted_mut().matched = 5;  // left by something before: reset by both
+      ++recvs;
+    }
+  ASSERT_GT(recvs, 0u);
+  Job whole = job;
+  match_receives_to_sends(&job);
+  ReceiveMatcher m(&whole, EvidenceOptions());
+  m.finish();
+  ASSERT_EQ(job.links.size(), whole.links.size());
+  for (size_t i = 0; i < job.links.size(); ++i) {
+    const PostEvidence &a = job.links[i].posted(), &b = whole.links[i].posted();
+    EXPECT_EQ(a.unknown(), b.unknown()) << i;
+    EXPECT_EQ(a.matched, b.matched) << i;
+    EXPECT_EQ(a.logged, b.logged) << i;
+    EXPECT_EQ(a.late, b.late) << i;
+    if (job.links[i].row.recv) EXPECT_EQ(a.unknown(), kPostedNoTimeline);
   }
 }
 

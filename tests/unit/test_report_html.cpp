@@ -90,6 +90,32 @@ TEST(ReportHeatmap, ManyNicsGroupByHost) {
   EXPECT_EQ(total, 16u * 15u * 1000u);
 }
 
+// More hosts than an axis holds: runs of consecutive hosts share a row and
+// a column, and every op is still counted once.
+TEST(ReportHeatmap, ManyHostsGroupIntoRuns) {
+  test::SyntheticOptions o;
+  o.nodes = 9;
+  o.ranks_per_node = 2;
+  const Job job = job_of(test::make_synthetic_job(o));
+  const HeatmapSet set = build_heatmaps(job, 4);
+  EXPECT_TRUE(set.by_host);
+  EXPECT_EQ(set.hosts_per_row, 3u);
+  EXPECT_EQ(set.row_keys,
+            (std::vector<std::string>{"node01..node03", "node04..node06", "node07..node09"}));
+  EXPECT_EQ(set.col_keys, (std::vector<std::string>{"node01..node03", "node04..node06",
+                                                    "node07..node09", "(any)"}));
+  for (const Heatmap& m : set.maps) {
+    if (m.op != "fi_tsend") continue;
+    uint64_t total = 0, rows = 0;
+    for (const HeatCell& hc : m.cells) total += hc.count, rows += hc.rows;
+    EXPECT_EQ(total, 18u * 17u * 1000u);
+    EXPECT_EQ(rows, 18u * 17u);
+    // The diagonal cell of a run: its 6 ranks to each other.
+    EXPECT_EQ(m.cells[0].rows, 6u * 5u);
+    EXPECT_EQ(m.cells[1].rows, 6u * 6u);
+  }
+}
+
 TEST(ReportHtml, SelfContainedWithEverySection) {
   const test::SyntheticJob sj = test::make_synthetic_job();
   const std::string dir = test::make_fixture_dir("html");

@@ -94,14 +94,14 @@ TEST(ReportKernel, RetransmitsAndDropsLandOnTheirLink) {
   const Fixture f = load();
   size_t rows0 = 0, rows1 = 0;
   for (const LinkRow& l : f.job.links) {
-    EXPECT_TRUE(l.kernel_logged);
+    EXPECT_TRUE(l.kernel_logged());
     if (l.pid() == f.k.pid0 && l.local() == f.k.addr0 && l.remote() == f.k.addr1) {
       ++rows0;
-      EXPECT_EQ(l.retrans, f.k.retrans) << l.op();
-      EXPECT_EQ(l.drops, f.k.drops) << l.op();
+      EXPECT_EQ(l.retrans(), f.k.retrans) << l.op();
+      EXPECT_EQ(l.drops(), f.k.drops) << l.op();
     } else {
       ++rows1;
-      EXPECT_EQ(l.retrans + l.drops, 0u) << l.host() << " " << l.rank() << " " << l.local();
+      EXPECT_EQ(l.retrans() + l.drops(), 0u) << l.host() << " " << l.rank() << " " << l.local();
     }
   }
   EXPECT_GT(rows0, 0u);

@@ -87,9 +87,9 @@ std::string posted_of(const Job& job) {
   std::string t;
   for (const LinkRow& l : job.links)
     if (l.row.recv)
-      t += l.host() + " " + l.rank() + " " + std::to_string(l.posted.logged) + " " +
-           std::to_string(l.posted.matched) + " " + std::to_string(l.posted.late) + " " +
-           std::to_string(l.posted.late_median_ns) + " " + l.posted.unknown() + "\n";
+      t += l.host() + " " + l.rank() + " " + std::to_string(l.posted().logged) + " " +
+           std::to_string(l.posted().matched) + " " + std::to_string(l.posted().late) + " " +
+           std::to_string(l.posted().late_median_ns) + " " + l.posted().unknown() + "\n";
   return t;
 }
 
@@ -102,9 +102,9 @@ TEST(ReportParts, MatchingFromDecodedTimelinesIsTheWhole) {
     if (nodes == 2) {
       for (const LinkRow& l : job.links)
         if (l.row.recv) {
-          EXPECT_EQ(l.posted.matched, 10u);
-          EXPECT_EQ(l.posted.late, 5u);
-          EXPECT_EQ(l.posted.late_median_ns, 5000.0);
+          EXPECT_EQ(l.posted().matched, 10u);
+          EXPECT_EQ(l.posted().late, 5u);
+          EXPECT_EQ(l.posted().late_median_ns, 5000.0);
         }
     }
     ReceiveMatcher m(&job, EvidenceOptions());
@@ -144,8 +144,8 @@ TEST(ReportParts, RecordLimitCountsOverEveryRank) {
   m.finish();
   for (const LinkRow& l : job.links)
     if (l.row.recv) {
-      EXPECT_EQ(l.posted.matched, 0u);
-      EXPECT_EQ(l.posted.unknown(), "more than 30 timeline records to match; none was");
+      EXPECT_EQ(l.posted().matched, 0u);
+      EXPECT_EQ(l.posted().unknown(), "more than 30 timeline records to match; none was");
     }
   test::remove_tree(dir);
 }

@@ -3,6 +3,7 @@
 // itself), and loading a job on several threads gives the job one thread gives.
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +53,44 @@ TEST(TableRow, DoublesAreTheTextNlohmannDumps) {
   }
   EXPECT_EQ(json_double(std::numeric_limits<double>::quiet_NaN()), "null");
   EXPECT_EQ(json_double(std::numeric_limits<double>::infinity()), "null");
+}
+
+// The CSV's doubles: std::to_chars's shortest text (whole numbers are
+// written without it, tables.cpp): fixed or scientific, whichever is shorter.
+TEST(TableRow, CsvDoublesAreTheTextToCharsWrites) {
+  const auto want = [](double v) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+    return std::string(buf, r.ptr);
+  };
+  std::vector<double> cases = {0.0,
+                               -0.0,
+                               1,
+                               -1,
+                               9007199254740991.0,
+                               -9007199254740991.0,
+                               9007199254740992.0,
+                               1e15,
+                               1e16,
+                               123456789012345.0,
+                               0.5,
+                               1e-7};
+  for (int m = 0; m <= 15; ++m)
+    for (int k = 1; k < 1000; ++k) {
+      const double v = k * std::pow(10.0, m);
+      cases.push_back(v);
+      cases.push_back(-v);
+      cases.push_back(v + 1);
+    }
+  std::mt19937_64 rng(53);
+  for (int i = 0; i < 200000; ++i) {
+    cases.push_back(static_cast<double>(rng() >> (11 + rng() % 53)));
+    uint64_t bits = rng();
+    double v;
+    std::memcpy(&v, &bits, sizeof v);
+    if (std::isfinite(v)) cases.push_back(v);
+  }
+  for (const double v : cases) ASSERT_EQ(number_text(v), want(v)) << v;
 }
 
 TEST(TableRow, StringsAreEscapedAsNlohmannEscapes) {

@@ -112,7 +112,10 @@ void section_heatmaps(const Job& job, Html* h) {
   }
   h->note(
       std::string("Rows: local NIC; columns: remote NIC") +
-      (set.by_host ? " (too many NICs: grouped by host)" : "") +
+      (set.hosts_per_row > 1 ? " (too many NICs and hosts: grouped by runs of " +
+                                   std::to_string(set.hosts_per_row) + " hosts)"
+       : set.by_host ? " (too many NICs: grouped by host)"
+                     : "") +
       ". Color: latency on a log scale shared by the p50 and p99 maps of one op and size class "
       "(dark: fast, yellow: slow). Grey: no ops of that kind on that pair. Orange border: an "
       "outlier link (p99 >= 3x the median p99 of its op and size). Receives are timed from "

@@ -22,7 +22,7 @@ void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
   std::map<std::tuple<std::string, std::string, long, std::string, std::string>, const LinkRow*>
       per_link;  // a link's rows all carry its counts: one per link
   for (const LinkRow& l : job.links)
-    if (l.kernel_logged && (l.retrans || l.drops))
+    if (l.kernel_logged() && (l.retrans() || l.drops()))
       per_link.emplace(std::make_tuple(l.host(), l.rank(), l.pid(), l.local(), l.remote()), &l);
   uint64_t retrans = 0, drops = 0;
   for (const KernelNode& n : job.kernel) {
@@ -37,7 +37,7 @@ void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
   std::vector<const LinkRow*> rows;
   for (const auto& kv : per_link) rows.push_back(kv.second);
   std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
-    return a->retrans + a->drops > b->retrans + b->drops;
+    return a->retrans() + a->drops() > b->retrans() + b->drops();
   });
   Table t({{"host", false},
            {"rank", false},
@@ -47,13 +47,13 @@ void section_link_net(const Job& job, const HtmlOptions& opt, Html* h) {
            {"drops", true}},
           "net-table");
   for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
-    t.row(rows[i]->retrans > 0);
+    t.row(rows[i]->retrans() > 0);
     t.td(rows[i]->host());
     t.td(rows[i]->rank());
     t.td(short_addr(rows[i]->local()));
     t.td(short_addr(rows[i]->remote()));
-    t.n(fmt_count(rows[i]->retrans));
-    t.n(fmt_count(rows[i]->drops));
+    t.n(fmt_count(rows[i]->retrans()));
+    t.n(fmt_count(rows[i]->drops()));
     t.end_row();
   }
   h->raw(t.done());

@@ -99,7 +99,7 @@ void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
   for (const LinkRow& l : job.links)
     if (l.row.recv && l.row.count) rows.push_back(&l);
   std::stable_sort(rows.begin(), rows.end(), [](const LinkRow* a, const LinkRow* b) {
-    return a->posted.late > b->posted.late;
+    return a->posted().late > b->posted().late;
   });
   if (rows.empty()) {
     h->note("No receives.");
@@ -115,13 +115,13 @@ void section_late(const Job& job, const HtmlOptions& opt, Html* h) {
                             "late-table");
   for (size_t i = 0; i < rows.size() && i < opt.max_table_rows; ++i) {
     const LinkRow& l = *rows[i];
-    link_row_start(l, l.posted.late > 0, &t);
+    link_row_start(l, l.posted().late > 0, &t);
     t.n(fmt_count(l.row.count));
     t.n(fmt_count(l.row.within_50us));
-    t.n(fmt_count(l.posted.matched));
-    t.n(fmt_count(l.posted.late));
-    t.n(l.posted.late ? fmt_ns(l.posted.late_median_ns) : "");
-    t.td(l.posted.unknown());
+    t.n(fmt_count(l.posted().matched));
+    t.n(fmt_count(l.posted().late));
+    t.n(l.posted().late ? fmt_ns(l.posted().late_median_ns) : "");
+    t.td(l.posted().unknown());
     t.end_row();
   }
   h->raw(t.done());

@@ -43,7 +43,10 @@ struct Heatmap {
 };
 
 struct HeatmapSet {
-  bool by_host = false;                             // too many NICs: rows and columns are hosts
+  bool by_host = false;  // too many NICs: rows and columns are hosts
+  // Too many hosts too: each row (and the column of the same hosts) is a run
+  // of this many consecutive hosts, keyed "first..last".
+  size_t hosts_per_row = 1;
   std::vector<std::string> row_keys, col_keys;      // addresses (or hosts)
   std::vector<std::string> row_labels, col_labels;  // short names for the axes
   std::vector<Heatmap> maps;                        // sorted by op, then size class
@@ -52,7 +55,8 @@ struct HeatmapSet {
 
 // Builds the maps. Rows are the local NICs of the job's link rows, columns
 // their remote NICs (the ones that are also local NICs first, in row order).
-// With more than max_axis rows or columns both axes become hosts.
+// With more than max_axis rows or columns both axes become hosts, and with
+// more than max_axis hosts, runs of hosts (hosts_per_row).
 HeatmapSet build_heatmaps(const Job& job, size_t max_axis = 48);
 
 struct HtmlOptions {

@@ -13,7 +13,7 @@ namespace {
 // Keys are views of the values they map to (heap-held, never moved).
 struct Strings {
   std::mutex mu;
-  std::unordered_map<std::string_view, std::unique_ptr<std::string>> by_value;
+  std::unordered_map<std::string_view, std::unique_ptr<Interned::Held>> by_value;
 };
 
 Strings& strings() {
@@ -47,7 +47,7 @@ Owners& owners() {
 }  // namespace
 
 Interned::Interned() {
-  static const std::string* const empty = intern("").s_;  // rows are made by the million
+  static const Held* const empty = intern("").s_;  // rows are made by the million
   s_ = empty;
 }
 
@@ -56,10 +56,17 @@ Interned intern(std::string_view s) {
   const std::lock_guard<std::mutex> lock(t.mu);
   const auto it = t.by_value.find(s);
   if (it != t.by_value.end()) return Interned(it->second.get());
-  auto held = std::make_unique<std::string>(s);
-  const std::string* p = held.get();
-  t.by_value.emplace(std::string_view(*p), std::move(held));
+  auto held = std::make_unique<Interned::Held>(
+      Interned::Held{std::string(s), static_cast<uint32_t>(t.by_value.size())});
+  const Interned::Held* p = held.get();
+  t.by_value.emplace(std::string_view(p->s), std::move(held));
   return Interned(p);
+}
+
+size_t interned_count() {
+  Strings& t = strings();
+  const std::lock_guard<std::mutex> lock(t.mu);
+  return t.by_value.size();
 }
 
 const RowOwner& intern_owner(std::string_view host, std::string_view rank, long pid) {

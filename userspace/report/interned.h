@@ -8,6 +8,8 @@
 // jobs keeps the union of their names). Thread-safe.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,18 +19,28 @@ namespace fabtrace::report {
 class Interned {
  public:
   Interned();  // ""
-  const std::string& str() const { return *s_; }
+  const std::string& str() const { return s_->s; }
+  // A number of its own, 0 .. interned_count() - 1 in the order values were
+  // first interned: tables indexed by it stand in for hashing the strings.
+  uint32_t id() const { return s_->id; }
   bool operator==(Interned o) const { return s_ == o.s_; }  // one copy per value
   bool operator!=(Interned o) const { return s_ != o.s_; }
 
+  struct Held {
+    std::string s;
+    uint32_t id;
+  };
+
  private:
   friend Interned intern(std::string_view s);
-  explicit Interned(const std::string* s) : s_(s) {}
-  const std::string* s_;
+  explicit Interned(const Held* s) : s_(s) {}
+  const Held* s_;
 };
 
 // The one copy of s.
 Interned intern(std::string_view s);
+// How many distinct values were interned so far (every id is below it).
+size_t interned_count();
 
 // The process that owns a link row's local side: (host, rank, pid), interned
 // as one value (the rows of a rank share it).

@@ -87,18 +87,71 @@ struct PostEvidence {
   Interned unknown_;
 };
 
+// What few link rows have, held apart from the row (LinkRow::extra_): the
+// "posted late" evidence of a receive row matched against the per-op
+// timelines, and the TCP retransmits and drops of a link from its node's
+// kernel log. A row without them is 176 bytes instead of 232 (a job of 4M rows
+// holds 235 MB less).
+// A receive row's PostEvidence::unknown() when the timelines were not read,
+// and when its rank has none: the reasons of most receive rows, held once.
+constexpr const char* kPostedNotRead = "the per-op timelines were not read";
+constexpr const char* kPostedNoTimeline = "no per-op timeline of this rank";
+struct LinkExtra {
+  PostEvidence posted;
+  uint64_t retrans = 0, drops = 0;
+};
+static_assert(alignof(LinkExtra) >= 4, "LinkRow keeps two flags in a LinkExtra's address");
+
 // One row of the job-wide link table: a link (local NIC -> remote NIC) x (op, size).
 // Its names (the local side's host, rank and pid, the addresses, the op) are
 // shared with the other rows (interned.h): a job of 1M rows holds a few
 // thousand distinct names, not 1M copies of each.
 struct LinkRow {
+  LinkRow() = default;
+  LinkRow(const RowOwner& owner, Interned local, Interned remote, Interned op)
+      : owner_(&owner), local_(local), remote_(remote), op_(op) {}
+  LinkRow(const LinkRow& o) : row(o.row), outlier_ratio(o.outlier_ratio) {
+    copy_names(o), copy_extra(o);
+  }
+  LinkRow(LinkRow&& o) noexcept : row(o.row), outlier_ratio(o.outlier_ratio) {
+    copy_names(o);
+    extra_ = o.extra_;
+    o.extra_ = 0;
+  }
+  LinkRow& operator=(const LinkRow& o) {
+    if (this != &o) {
+      row = o.row;
+      outlier_ratio = o.outlier_ratio;
+      copy_names(o);
+      free_extra();
+      copy_extra(o);
+    }
+    return *this;
+  }
+  LinkRow& operator=(LinkRow&& o) noexcept {
+    if (this != &o) {
+      row = o.row;
+      outlier_ratio = o.outlier_ratio;
+      copy_names(o);
+      free_extra();
+      extra_ = o.extra_;
+      o.extra_ = 0;
+    }
+    return *this;
+  }
+  ~LinkRow() { free_extra(); }
+
   const std::string& host() const { return owner_->host; }  // host of the local side
   const std::string& rank() const { return owner_->rank; }  // rank that owns the local endpoint
   long pid() const { return owner_->pid; }
   const std::string& local() const { return local_.str(); }
   const std::string& remote() const { return remote_.str(); }
   const std::string& op() const { return op_.str(); }  // "fi_tsend"
-  void set_owner(const RowOwner& o) { owner_ = &o; }   // o from intern_owner()
+  // The names' numbers (Interned::id()): equal exactly when the names are.
+  uint32_t local_id() const { return local_.id(); }
+  uint32_t remote_id() const { return remote_.id(); }
+  uint32_t op_id() const { return op_.id(); }
+  void set_owner(const RowOwner& o) { owner_ = &o; }  // o from intern_owner()
   void set_owner(std::string_view host, std::string_view rank, long pid) {
     owner_ = &intern_owner(host, rank, pid);
   }
@@ -112,17 +165,53 @@ struct LinkRow {
   void set_op(Interned op) { op_ = op; }
   void set_op(std::string_view op) { op_ = intern(op); }
 
-  OpStats row;               // counts and latency of that rank's row
-  double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
+  // Receive rows only: how their receives were posted (post_evidence.h).
+  const PostEvidence& posted() const { return extra() ? extra()->posted : no_extra().posted; }
+  PostEvidence& posted_mut() { return own_extra()->posted; }
+  // posted_mut().set_unknown(why), without holding anything for the row when
+  // it has no other evidence and `why` is kPostedNotRead or kPostedNoTimeline.
+  void set_posted_unknown(std::string_view why);
+  void set_posted_not_read() { set_posted_unknown(kPostedNotRead); }
+  void clear_posted();  // no evidence, no reason
   // From the node's kernel log: TCP segments retransmitted and packets dropped on
   // this link's connections over the run (kernel_logged: the host had a session).
-  uint64_t retrans = 0, drops = 0;
-  PostEvidence posted;  // receive rows only
-  bool kernel_logged = false;
+  bool kernel_logged() const { return (extra_ & kKernelLogged) != 0; }
+  uint64_t retrans() const { return extra() ? extra()->retrans : 0; }
+  uint64_t drops() const { return extra() ? extra()->drops : 0; }
+  void set_kernel(bool logged, uint64_t retrans, uint64_t drops);
+
+  OpStats row;               // counts and latency of that rank's row
+  double outlier_ratio = 0;  // p99 / median p99 of the rows of the same (op, size); 0 if alone
 
  private:
+  // extra_: a LinkExtra this row owns (kOwned), a shared one, or none (0);
+  // kernel_logged in its lowest bit (LinkExtras are aligned to 8).
+  static constexpr uintptr_t kKernelLogged = 1, kOwned = 2, kTags = 3;
+  static const LinkExtra& no_extra();  // no evidence, no reason, no counts
+  // Shared: posted().unknown() kPostedNotRead (0), kPostedNoTimeline (1).
+  static const LinkExtra& shared_extra(int which);
+  const LinkExtra* extra() const { return reinterpret_cast<const LinkExtra*>(extra_ & ~kTags); }
+  bool owns_extra() const { return (extra_ & kOwned) != 0; }
+  LinkExtra* own_extra();
+  void free_extra() {
+    if (owns_extra()) delete extra();
+    extra_ &= kKernelLogged;
+  }
+  void copy_names(const LinkRow& o) {
+    owner_ = o.owner_;
+    local_ = o.local_;
+    remote_ = o.remote_;
+    op_ = o.op_;
+  }
+  void copy_extra(const LinkRow& o) {
+    extra_ = o.owns_extra()
+                 ? reinterpret_cast<uintptr_t>(new LinkExtra(*o.extra())) | (o.extra_ & kTags)
+                 : o.extra_;
+  }
+
   const RowOwner* owner_ = &no_owner();
   Interned local_, remote_, op_;
+  uintptr_t extra_ = 0;
 };
 
 struct NicRow {
@@ -172,8 +261,9 @@ struct Job {
   // row for a domain that only received, each local address of that rank's
   // links that none of its rows lists.
   size_t nic_count() const;
-  // Distinct (local, remote) pairs of the link rows (sorted views of the
-  // rows' strings: no copy of a million addresses).
+  // Distinct (local, remote) pairs of the link rows (by the names' numbers:
+  // no copy of a million addresses, no sort where each local address's rows
+  // come together).
   size_t distinct_links() const;
 };
 
@@ -189,6 +279,26 @@ struct ParsedReport;  // parsed_report.h
 using ReportParser = std::function<bool(const std::vector<std::string>& paths,
                                         std::vector<ParsedReport>* out, std::string* error)>;
 
+// Where load_job's time went, when LoadOptions::stats asks for it
+// (bench/report_phases): CPU time of the process (all threads: user + system)
+// by step, and the parsing threads' own CPU time by part of a report.
+struct LoadStats {
+  size_t reports = 0, other_files = 0;  // report JSONs; timelines, counters, kernel logs
+  size_t rows = 0;
+  uint64_t report_bytes = 0;
+  double find_s = 0;    // walking DIR: directories listed, names told apart
+  double parse_s = 0;   // reading and parsing the reports (the parsing threads)
+  double attach_s = 0;  // the ranks merged in file order; timelines, counters, kernel logs
+  double tables_s = 0;  // the job's tables: ranks sorted, rows, NICs, stalls, outliers
+  double match_s = 0;   // receives matched to sends (the timelines)
+  // Within parse_s, summed over the parsing threads (their thread CPU time):
+  double open_read_s = 0;  // open, fstat, read, close of each report
+  double head_s = 0;       // a report's own fields, NICs and CQs parsed (per file)
+  double rows_s = 0;       // its link rows parsed (per row)
+  double fallback_s = 0;   // reports the one pass did not take, parsed whole
+  size_t fallbacks = 0;
+};
+
 struct LoadOptions {
   // Directories under dir not to walk (the report's own output directory).
   std::vector<std::string> exclude_dirs;
@@ -201,6 +311,8 @@ struct LoadOptions {
   // When set, called instead of match_receives_to_sends(job) once the job's
   // tables are built (report_mpi.cpp: the timelines read by every process).
   std::function<void(Job*)> match_receives;
+  // When set, filled with where the time went (costs a few system calls a report).
+  LoadStats* stats = nullptr;
 };
 bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::string* error);
 

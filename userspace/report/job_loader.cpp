@@ -8,6 +8,9 @@
 //   fabtrace_kernel.<host>.p<pid>.klog        a node's kernel log (fabtrace record)
 // Files with other names are not looked at. A timeline or counter file goes
 // with the report of the same (host, rank, pid), taken from its own header.
+#include <sys/mman.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -33,6 +36,7 @@
 #include "userspace/report/parsed_report.h"
 #include "userspace/report/post_evidence.h"
 #include "userspace/report/report_reader.h"
+#include "userspace/report/report_rows.h"
 
 namespace fabtrace::report {
 
@@ -275,7 +279,6 @@ std::vector<LinkRow> link_rows_of(const std::string& host, const std::string& ra
   std::vector<LinkRow> out;
   out.reserve(n);
   const RowOwner& owner = intern_owner(host, rank, pid);
-  const Interned not_read = intern("the per-op timelines were not read");
   Interned op;  // the previous row's: a link's rows mostly repeat a few ops
   for (LinkReport& l : *links) {
     const Interned local = intern(l.local), remote = intern(l.remote);
@@ -286,8 +289,8 @@ std::vector<LinkRow> link_rows_of(const std::string& host, const std::string& ra
       if (op.str() != o.op) op = intern(o.op);
       row.set_op(op);
       row.row = o;
-      if (row.row.recv) row.posted.set_unknown(not_read);
-      out.push_back(row);
+      if (row.row.recv) row.set_posted_not_read();
+      out.push_back(std::move(row));
     }
   }
   if (take) std::vector<LinkReport>().swap(*links);
@@ -304,7 +307,8 @@ size_t count_unlisted_locals(const ProcessReport& rep) {
   return unlisted.size();
 }
 
-// A parsed report's links become the job's rows.
+}  // namespace
+
 void stage_rows(ParsedReport* p) {
   if (!p->ok) return;
   p->link_count = p->report.links.size();
@@ -313,50 +317,24 @@ void stage_rows(ParsedReport* p) {
                          /*take=*/true);
 }
 
-}  // namespace
-
-// Parses the reports on up to `threads` threads (the JSON parse is most of the
-// load). Each file's result goes in its own slot, so the merge that follows,
-// in file order, is the same whatever the number of threads. With several
-// threads, this thread turns each parsed report into rows as the parsers hand
-// them over: the rows' strings then come from one malloc arena, not from the
-// parsers', where they would pin the space of every JSON document freed
-// around them (about 165 MB at 1M rows).
+// Parses the reports on up to `threads` threads (the parse is most of the
+// load), each straight into its rows (report_rows.h). Each file's result goes
+// in its own slot, so the merge that follows, in file order, is the same
+// whatever the number of threads.
 std::vector<ParsedReport> parse_reports(const std::vector<std::string>& paths, unsigned threads) {
   std::vector<ParsedReport> out(paths.size());
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, paths.size()));
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) read_report_rows(paths[i], &out[i]);
+  };
   if (threads <= 1) {
-    for (size_t i = 0; i < paths.size(); ++i) {
-      out[i].ok = read_process_report(paths[i], &out[i].report, &out[i].why);
-      stage_rows(&out[i]);
-    }
+    work();
     return out;
   }
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::condition_variable parsed;
-  std::vector<char> done(paths.size(), 0);  // guarded by mu
-  const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
-      ParsedReport& p = out[i];
-      p.ok = read_process_report(paths[i], &p.report, &p.why);
-      {
-        const std::lock_guard<std::mutex> lock(mu);
-        done[i] = 1;
-      }
-      parsed.notify_one();
-    }
-  };
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
-  for (size_t i = 0; i < paths.size(); ++i) {
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      parsed.wait(lock, [&] { return done[i] != 0; });
-    }
-    stage_rows(&out[i]);
-  }
   for (std::thread& t : pool) t.join();
   return out;
 }
@@ -376,11 +354,36 @@ size_t Job::nic_count() const {
 }
 
 size_t Job::distinct_links() const {
-  // Names are interned (one copy per value): pairs of their addresses are
-  // distinct exactly when the pairs of strings are.
-  std::vector<std::pair<const std::string*, const std::string*>> pairs;
+  // Names are interned (one copy, one number per value): pairs of their
+  // numbers are distinct exactly when the pairs of strings are. While the rows
+  // of each local address come in one run (a rank's rows), a remote is new to
+  // the run when it is not marked with the run's local; else the pairs are
+  // sorted.
+  const size_t ids = interned_count();
+  std::vector<uint32_t> mark(ids, UINT32_MAX);  // by remote: the local of its last run
+  std::vector<char> ran(ids, 0);                // by local: a run of it ended
+  size_t n = 0;
+  uint32_t run = UINT32_MAX;
+  bool runs = true;
+  for (const LinkRow& l : links) {
+    const uint32_t lo = l.local_id(), re = l.remote_id();
+    if (lo != run) {
+      if (run != UINT32_MAX) ran[run] = 1;
+      if (ran[lo]) {
+        runs = false;
+        break;
+      }
+      run = lo;
+    }
+    if (mark[re] != lo) {
+      mark[re] = lo;
+      ++n;
+    }
+  }
+  if (runs) return n;
+  std::vector<uint64_t> pairs;
   pairs.reserve(links.size());
-  for (const LinkRow& l : links) pairs.emplace_back(&l.local(), &l.remote());
+  for (const LinkRow& l : links) pairs.push_back(uint64_t{l.local_id()} << 32 | l.remote_id());
   std::sort(pairs.begin(), pairs.end());
   return static_cast<size_t>(std::unique(pairs.begin(), pairs.end()) - pairs.begin());
 }
@@ -400,30 +403,71 @@ Rank make_rank(ProcessReport report, std::string report_path) {
 }
 
 void mark_outliers(std::vector<LinkRow>* links) {
-  // Keyed by the op name's one copy (interned.h): no string per row.
-  using Group = std::pair<const std::string*, uint64_t>;
-  std::map<Group, std::vector<double>> groups;
+  // Keyed by the op name's number (interned.h): no string per row. A job has
+  // few groups, and rows mostly repeat the previous row's group.
+  using Group = std::pair<uint32_t, uint64_t>;
+  std::map<Group, size_t> group_of;
+  std::vector<std::vector<double>> p99s;
+  Group last{UINT32_MAX, 0};
+  size_t at = 0;
+  const auto group = [&](const LinkRow& l) {
+    const Group g{l.op_id(), l.row.bytes};
+    if (g != last) {
+      const auto it = group_of.emplace(g, p99s.size()).first;
+      if (it->second == p99s.size()) p99s.emplace_back();
+      at = it->second;
+      last = g;
+    }
+    return at;
+  };
   for (const LinkRow& l : *links)
-    if (l.row.count > 0) groups[{&l.op(), l.row.bytes}].push_back(l.row.p99_ns);
-  std::map<Group, double> median;
-  for (auto& g : groups) {
-    if (g.second.size() < 2) continue;
-    std::sort(g.second.begin(), g.second.end());
-    median[g.first] = g.second[(g.second.size() - 1) / 2];
+    if (l.row.count > 0) p99s[group(l)].push_back(l.row.p99_ns);
+  // The lower middle p99 of each group of two rows or more (nth_element: the
+  // value a sort puts there).
+  std::vector<double> median(p99s.size(), 0);
+  std::vector<char> has_median(p99s.size(), 0);
+  for (size_t g = 0; g < p99s.size(); ++g) {
+    std::vector<double>& v = p99s[g];
+    if (v.size() >= 2) {
+      const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+      std::nth_element(v.begin(), mid, v.end());
+      median[g] = *mid;
+      has_median[g] = 1;
+    }
+    std::vector<double>().swap(v);
   }
   for (LinkRow& l : *links) {
     l.outlier_ratio = 0;
     if (l.row.count == 0) continue;
-    const auto m = median.find({&l.op(), l.row.bytes});
-    if (m == median.end()) continue;
-    if (m->second > 0)
-      l.outlier_ratio = l.row.p99_ns / m->second;
+    const size_t g = group(l);
+    if (!has_median[g]) continue;
+    if (median[g] > 0)
+      l.outlier_ratio = l.row.p99_ns / median[g];
     else if (l.row.p99_ns > 0)
       l.outlier_ratio = kOutlierRatio * 1000;  // everything else took no measurable time
   }
 }
 
 namespace {
+
+// Memory about to be filled for the first time, of a large table: in huge
+// pages where the kernel makes them on request (transparent_hugepage
+// "madvise", Debian's default), 512 times fewer page faults (a page fault
+// here was a fifth of the time of a job of 1M rows).
+void advise_huge_pages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+double process_cpu_s() {
+  rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 void add_row_totals(Job* job, const OpStats& o) {
   job->ops = sat_add(job->ops, o.issued());
@@ -436,9 +480,19 @@ void add_row_totals(Job* job, const OpStats& o) {
   job->refused = sat_add(job->refused, o.refused);
 }
 
+// Where load_job's parsers left the ranks' rows: one vector per rank
+// (per_rank[i], those of job->ranks[i]), or one table in file order (range[i]
+// of it, those of job->ranks[i]; report_rows_in_order).
+struct StagedRows {
+  std::vector<std::vector<LinkRow>> per_rank;
+  std::vector<LinkRow> table;
+  std::vector<std::pair<size_t, size_t>> range;  // offset, count
+  bool in_table = false;
+};
+
 // build_job_tables; staged, when given, holds each rank's link rows already
-// made (staged[i] those of job->ranks[i]; load_job's parsing threads made them).
-void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* staged) {
+// made (load_job's parsing threads made them).
+void build_tables(Job* job, bool take_rows, StagedRows* staged) {
   {
     std::vector<size_t> order(job->ranks.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -452,13 +506,18 @@ void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* s
     });
     std::vector<Rank> ranks;
     std::vector<std::vector<LinkRow>> rows;
+    std::vector<std::pair<size_t, size_t>> range;
     ranks.reserve(order.size());
     for (const size_t i : order) {
       ranks.push_back(std::move(job->ranks[i]));
-      if (staged) rows.push_back(std::move((*staged)[i]));
+      if (staged && !staged->in_table) rows.push_back(std::move(staged->per_rank[i]));
+      if (staged && staged->in_table) range.push_back(staged->range[i]);
     }
     job->ranks = std::move(ranks);
-    if (staged) *staged = std::move(rows);
+    if (staged) {
+      staged->per_rank = std::move(rows);
+      staged->range = std::move(range);
+    }
   }
   job->links.clear();
   job->nics.clear();
@@ -471,7 +530,7 @@ void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* s
   for (size_t i = 0; i < job->ranks.size(); ++i) {
     Rank& r = job->ranks[i];
     if (staged) {
-      rows += (*staged)[i].size();
+      rows += staged->in_table ? staged->range[i].second : staged->per_rank[i].size();
       continue;
     }
     if (!take_rows || !r.report.links.empty()) {  // counted before, when the rows were taken
@@ -480,7 +539,20 @@ void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* s
     }
     for (const LinkReport& l : r.report.links) rows += l.rows.size();
   }
-  job->links.reserve(rows);  // no doubling of a vector of 1M rows while it grows
+  // The table in file order is the job's when the ranks' order is the files'
+  // (the parse followed the order the names promised) and holds no rows of a
+  // skipped report: then no row is copied.
+  bool table_as_is = staged && staged->in_table && rows == staged->table.size();
+  for (size_t i = 0, at = 0; table_as_is && i < job->ranks.size(); ++i) {
+    table_as_is = staged->range[i].first == at;
+    at += staged->range[i].second;
+  }
+  if (table_as_is) {
+    job->links = std::move(staged->table);
+  } else {
+    job->links.reserve(rows);  // no doubling of a vector of 1M rows while it grows
+    advise_huge_pages(job->links.data(), rows * sizeof(LinkRow));
+  }
   for (size_t i = 0; i < job->ranks.size(); ++i) {
     Rank& r = job->ranks[i];
     if (r.start_wall_ns) {
@@ -495,10 +567,19 @@ void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* s
     job->ring_full = sat_add(job->ring_full, r.report.ring_full);
     job->cells_full = sat_add(job->cells_full, r.report.cells_full);
     job->ops_dropped = sat_add(job->ops_dropped, r.oplog_dropped);
-    {
+    if (table_as_is) {
+      const auto [at, n] = staged->range[i];
+      for (size_t k = at; k < at + n; ++k) add_row_totals(job, job->links[k].row);
+    } else if (staged && staged->in_table) {
+      const auto [at, n] = staged->range[i];
+      for (size_t k = at; k < at + n; ++k) {
+        add_row_totals(job, staged->table[k].row);
+        job->links.push_back(std::move(staged->table[k]));
+      }
+    } else {
       // The rank's rows are freed as soon as they are in the job's table.
       std::vector<LinkRow> mine =
-          staged ? std::move((*staged)[i])
+          staged ? std::move(staged->per_rank[i])
                  : link_rows_of(r.host, r.rank, r.pid, &r.report.links, take_rows);
       for (LinkRow& row : mine) {
         add_row_totals(job, row.row);
@@ -507,6 +588,7 @@ void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* s
     }
     for (const NicReport& n : r.report.nics) job->nics.push_back(NicRow{r.host, r.rank, r.pid, n});
   }
+  if (staged) std::vector<LinkRow>().swap(staged->table);
   for (const Rank& r : job->ranks) {
     for (const CqReport& c : r.report.cqs) {
       if (c.polls == 0) continue;
@@ -539,6 +621,138 @@ void build_tables(Job* job, bool take_rows, std::vector<std::vector<LinkRow>>* s
 
 void build_job_tables(Job* job, bool take_rows) { build_tables(job, take_rows, nullptr); }
 
+namespace {
+
+// The order the ranks' rows will have in the job's table (host, rank, pid),
+// as far as the files' names tell: files are parsed and their rows appended
+// to one table in this order, which is then the job's as it is (build_tables
+// checks) and not a copy of it.
+std::vector<size_t> name_order(const std::vector<std::string>& paths) {
+  std::vector<OutputName> names(paths.size());
+  std::vector<char> named(paths.size(), 0);
+  for (size_t i = 0; i < paths.size(); ++i)
+    named[i] = parse_output_name(fs::path(paths[i]).filename().string(), &names[i]);
+  std::vector<size_t> order(paths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t ia, size_t ib) {
+    if (named[ia] != named[ib]) return named[ia] > named[ib];
+    if (!named[ia]) return false;
+    const OutputName &a = names[ia], &b = names[ib];
+    if (a.host != b.host) return a.host < b.host;
+    if (a.rank != b.rank) return rank_less(a.rank, b.rank);
+    return a.pid < b.pid;
+  });
+  return order;
+}
+
+}  // namespace
+
+std::vector<ParsedReport> report_rows_in_order(const std::vector<std::string>& paths,
+                                               unsigned threads, std::vector<LinkRow>* table,
+                                               std::vector<std::pair<size_t, size_t>>* range,
+                                               LoadStats* stats) {
+  const size_t n = paths.size();
+  std::vector<ParsedReport> out(n);
+  range->assign(n, {0, 0});
+  table->clear();
+  {
+    // Room for the rows of reports of at least 256 bytes of text a row (the
+    // preload writes about 500): never filled beyond what the rows take, so
+    // what is left over is address space, not memory.
+    uint64_t bytes = 0;
+    for (const std::string& p : paths) {
+      std::error_code ec;
+      const uint64_t b = fs::file_size(p, ec);
+      if (!ec) bytes += std::min<uint64_t>(b, limits::kMaxReportBytes);
+    }
+    if (stats) stats->report_bytes = bytes;
+    const size_t rows = static_cast<size_t>(bytes / 256);
+    table->reserve(rows);
+    advise_huge_pages(table->data(), rows * sizeof(LinkRow));
+  }
+  const std::vector<size_t> order = name_order(paths);
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, n)));
+  // Parsers run at most `window` reports ahead of the one appended next, each
+  // into a row buffer of a pool (their space is used again, not faulted in
+  // afresh for every report).
+  const size_t window = 2 * threads + 2;
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<char> done(n, 0);  // by place in `order`
+  size_t appended = 0;
+  std::vector<std::vector<LinkRow>> pool;
+  std::atomic<size_t> next{0};
+  ParseTimes total;
+  const auto add_times = [&](const ParseTimes& t) {  // under mu
+    total.open_read_ns += t.open_read_ns;
+    total.head_ns += t.head_ns;
+    total.rows_ns += t.rows_ns;
+    total.fallback_ns += t.fallback_ns;
+    total.fallbacks += t.fallbacks;
+  };
+  const auto parse = [&] {
+    ParseTimes mine;
+    for (size_t k; (k = next.fetch_add(1)) < n;) {
+      ParsedReport& p = out[order[k]];
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        changed.wait(lock, [&] { return k < appended + window; });
+        if (!pool.empty()) {
+          p.rows = std::move(pool.back());
+          pool.pop_back();
+        }
+      }
+      read_report_rows(paths[order[k]], &p, stats ? &mine : nullptr);
+      {
+        const std::lock_guard<std::mutex> lock(mu);
+        done[k] = 1;
+      }
+      changed.notify_all();
+    }
+    const std::lock_guard<std::mutex> lock(mu);
+    add_times(mine);
+  };
+  ParseTimes here;  // one thread: this one's
+  std::vector<std::thread> pool_threads;
+  if (threads > 1)
+    for (unsigned t = 0; t < threads; ++t) pool_threads.emplace_back(parse);
+  for (size_t k = 0; k < n; ++k) {
+    if (threads > 1) {
+      std::unique_lock<std::mutex> lock(mu);
+      changed.wait(lock, [&] { return done[k] != 0; });
+    } else {
+      ParsedReport& p = out[order[k]];
+      if (!pool.empty()) {
+        p.rows = std::move(pool.back());
+        pool.pop_back();
+      }
+      read_report_rows(paths[order[k]], &p, stats ? &here : nullptr);
+    }
+    ParsedReport& p = out[order[k]];
+    (*range)[order[k]] = {table->size(), p.rows.size()};
+    table->insert(table->end(), std::make_move_iterator(p.rows.begin()),
+                  std::make_move_iterator(p.rows.end()));
+    p.rows.clear();
+    {
+      const std::lock_guard<std::mutex> lock(mu);
+      pool.push_back(std::move(p.rows));
+      appended = k + 1;
+    }
+    changed.notify_all();
+  }
+  for (std::thread& t : pool_threads) t.join();
+  add_times(here);
+  if (stats) {
+    stats->open_read_s = static_cast<double>(total.open_read_ns) / 1e9;
+    stats->head_s = static_cast<double>(total.head_ns) / 1e9;
+    stats->rows_s = static_cast<double>(total.rows_ns) / 1e9;
+    stats->fallback_s = static_cast<double>(total.fallback_ns) / 1e9;
+    stats->fallbacks = total.fallbacks;
+  }
+  return out;
+}
+
 bool load_job(const std::string& dir, Job* job, std::string* error) {
   return load_job(dir, LoadOptions(), job, error);
 }
@@ -561,10 +775,26 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
       return false;
     }
   }
+  // Steps timed for LoadOptions::stats: the process's CPU time at each.
+  LoadStats* const stats = opt.stats;
+  double cpu = stats ? process_cpu_s() : 0;
+  const auto lap = [&](double* step) {
+    if (!stats) return;
+    const double now = process_cpu_s();
+    *step = now - cpu;
+    cpu = now;
+  };
   Found found;
   walk(dir, opt, &found, &job->skipped);
+  if (stats) {
+    stats->reports = found.reports.size();
+    stats->other_files = found.oplogs.size() + found.counters.size() + found.kernel_logs.size();
+  }
+  lap(stats ? &stats->find_s : nullptr);
 
   std::vector<ParsedReport> parsed;
+  StagedRows staged;
+  std::vector<std::pair<size_t, size_t>> range;  // by file: its rows in staged.table
   if (opt.parser) {
     if (!opt.parser(found.reports, &parsed, error)) return false;
     if (parsed.size() != found.reports.size()) {
@@ -572,9 +802,10 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
       return false;
     }
   } else {
-    parsed = parse_reports(found.reports, opt.threads);
+    parsed = report_rows_in_order(found.reports, opt.threads, &staged.table, &range, opt.stats);
+    staged.in_table = true;
   }
-  std::vector<std::vector<LinkRow>> staged;  // staged[i]: the rows of job->ranks[i]
+  lap(stats ? &stats->parse_s : nullptr);
   std::map<Key, size_t> by_key;
   std::set<std::string> json_stems;
   for (size_t i = 0; i < found.reports.size(); ++i) {
@@ -595,7 +826,10 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
     job->ranks.push_back(make_rank(std::move(p.report), path));
     job->ranks.back().link_count = p.link_count;
     job->ranks.back().unlisted_locals = p.unlisted_locals;
-    staged.push_back(std::move(p.rows));
+    if (staged.in_table)
+      staged.range.push_back(range[i]);
+    else
+      staged.per_rank.push_back(std::move(p.rows));
   }
   for (const std::string& path : found.texts)
     if (!json_stems.count(path.substr(0, path.size() - 4)))
@@ -605,11 +839,15 @@ bool load_job(const std::string& dir, const LoadOptions& opt, Job* job, std::str
   for (const std::string& path : found.oplogs) attach_oplog(path, by_key, job);
   for (const std::string& path : found.counters) attach_counters(path, opt, by_key, job);
   load_kernel_logs(found.kernel_logs, job);
+  lap(stats ? &stats->attach_s : nullptr);
   build_tables(job, /*take_rows=*/true, &staged);
+  lap(stats ? &stats->tables_s : nullptr);
+  if (stats) stats->rows = job->links.size();
   if (opt.match_receives)
     opt.match_receives(job);
   else
     match_receives_to_sends(job);
+  lap(stats ? &stats->match_s : nullptr);
   return true;
 }
 

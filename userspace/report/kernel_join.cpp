@@ -302,15 +302,16 @@ void join_kernel(Job* job) {
     }
   }
   for (LinkRow& l : job->links) {
-    l.kernel_logged = false;
-    l.retrans = l.drops = 0;
+    bool logged = false;
+    uint64_t retrans = 0, drops = 0;
     for (const KernelNode& n : job->kernel) {
       if (n.host != l.host()) continue;
-      l.kernel_logged = true;
+      logged = true;
       const LinkNet net = link_net(n, l.pid(), l.local(), l.remote());
-      l.retrans += net.retrans;
-      l.drops += net.drops;
+      retrans += net.retrans;
+      drops += net.drops;
     }
+    l.set_kernel(logged, retrans, drops);
   }
 }
 

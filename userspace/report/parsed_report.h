@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "userspace/report/job.h"
@@ -26,6 +27,20 @@ struct ParsedReport {
 // Parses the reports at `paths` on up to `threads` threads (0: one per core);
 // out[i] is the result of paths[i], the same whatever the number of threads.
 std::vector<ParsedReport> parse_reports(const std::vector<std::string>& paths, unsigned threads);
+
+// The same, for load_job: each report's rows appended to *table, in the
+// order the files' names promise the job's table will have (so that it can be
+// the job's as it is); (*range)[i] is where those of paths[i] are (offset,
+// count), and out[i].rows is empty.
+// With stats, its open_read_s .. fallbacks are filled.
+std::vector<ParsedReport> report_rows_in_order(const std::vector<std::string>& paths,
+                                               unsigned threads, std::vector<LinkRow>* table,
+                                               std::vector<std::pair<size_t, size_t>>* range,
+                                               LoadStats* stats = nullptr);
+
+// A parsed report's links (p->report.links) made the job's rows (p->rows),
+// with link_count and unlisted_locals; the links are freed.
+void stage_rows(ParsedReport* p);
 
 // Appends p's byte form to *out. Every field is written, doubles bit for bit,
 // so that the decoded report makes the same outputs as the original.

@@ -175,14 +175,15 @@ void put(Writer& w, const LinkRow& l) {
   w.str(l.op());
   put(w, l.row);
   w.num(l.outlier_ratio);
-  w.flag(l.kernel_logged);
-  w.num(l.retrans);
-  w.num(l.drops);
-  w.num(l.posted.logged);
-  w.num(l.posted.matched);
-  w.num(l.posted.late);
-  w.num(l.posted.late_median_ns);
-  w.str(l.posted.unknown());
+  w.flag(l.kernel_logged());
+  w.num(l.retrans());
+  w.num(l.drops());
+  const PostEvidence& p = l.posted();
+  w.num(p.logged);
+  w.num(p.matched);
+  w.num(p.late);
+  w.num(p.late_median_ns);
+  w.str(p.unknown());
 }
 
 // The names of the previous row decoded: a report's rows repeat them, and
@@ -195,6 +196,13 @@ struct RowNames {
   }
 };
 
+// +0.0 exactly (not -0.0): a row without evidence.
+bool is_zero_bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b == 0;
+}
+
 void get(Reader& r, LinkRow* l, RowNames* n) {
   for (Interned* s : {&n->host, &n->rank, &n->local, &n->remote}) RowNames::take(s, r.str());
   const long pid = static_cast<long>(r.num<int64_t>());
@@ -206,15 +214,22 @@ void get(Reader& r, LinkRow* l, RowNames* n) {
   l->set_op(n->op);
   get(r, &l->row);
   l->outlier_ratio = r.num<double>();
-  l->kernel_logged = r.flag();
-  l->retrans = r.num<uint64_t>();
-  l->drops = r.num<uint64_t>();
-  l->posted.logged = r.num<uint64_t>();
-  l->posted.matched = r.num<uint64_t>();
-  l->posted.late = r.num<uint64_t>();
-  l->posted.late_median_ns = r.num<double>();
+  const bool logged = r.flag();
+  const uint64_t retrans = r.num<uint64_t>();
+  const uint64_t drops = r.num<uint64_t>();
+  l->set_kernel(logged, retrans, drops);
+  PostEvidence p;
+  p.logged = r.num<uint64_t>();
+  p.matched = r.num<uint64_t>();
+  p.late = r.num<uint64_t>();
+  p.late_median_ns = r.num<double>();
   RowNames::take(&n->unknown, r.str());
-  l->posted.set_unknown(n->unknown);
+  p.set_unknown(n->unknown);
+  // Held apart only when it says more than a reason.
+  if (p.logged || p.matched || p.late || !is_zero_bits(p.late_median_ns))
+    l->posted_mut() = p;
+  else if (!p.unknown().empty())
+    l->set_posted_unknown(p.unknown());
 }
 
 }  // namespace

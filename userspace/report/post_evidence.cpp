@@ -92,8 +92,8 @@ int64_t post_minus_issue(const Job& job, const Recv& rv, const Send& sd) {
 
 void no_verdict(Job* job, const std::vector<Recv>& recvs, const std::string& why) {
   for (const Recv& r : recvs) {
-    PostEvidence& p = job->links[r.row].posted;
-    if (p.unknown().empty()) p.set_unknown(why);
+    LinkRow& l = job->links[r.row];
+    if (l.posted().unknown().empty()) l.set_posted_unknown(why);
   }
 }
 
@@ -124,7 +124,7 @@ void pair(Job* job, const Collected& c, std::vector<Recv> recvs, const std::vect
   for (size_t k = 0; k < recvs.size(); ++k) {
     const int64_t d = post_minus_issue(*job, recvs[k], s[k]);
     const double margin = c.residual_ns[recvs[k].rank] + c.residual_ns[s[k].rank];
-    PostEvidence& p = job->links[recvs[k].row].posted;
+    PostEvidence& p = job->links[recvs[k].row].posted_mut();
     ++p.matched;
     if (static_cast<double>(d) > margin) {
       ++p.late;
@@ -179,7 +179,7 @@ ReceiveMatcher::ReceiveMatcher(Job* job, const EvidenceOptions& opt)
   for (size_t i = 0; i < job->links.size(); ++i) {
     LinkRow& l = job->links[i];
     if (!l.row.recv) continue;
-    l.posted = PostEvidence();
+    l.clear_posted();
     st_->rows[row_key(l.host(), l.rank(), l.pid(), l.local(), l.remote(), l.op(), l.row.bytes,
                       l.row.size_unknown)] = i;
   }
@@ -238,6 +238,18 @@ void ReceiveMatcher::add(const RankTimeline& t) {
 }
 
 void match_receives_to_sends(Job* job, const EvidenceOptions& opt) {
+  bool any = false;
+  for (const Rank& r : job->ranks) any = any || !r.oplog_path.empty();
+  if (!any) {
+    // What the matcher below says of every receive row when no rank has a
+    // timeline, in one pass over the rows instead of four.
+    for (LinkRow& l : job->links)
+      if (l.row.recv) {
+        l.clear_posted();
+        l.set_posted_unknown(kPostedNoTimeline);
+      }
+    return;
+  }
   ReceiveMatcher m(job, opt);
   for (uint32_t r = 0; r < job->ranks.size(); ++r)
     if (!job->ranks[r].oplog_path.empty()) m.add(read_rank_timeline(*job, r, opt));
@@ -257,18 +269,18 @@ void ReceiveMatcher::finish() {
   for (LinkRow& l : job->links) {
     if (!l.row.recv) continue;
     if (!rank_has[l.host() + '\n' + l.rank() + '\n' + std::to_string(l.pid())])
-      l.posted.set_unknown("no per-op timeline of this rank");
+      l.set_posted_unknown(kPostedNoTimeline);
   }
   if (c.full) {
     for (LinkRow& l : job->links)
       if (l.row.recv)
-        l.posted.set_unknown("more than " + std::to_string(opt.max_records) +
+        l.set_posted_unknown("more than " + std::to_string(opt.max_records) +
                              " timeline records to match; none was");
     return;
   }
   for (const auto& [key, by_remote] : c.recvs)
     for (const auto& [remote, rv] : by_remote)
-      for (const Recv& r : rv) ++job->links[r.row].posted.logged;
+      for (const Recv& r : rv) ++job->links[r.row].posted_mut().logged;
 
   std::map<size_t, std::vector<int64_t>> lateness;
   for (const auto& [key, by_remote] : c.recvs) {
@@ -303,15 +315,15 @@ void ReceiveMatcher::finish() {
   }
   for (auto& [row, d] : lateness) {
     std::nth_element(d.begin(), d.begin() + static_cast<long>(d.size() / 2), d.end());
-    job->links[row].posted.late_median_ns = static_cast<double>(d[d.size() / 2]);
+    job->links[row].posted_mut().late_median_ns = static_cast<double>(d[d.size() / 2]);
   }
   for (LinkRow& l : job->links)
-    if (l.row.recv && l.posted.unknown().empty() && l.posted.matched < l.row.count)
-      l.posted.set_unknown(l.posted.logged < l.row.count
-                               ? "only " + std::to_string(l.posted.logged) + " of " +
-                                     std::to_string(l.row.count) +
-                                     " receives in the per-op timeline (FABTRACE_OPS_MIN_BYTES?)"
-                               : "not matched");
+    if (l.row.recv && l.posted().unknown().empty() && l.posted().matched < l.row.count)
+      l.posted_mut().set_unknown(
+          l.posted().logged < l.row.count
+              ? "only " + std::to_string(l.posted().logged) + " of " + std::to_string(l.row.count) +
+                    " receives in the per-op timeline (FABTRACE_OPS_MIN_BYTES?)"
+              : "not matched");
 }
 
 }  // namespace fabtrace::report

@@ -477,15 +477,19 @@ bool read_process_report(const std::string& path, ProcessReport* out, std::strin
       if (text.capacity() > (size_t{8} << 20)) std::string().swap(text);
     }
   } trim_after;
-  std::string err;
-  if (!read_bounded_file(path, limits::kMaxReportBytes, &text, &err)) {
-    struct stat st;
-    const bool big =
-        ::stat(path.c_str(), &st) == 0 &&
-        (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > limits::kMaxReportBytes);
-    return fail(why, problem, big ? FileProblem::kTooLarge : FileProblem::kUnreadable, err);
-  }
+  if (!read_report_text(path, &text, why, problem)) return false;
   return parse_process_report(text, out, why, problem);
+}
+
+bool read_report_text(const std::string& path, std::string* text, std::string* why,
+                      FileProblem* problem) {
+  std::string err;
+  if (read_bounded_file(path, limits::kMaxReportBytes, text, &err)) return true;
+  struct stat st;
+  const bool big =
+      ::stat(path.c_str(), &st) == 0 &&
+      (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > limits::kMaxReportBytes);
+  return fail(why, problem, big ? FileProblem::kTooLarge : FileProblem::kUnreadable, err);
 }
 
 // ---- counters ------------------------------------------------------------------

@@ -42,6 +42,10 @@ bool parse_process_report(const std::string& text, ProcessReport* out, std::stri
                           FileProblem* problem = nullptr);
 bool read_process_report(const std::string& path, ProcessReport* out, std::string* why,
                          FileProblem* problem = nullptr);
+// The text of a report file, bounded as read_process_report reads it: false
+// with *why (and *problem: kUnreadable or kTooLarge) when it cannot be read.
+bool read_report_text(const std::string& path, std::string* text, std::string* why,
+                      FileProblem* problem = nullptr);
 
 // Reduces a counter series for plotting: per device, the `per_device` most
 // active counters (most sample intervals with a change, then largest

@@ -68,12 +68,22 @@ class Wrapper {
   std::string sep_;
 };
 
-// The rows with the largest value of a field, as "name xN" words.
-template <typename Field>
-void top_rows(const Job& job, Field field, size_t n, Wrapper* w) {
+// The rows with a count that top_rows lists, in the job's order.
+std::vector<const LinkRow*> problem_rows(const Job& job) {
   std::vector<const LinkRow*> rows;
   for (const LinkRow& l : job.links)
-    if (field(l.row) > 0) rows.push_back(&l);
+    if (l.row.untimed || l.row.errors || l.row.eagain || l.row.refused || l.row.unfinished)
+      rows.push_back(&l);
+  return rows;
+}
+
+// The rows with the largest value of a field, as "name xN" words; `from`:
+// the job's rows with any of the problem counts, in the job's order.
+template <typename Field>
+void top_rows(const std::vector<const LinkRow*>& from, Field field, size_t n, Wrapper* w) {
+  std::vector<const LinkRow*> rows;
+  for (const LinkRow* l : from)
+    if (field(l->row) > 0) rows.push_back(l);
   std::stable_sort(rows.begin(), rows.end(), [&](const LinkRow* a, const LinkRow* b) {
     return field(a->row) > field(b->row);
   });
@@ -179,21 +189,29 @@ std::string who(const std::string& host, const std::string& rank, long pid) {
 // ---- selections ---------------------------------------------------------------------
 
 std::vector<const LinkRow*> slowest_links(const Job& job, size_t n) {
-  std::vector<const LinkRow*> rows;
-  for (const LinkRow& l : job.links)
-    if (!l.row.recv && l.row.count > 0) rows.push_back(&l);
-  // The first n only (a million rows sorted whole took longer than the rest
-  // of the summary); equals in the job's order, which is the rows' address
+  // The first n only, kept in a heap as the rows go by (a million rows sorted
+  // whole took longer than the rest of the summary; a list of them all was
+  // 8 bytes a row); equals in the job's order, which is the rows' address
   // order, as a stable sort keeps them.
-  const size_t k = std::min(n, rows.size());
-  std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(k), rows.end(),
-                    [](const LinkRow* a, const LinkRow* b) {
-                      if (a->row.p99_ns != b->row.p99_ns) return a->row.p99_ns > b->row.p99_ns;
-                      if (a->outlier_ratio != b->outlier_ratio)
-                        return a->outlier_ratio > b->outlier_ratio;
-                      return a < b;
-                    });
-  rows.resize(k);
+  const auto before = [](const LinkRow* a, const LinkRow* b) {
+    if (a->row.p99_ns != b->row.p99_ns) return a->row.p99_ns > b->row.p99_ns;
+    if (a->outlier_ratio != b->outlier_ratio) return a->outlier_ratio > b->outlier_ratio;
+    return a < b;
+  };
+  std::vector<const LinkRow*> rows;  // a heap whose top is the last of the n kept
+  if (n == 0) return rows;
+  rows.reserve(n + 1);
+  for (const LinkRow& l : job.links) {
+    if (l.row.recv || l.row.count == 0) continue;
+    if (rows.size() == n && !before(&l, rows.front())) continue;
+    rows.push_back(&l);
+    std::push_heap(rows.begin(), rows.end(), before);
+    if (rows.size() > n) {
+      std::pop_heap(rows.begin(), rows.end(), before);
+      rows.pop_back();
+    }
+  }
+  std::sort_heap(rows.begin(), rows.end(), before);
   return rows;
 }
 
@@ -210,12 +228,14 @@ std::vector<const LinkRow*> outlier_links(const Job& job) {
 std::vector<const LinkRow*> posted_late_rows(const Job& job) {
   std::vector<const LinkRow*> out;
   for (const LinkRow& l : job.links)
-    if (l.row.recv && l.posted.late > 0) out.push_back(&l);
+    if (l.row.recv && l.posted().late > 0) out.push_back(&l);
   std::stable_sort(out.begin(), out.end(), [](const LinkRow* a, const LinkRow* b) {
-    const double sa = static_cast<double>(a->posted.late) / static_cast<double>(a->posted.matched);
-    const double sb = static_cast<double>(b->posted.late) / static_cast<double>(b->posted.matched);
+    const double sa =
+        static_cast<double>(a->posted().late) / static_cast<double>(a->posted().matched);
+    const double sb =
+        static_cast<double>(b->posted().late) / static_cast<double>(b->posted().matched);
     if (sa != sb) return sa > sb;
-    return a->posted.late > b->posted.late;
+    return a->posted().late > b->posted().late;
   });
   return out;
 }
@@ -298,7 +318,18 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   }
   {
     std::map<std::string, uint64_t> by_op;
-    for (const LinkRow& l : job.links) by_op[l.op()] += l.row.issued();
+    {
+      // Summed by the op name's number (a string compare per row was most of
+      // this), then by name: names differ exactly when their numbers do.
+      std::vector<uint64_t> by_id(interned_count(), 0);
+      std::vector<const LinkRow*> first(by_id.size(), nullptr);
+      for (const LinkRow& l : job.links) {
+        by_id[l.op_id()] += l.row.issued();
+        if (!first[l.op_id()]) first[l.op_id()] = &l;
+      }
+      for (size_t i = 0; i < by_id.size(); ++i)
+        if (first[i]) by_op[first[i]->op()] = by_id[i];
+    }
     std::vector<std::pair<std::string, uint64_t>> v(by_op.begin(), by_op.end());
     std::stable_sort(v.begin(), v.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -314,7 +345,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
         "untimed   " + fmt_count(job.untimed) + " ops by design (no completion, or context kept): ",
         kWidth);
     top_rows(
-        job, [](const OpStats& o) { return o.untimed; }, 3, &w);
+        problem_rows(job), [](const OpStats& o) { return o.untimed; }, 3, &w);
     w.done();
   }
 
@@ -405,11 +436,11 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     uint64_t matched = 0, rows_matched = 0, no_verdict_rows = 0, no_verdict = 0;
     for (const LinkRow& l : job.links) {
       if (!l.row.recv || l.row.count == 0) continue;
-      matched += l.posted.matched;
-      if (l.posted.matched) ++rows_matched;
-      if (l.posted.matched < l.row.count) {
+      matched += l.posted().matched;
+      if (l.posted().matched) ++rows_matched;
+      if (l.posted().matched < l.row.count) {
         ++no_verdict_rows;
-        no_verdict += l.row.count - l.posted.matched;
+        no_verdict += l.row.count - l.posted().matched;
       }
     }
     s += "receives posted late (after their send was issued, by both ranks' per-op timelines)";
@@ -418,17 +449,17 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
                       : "\n";
     for (size_t i = 0; i < late.size() && i < opt.top; ++i) {
       const LinkRow* l = late[i];
-      s += "  " + row_name(*l) + "  " + fmt_count(l->posted.late) + " of " +
-           fmt_count(l->posted.matched) + " matched posted late, median " +
-           fmt_ns(l->posted.late_median_ns) + " after the send\n";
+      s += "  " + row_name(*l) + "  " + fmt_count(l->posted().late) + " of " +
+           fmt_count(l->posted().matched) + " matched posted late, median " +
+           fmt_ns(l->posted().late_median_ns) + " after the send\n";
     }
     if (late.size() > opt.top)
       s += "  (+" + std::to_string(late.size() - opt.top) + " more rows)\n";
     if (no_verdict_rows) {
       std::string why;
       for (const LinkRow& l : job.links)
-        if (l.row.recv && l.row.count && l.posted.matched < l.row.count && why.empty())
-          why = l.posted.unknown();
+        if (l.row.recv && l.row.count && l.posted().matched < l.row.count && why.empty())
+          why = l.posted().unknown();
       s += "  unknown for " + plural(no_verdict, "receive", "receives") + " in " +
            plural(no_verdict_rows, "row", "rows") + ", e.g.: " + why + "\n";
       s += "  (the evidence: FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 on every rank)\n";
@@ -440,11 +471,13 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   // Problems.
   s += "problems\n";
   bool any = false;
+  std::vector<const LinkRow*> with_problems;  // one pass over the rows for the lines below
+  if (job.errors || job.eagain || job.refused || job.unfinished) with_problems = problem_rows(job);
   const auto line = [&](uint64_t n, const char* what, auto field) {
     if (!n) return;
     any = true;
     Wrapper w(&s, "  " + fmt_count(n) + " " + what + ": ", kWidth);
-    top_rows(job, field, 3, &w);
+    top_rows(with_problems, field, 3, &w);
     w.done();
   };
   line(job.errors, "completions in error", [](const OpStats& o) { return o.errors; });

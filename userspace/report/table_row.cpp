@@ -47,13 +47,13 @@ void append_json_double(std::string* out, double v) {
 void append_json_u64(std::string* out, uint64_t v) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, r.ptr);
+  out->append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void append_json_i64(std::string* out, int64_t v) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, r.ptr);
+  out->append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void CsvRow::operator()(const char*, const std::string& v) {

@@ -49,15 +49,15 @@ void link_fields(const LinkRow& l, F& f) {
   f("ring_full", o.ring_full);
   // Receive rows: matched to their send by the per-op timelines, and of those
   // posted after it (post_evidence.h); why not, for the rest.
-  f("posted_matched", l.posted.matched);
-  f("posted_late", l.posted.late);
-  f("posted_late_median_ns", num(l.posted.late_median_ns));
-  f("posted_unknown", l.posted.unknown());
+  f("posted_matched", l.posted().matched);
+  f("posted_late", l.posted().late);
+  f("posted_late_median_ns", num(l.posted().late_median_ns));
+  f("posted_unknown", l.posted().unknown());
   // The link's TCP retransmits and drops from its node's kernel log (the same
   // on every row of the link; 0 and kernel_logged=false without a session).
-  f("kernel_logged", l.kernel_logged);
-  f("retransmits", l.retrans);
-  f("drops", l.drops);
+  f("kernel_logged", l.kernel_logged());
+  f("retransmits", l.retrans());
+  f("drops", l.drops());
 }
 
 template <typename F>
@@ -225,12 +225,58 @@ const std::vector<std::string>& stall_columns() {
   return cols;
 }
 
+namespace {
+
+// std::to_chars(v)'s text for a whole v below 2^53 in magnitude (most times
+// in ns are), without its shortest-digits search: every such integer is a
+// double, so its digits without the trailing zeros are the shortest that
+// read back; written fixed ("200") or, when shorter, scientific ("2e+05"),
+// fixed on a tie, as to_chars writes them. False for any other v.
+bool whole_number_text(double v, char* buf, size_t* len) {
+  if (!(v > -9007199254740992.0 && v < 9007199254740992.0)) return false;  // and NaN
+  const auto i = static_cast<int64_t>(v);
+  if (static_cast<double>(i) != v) return false;
+  char* p = buf;
+  if (std::signbit(v)) *p++ = '-';  // -0 too
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof(digits), i < 0 ? -i : i);
+  const auto n = static_cast<size_t>(r.ptr - digits);
+  size_t d = n;  // significant digits
+  while (d > 1 && digits[d - 1] == '0') --d;
+  const size_t exp = n - 1;
+  const size_t sci = d + (d > 1 ? 1 : 0) + 4;  // "e+NN": exp < 16
+  if (sci < n) {
+    *p++ = digits[0];
+    if (d > 1) {
+      *p++ = '.';
+      std::memcpy(p, digits + 1, d - 1);
+      p += d - 1;
+    }
+    *p++ = 'e';
+    *p++ = '+';
+    *p++ = static_cast<char>('0' + exp / 10);
+    *p++ = static_cast<char>('0' + exp % 10);
+  } else {
+    std::memcpy(p, digits, n);
+    p += n;
+  }
+  *len = static_cast<size_t>(p - buf);
+  return true;
+}
+
+}  // namespace
+
 void append_number_text(std::string* out, double v) {
   char buf[64];
+  size_t len = 0;
+  if (whole_number_text(v, buf, &len)) {
+    out->append(buf, len);
+    return;
+  }
   const auto r = std::isfinite(v) ? std::to_chars(buf, buf + sizeof(buf), v)
                                   : std::to_chars_result{buf, std::errc::invalid_argument};
   if (r.ec == std::errc())
-    out->append(buf, r.ptr);
+    out->append(buf, static_cast<size_t>(r.ptr - buf));
   else
     *out += '0';
 }
