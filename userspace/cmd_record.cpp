@@ -15,6 +15,8 @@
 #include "common/clock.h"
 #include "common/comma_list.h"
 #include "common/env.h"
+#include "common/path_template.h"
+#include "common/printable.h"
 #include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 #include "userspace/launch.h"
@@ -170,13 +172,18 @@ int record_session(const RecordArgs& args) {
     std::fprintf(stderr, "fabtrace record: libfabtrace.so not found (set FABTRACE_PRELOAD)\n");
     return 2;
   }
-  {
-    std::string why;
-    opt.dir = prepare_output_dir(opt.dir, &why);  // a template expands here (%p: this pid)
-    if (opt.dir.empty()) {
-      std::fprintf(stderr, "fabtrace record: %s\n", why.c_str());
+  if (is_path_template(opt.dir)) {
+    // Expanded here (%p: this pid), created by the collector only once it is
+    // root, holds the node's lock, and walks the path safely (collector.h).
+    std::string out, why;
+    size_t first = std::string::npos;
+    if (!expand_path_template(opt.dir, template_values_of_self(), &out, &first, &why)) {
+      std::fprintf(stderr, "fabtrace record: cannot use the directory %s: %s\n",
+                   printable(opt.dir).c_str(), why.c_str());
       return 2;
     }
+    opt.dir = out;
+    opt.create_from = first;
   }
   for (const std::string& c : cmd) opt.command += (opt.command.empty() ? "" : " ") + c;
 

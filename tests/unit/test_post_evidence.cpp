@@ -246,7 +246,9 @@ TEST(PostEvidence, NoTimelinesGiveWhatTheMatcherGives) {
     EXPECT_EQ(a.matched, b.matched) << i;
     EXPECT_EQ(a.logged, b.logged) << i;
     EXPECT_EQ(a.late, b.late) << i;
-    if (job.links[i].row.recv) EXPECT_EQ(a.unknown(), kPostedNoTimeline);
+    if (job.links[i].row.recv) {
+      EXPECT_EQ(a.unknown(), kPostedNoTimeline);
+    }
   }
 }
 

@@ -73,6 +73,16 @@ bool Collector::start(std::string* error) {
   }
   if (!lock_.acquire(error, opt_.lock_dir)) return false;
   std::string why;
+  // A template's own directories, one at a time, each walked as dir_ is.
+  for (size_t slash = opt_.create_from == std::string::npos ? std::string::npos
+                                                              : opt_.dir.find('/', opt_.create_from);
+       slash != std::string::npos; slash = opt_.dir.find('/', slash + 1)) {
+    OutputDir part;
+    if (!part.open(opt_.dir.substr(0, slash), true, &why)) {
+      *error = "cannot use the output directory " + why;
+      return false;
+    }
+  }
   if (!dir_.open(opt_.dir, true, &why)) {
     *error = "cannot use the output directory " + why;
     return false;

@@ -26,6 +26,9 @@ namespace fabtrace {
 
 struct CollectorOptions {
   std::string dir = ".";  // where the kernel log goes (the ranks' FABTRACE_DIR)
+  // An expanded template's first own component (path_template.h): the missing
+  // directories from there on are created, each as the last one is (start()).
+  size_t create_from = std::string::npos;
   BpfOptions bpf;
   std::vector<pid_t> pids;  // --pid: these too, mapped libfabric or not
   bool discover = true;     // trace every libfabric/preload process found
