@@ -75,7 +75,7 @@ bool Collector::start(std::string* error) {
   std::string why;
   // A template's own directories, one at a time, each walked as dir_ is.
   for (size_t slash = opt_.create_from == std::string::npos ? std::string::npos
-                                                              : opt_.dir.find('/', opt_.create_from);
+                                                            : opt_.dir.find('/', opt_.create_from);
        slash != std::string::npos; slash = opt_.dir.find('/', slash + 1)) {
     OutputDir part;
     if (!part.open(opt_.dir.substr(0, slash), true, &why)) {
@@ -312,7 +312,8 @@ void Collector::write_uprobe_reports() {
     // Its rank as read when a scan first found it (sanitised: proc_scan.h).
     const auto first = ranks_.find(static_cast<pid_t>(pid));
     ctx.rank = first != ranks_.end() ? first->second : seen ? p.rank : "";
-    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
+    const ProcessReport rep =
+        uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
     std::string err, name, note;
     std::FILE* f = dir_.create_stream(
         output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid), &name, &note, &err);
