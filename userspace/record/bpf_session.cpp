@@ -545,6 +545,9 @@ struct BpfSession::Impl {
       else
         note("probes", point, "attached",
              file.shown + (file.build_id.empty() ? "" : " (build-id " + file.build_id + ")") +
+                 (file.copy_of.empty() ? ""
+                                       : " (a copy of " + file.copy_of +
+                                             ": probes are attached per file, so apart)") +
                  (opt.only_pids.empty() ? "" : " (the --pid processes only)"));
     }
   }
