@@ -75,7 +75,7 @@ bool Collector::start(std::string* error) {
   std::string why;
   // A template's own directories, one at a time, each walked as dir_ is.
   for (size_t slash = opt_.create_from == std::string::npos ? std::string::npos
-                                                              : opt_.dir.find('/', opt_.create_from);
+                                                            : opt_.dir.find('/', opt_.create_from);
        slash != std::string::npos; slash = opt_.dir.find('/', slash + 1)) {
     OutputDir part;
     if (!part.open(opt_.dir.substr(0, slash), true, &why)) {
@@ -312,7 +312,8 @@ void Collector::write_uprobe_reports() {
     // Its rank as read when a scan first found it (sanitised: proc_scan.h).
     const auto first = ranks_.find(static_cast<pid_t>(pid));
     ctx.rank = first != ranks_.end() ? first->second : seen ? p.rank : "";
-    const ProcessReport rep = uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
+    const ProcessReport rep =
+        uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
     std::string err, name, note;
     std::FILE* f = dir_.create_stream(
         output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid), &name, &note, &err);
@@ -399,7 +400,7 @@ int report_lost_data(const Collector& col) {
   std::vector<std::pair<uint32_t, KernelStats::Process>> procs(st.per_process.begin(),
                                                                st.per_process.end());
   auto total = [](const KernelStats::Process& p) {
-    return p.over_budget + p.malformed + p.uprobe_rows_over_quota;
+    return p.over_budget + p.malformed + p.uprobe_rows_over_quota + p.uprobe_objects_over_quota;
   };
   std::stable_sort(procs.begin(), procs.end(),
                    [&](const auto& a, const auto& b) { return total(a.second) > total(b.second); });
@@ -408,10 +409,11 @@ int report_lost_data(const Collector& col) {
     std::fprintf(stderr,
                  "fabtrace record: pid %u: %llu probe records over its budget (dropped), %llu "
                  "probes with malformed arguments (not explained), %llu uprobe rows refused over "
-                 "its quota\n",
+                 "its quota, %llu of its CQs, endpoints and addresses not kept over its share\n",
                  procs[i].first, static_cast<unsigned long long>(p.over_budget),
                  static_cast<unsigned long long>(p.malformed),
-                 static_cast<unsigned long long>(p.uprobe_rows_over_quota));
+                 static_cast<unsigned long long>(p.uprobe_rows_over_quota),
+                 static_cast<unsigned long long>(p.uprobe_objects_over_quota));
   }
   if (procs.size() > kShown)
     std::fprintf(stderr,
