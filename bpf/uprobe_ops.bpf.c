@@ -287,6 +287,8 @@ static __always_inline __u64 msg_ctx_off(__u32 ctxloc) {
     case FT_UP_CTX_RMSG:
       return FT_UP_RMSG_CTX_OFF;
     case FT_UP_CTX_AMSG:
+    case FT_UP_CTX_AMSG_FLAGS6:
+    case FT_UP_CTX_AMSG_FLAGS9:
       return FT_UP_AMSG_CTX_OFF;
     default:
       return 0;
@@ -351,7 +353,10 @@ static __always_inline bool op_completes(__u32 tgid, __u64 ep_ptr, __u32 cls, __
   const bool known = ep && (bound || ep->opened);
   const bool selective = ep && (ep->selective & (1u << side));
   if (msg_ctx_off(ctxloc)) {
-    const __u64 flags = arg_n(regs, 3); /* (ep, msg, flags) */
+    /* (ep, msg, flags), but for two atomic msg ops (FT_UP_CTX_AMSG_FLAGS*). */
+    const __u64 flags = arg_n(regs, ctxloc == FT_UP_CTX_AMSG_FLAGS6   ? 6
+                                    : ctxloc == FT_UP_CTX_AMSG_FLAGS9 ? 9
+                                                                      : 3);
     if (flags & FT_UP_KEEP_CONTEXT_FLAGS) return false;
     if (!known) return true;
     if (!bound) return false;

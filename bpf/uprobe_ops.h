@@ -58,7 +58,12 @@ enum ft_up_ctx {
   FT_UP_CTX_MSG = 4,  /* struct fi_msg *, argument 2: ->context */
   FT_UP_CTX_TMSG = 5, /* struct fi_msg_tagged *, argument 2: ->context */
   FT_UP_CTX_RMSG = 6, /* struct fi_msg_rma *, argument 2: ->context */
-  FT_UP_CTX_AMSG = 7  /* struct fi_msg_atomic *, argument 2: ->context */
+  FT_UP_CTX_AMSG = 7, /* struct fi_msg_atomic *, argument 2: ->context */
+  /* The same, for the atomic msg ops whose flags are not argument 3:
+   * fetch_atomicmsg(ep, msg, resultv, desc, count, flags) and
+   * compare_atomicmsg(ep, msg, comparev, desc, count, resultv, desc, count, flags). */
+  FT_UP_CTX_AMSG_FLAGS6 = 8,
+  FT_UP_CTX_AMSG_FLAGS9 = 9
 };
 /* Argument n (9..16) on the stack: RMA writedata keeps its context in argument
  * 9, the atomics in 10, 12, 13, 14 or 16 (rdma/fi_atomic.h). */

@@ -102,8 +102,8 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
                   1, 1ULL << 30, [a](uint64_t v) { a->usdt_rate = v; })
       ->type_name("N");
   cli::add_number(c, "--max-log-mb",
-                  "the kernel log's bound in MiB (default 4096): later events are counted",
-                  1, 1ULL << 30, [a](uint64_t v) { a->max_log_mb = v; })
+                  "the kernel log's bound in MiB (default 4096): later events are counted", 1,
+                  1ULL << 30, [a](uint64_t v) { a->max_log_mb = v; })
       ->type_name("N");
   c->add_flag("--list", a->list,
               "print every program and attach point and whether it attaches here, then exit");

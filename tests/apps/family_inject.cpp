@@ -120,17 +120,21 @@ void initiator(Env& env, size_t size) {
       switch (kind) {
         case kInject:
           env.post("fi_inject", nullptr, [&] { return fi_inject(f.ep, s, size, f.peer); });
+          env.stats.no_completion("fi_inject");  // an inject has no completion
           break;
         case kInjectdata:
           env.post("fi_injectdata", nullptr,
                    [&] { return fi_injectdata(f.ep, s, size, data, f.peer); });
+          env.stats.no_completion("fi_injectdata");  // an inject has no completion
           break;
         case kTinject:
           env.post("fi_tinject", nullptr, [&] { return fi_tinject(f.ep, s, size, f.peer, tag); });
+          env.stats.no_completion("fi_tinject");  // an inject has no completion
           break;
         case kTinjectdata:
           env.post("fi_tinjectdata", nullptr,
                    [&] { return fi_tinjectdata(f.ep, s, size, data, f.peer, tag); });
+          env.stats.no_completion("fi_tinjectdata");  // an inject has no completion
           break;
         case kSendmsgInject: {
           OpCtx* ctx = env.ctxs.make("fi_sendmsg", kind, seq, 0, false);
@@ -166,12 +170,14 @@ void initiator(Env& env, size_t size) {
           uint64_t addr = rm.addr + write_offset(kind, seq, n, size);
           env.post("fi_inject_write", nullptr,
                    [&] { return fi_inject_write(f.ep, s, size, f.peer, addr, rm.key); });
+          env.stats.no_completion("fi_inject_write");  // an inject has no completion
           break;
         }
         case kInjectWritedata: {
           uint64_t addr = rm.addr + write_offset(kind, seq, n, size);
           env.post("fi_inject_writedata", nullptr,
                    [&] { return fi_inject_writedata(f.ep, s, size, data, f.peer, addr, rm.key); });
+          env.stats.no_completion("fi_inject_writedata");  // an inject has no completion
           break;
         }
         case kInjectAtomic: {
@@ -180,6 +186,7 @@ void initiator(Env& env, size_t size) {
           env.post("fi_inject_atomic", nullptr, [&] {
             return fi_inject_atomic(f.ep, s, 1, f.peer, am.addr, am.key, FI_UINT64, FI_SUM);
           });
+          env.stats.no_completion("fi_inject_atomic");  // an inject has no completion
           break;
         }
         default:

@@ -187,6 +187,13 @@ void uprobe_truth(const char* prov) {
       ASSERT_TRUE(app_u.at("ok").get<bool>()) << app_u.dump();
       const nlohmann::json rep_p = report_of(pre[fam.name].dir, app_p.at("pid").get<int>());
       const nlohmann::json rep_u = report_of(dir, app_u.at("pid").get<int>());
+      if (app_p.at("issued").empty() && app_u.at("issued").empty()) {
+        // A rank that issues no op (the RMA and atomic families' target): the
+        // preload writes no report for a process without fabric I/O.
+        EXPECT_TRUE(rep_p.is_null()) << rep_p.dump();
+        std::printf("truth %-11s %-6s r%d issues no op\n", prov, fam.name, rank);
+        continue;
+      }
       ASSERT_FALSE(rep_p.is_null()) << "no preload report";
       ASSERT_FALSE(rep_u.is_null()) << "no uprobes report\n" << slurp(dir + "/record.log");
       EXPECT_EQ(rep_u.at("source"), "uprobes");

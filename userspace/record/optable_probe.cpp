@@ -276,12 +276,12 @@ constexpr TableSlot kAtomicSlots[10] = {
      FT_UP_PEER_ARG(7)},
     {"readwritev", OpKind::kFetchAtomicv, FT_UP_CTX_STACK(13), FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 11),
      FT_UP_PEER_ARG(8)},
-    {"readwritemsg", OpKind::kFetchAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG, kMsgPeer},
+    {"readwritemsg", OpKind::kFetchAtomicmsg, FT_UP_CTX_AMSG_FLAGS6, FT_UP_LEN_AMSG, kMsgPeer},
     {"compwrite", OpKind::kCompareAtomic, FT_UP_CTX_STACK(14),
      FT_UP_LEN_ATOMIC(FT_UP_LEN_ACOUNT, 12), FT_UP_PEER_ARG(9)},
     {"compwritev", OpKind::kCompareAtomicv, FT_UP_CTX_STACK(16),
      FT_UP_LEN_ATOMIC(FT_UP_LEN_AIOC, 14), FT_UP_PEER_ARG(11)},
-    {"compwritemsg", OpKind::kCompareAtomicmsg, FT_UP_CTX_AMSG, FT_UP_LEN_AMSG, kMsgPeer},
+    {"compwritemsg", OpKind::kCompareAtomicmsg, FT_UP_CTX_AMSG_FLAGS9, FT_UP_LEN_AMSG, kMsgPeer},
 };
 static_assert(offsetof(fi_ops_atomic, write) == sizeof(size_t) &&
                   offsetof(fi_ops_atomic, compwritemsg) == sizeof(size_t) + 9 * sizeof(void*),
