@@ -58,6 +58,17 @@ int main(int argc, char** argv) {
   if ((rc = fi_fabric(info->fabric_attr, &fabric, nullptr))) return fail("fi_fabric", rc);
   if ((rc = fi_domain(fabric, info, &domain, nullptr))) return fail("fi_domain", rc);
   if ((rc = fi_cq_open(domain, &cq_attr, &cq, nullptr))) return fail("fi_cq_open", rc);
+  // Closes what is open, innermost first.
+  auto close_all = [&] {
+    if (ep) fi_close(&ep->fid);
+    if (av) fi_close(&av->fid);
+    fi_close(&cq->fid);
+    fi_close(&domain->fid);
+    fi_close(&fabric->fid);
+    fi_freeinfo(info);
+    fi_freeinfo(hints);
+    return 0;
+  };
   if (cqs) {
     std::vector<fid_cq*> open;
     long refused = 0;
@@ -73,12 +84,7 @@ int main(int argc, char** argv) {
     std::printf("cqs %zu refused %ld\n", open.size(), refused);
     std::fflush(stdout);
     for (fid_cq* c : open) fi_close(&c->fid);
-    fi_close(&cq->fid);
-    fi_close(&domain->fid);
-    fi_close(&fabric->fid);
-    fi_freeinfo(info);
-    fi_freeinfo(hints);
-    return 0;
+    return close_all();
   }
   if ((rc = fi_av_open(domain, &av_attr, &av, nullptr))) return fail("fi_av_open", rc);
   if ((rc = fi_endpoint(domain, info, &ep, nullptr))) return fail("fi_endpoint", rc);
@@ -95,12 +101,5 @@ int main(int argc, char** argv) {
   }
   std::printf("posted %ld refused %ld\n", posted, refused);
   std::fflush(stdout);
-  fi_close(&ep->fid);
-  fi_close(&av->fid);
-  fi_close(&cq->fid);
-  fi_close(&domain->fid);
-  fi_close(&fabric->fid);
-  fi_freeinfo(info);
-  fi_freeinfo(hints);
-  return 0;
+  return close_all();
 }

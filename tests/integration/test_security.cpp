@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/rank.h"
@@ -565,6 +566,35 @@ std::pair<int, int> pingpong_pair(const std::string& dir, int iters, const Env& 
   return {server, spawn(cargs, env, dir + "/client.log", false)};
 }
 
+// A --uprobes session in which an unprivileged row_flood (tcp;ofi_rxm, then
+// `args`; its output holding `says`) runs to its end, then a fi_pingpong pair
+// (200 messages); the session stopped. Its directory and output, the pair's pids.
+struct Flooded {
+  std::string dir, log;
+  int server = -1, client = -1;
+};
+void flood_then_pingpong(const std::string& tag, const std::vector<std::string>& args,
+                         const std::string& says, Flooded* f) {
+  f->dir = make_temp_dir(tag);
+  ASSERT_EQ(::chmod(f->dir.c_str(), 0755), 0);
+  const int rec = start_record(f->dir, "record.log", {"--uprobes"}, "provider functions probed");
+  ASSERT_GT(rec, 0) << slurp(f->dir + "/record.log");
+  std::vector<std::string> argv = {ROW_FLOOD, "tcp;ofi_rxm"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const RunResult flood = run(as_nobody(argv), {}, false, 300);
+  ASSERT_EQ(flood.exit_code, 0) << flood.output;
+  ASSERT_NE(flood.output.find(says), std::string::npos) << flood.output;
+  // The victims: a pingpong pair, without the preload.
+  std::tie(f->server, f->client) = pingpong_pair(f->dir, 200);
+  ASSERT_GT(f->client, 0) << slurp(f->dir + "/server.log");
+  EXPECT_EQ(wait_for(f->client, 120), 0) << slurp(f->dir + "/client.log");
+  EXPECT_EQ(wait_for(f->server, 120), 0) << slurp(f->dir + "/server.log");
+  kill(rec, SIGINT);
+  const int rc = wait_for(rec, 120);
+  f->log = slurp(f->dir + "/record.log");
+  ASSERT_EQ(rc, 0) << f->log;
+}
+
 // Row 8 (one process starves the others): an unprivileged process posting
 // receives "from" 70,000 addresses filled every row of the uprobe statistics
 // (65,536); a real fi_pingpong pair then got no rows and no per-rank report.
@@ -572,21 +602,11 @@ std::pair<int, int> pingpong_pair(const std::string& dir, int iters, const Env& 
 // capped and its refused rows counted; the pair has its rows and reports.
 TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
   REQUIRE_SESSION_SLOT();
-  const std::string dir = make_temp_dir("sec-rows");
-  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
-  const int rec = start_record(dir, "record.log", {"--uprobes"}, "provider functions probed");
-  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
-  const RunResult flood = run(as_nobody({ROW_FLOOD, "tcp;ofi_rxm", "70000"}), {}, false, 300);
-  ASSERT_EQ(flood.exit_code, 0) << flood.output;
-  // The victims: a pingpong pair, without the preload.
-  const auto [server, client] = pingpong_pair(dir, 200);
-  ASSERT_GT(client, 0) << slurp(dir + "/server.log");
-  EXPECT_EQ(wait_for(client, 120), 0) << slurp(dir + "/client.log");
-  EXPECT_EQ(wait_for(server, 120), 0) << slurp(dir + "/server.log");
-  kill(rec, SIGINT);
-  const int rc = wait_for(rec, 120);
-  const std::string log = slurp(dir + "/record.log");
-  ASSERT_EQ(rc, 0) << log;
+  Flooded f;
+  ASSERT_NO_FATAL_FAILURE(flood_then_pingpong("sec-rows", {"70000"}, "", &f));
+  const std::string& dir = f.dir;
+  const std::string& log = f.log;
+  const int server = f.server, client = f.client;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       log, m,
@@ -625,21 +645,12 @@ TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
 // the address maps'); what it cannot keep is counted for it and said.
 TEST(Security, OneProcessCannotTakeEveryCqEntry) {
   REQUIRE_SESSION_SLOT();
-  const std::string dir = make_temp_dir("sec-cqs");
-  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
-  const int rec = start_record(dir, "record.log", {"--uprobes"}, "provider functions probed");
-  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
-  const RunResult flood = run(as_nobody({ROW_FLOOD, "tcp;ofi_rxm", "6000", "cqs"}), {}, false, 300);
-  ASSERT_EQ(flood.exit_code, 0) << flood.output;
-  ASSERT_NE(flood.output.find("cqs 6000 refused 0"), std::string::npos) << flood.output;
-  const auto [server, client] = pingpong_pair(dir, 200);
-  ASSERT_GT(client, 0) << slurp(dir + "/server.log");
-  EXPECT_EQ(wait_for(client, 120), 0) << slurp(dir + "/client.log");
-  EXPECT_EQ(wait_for(server, 120), 0) << slurp(dir + "/server.log");
-  kill(rec, SIGINT);
-  const int rc = wait_for(rec, 120);
-  const std::string log = slurp(dir + "/record.log");
-  ASSERT_EQ(rc, 0) << log;
+  Flooded f;
+  ASSERT_NO_FATAL_FAILURE(
+      flood_then_pingpong("sec-cqs", {"6000", "cqs"}, "cqs 6000 refused 0", &f));
+  const std::string& dir = f.dir;
+  const std::string& log = f.log;
+  const int server = f.server, client = f.client;
   // The pair's completions paired with their ops: their CQs were known.
   std::map<int, uint64_t> completions;
   for (const Event& e : export_kernel(kernel_log_of(dir)))

@@ -202,16 +202,22 @@ TEST(UsdtNotes, TheSessionCountsEachProbesSpecs) {
   EXPECT_FALSE(build_id.empty());
 }
 
+// n copies of the built library, DIR/c0.so ... (the same build-id, each its
+// own inode).
+void copy_the_library(const std::string& dir, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::string copy = dir + "/c" + std::to_string(i) + ".so";
+    ASSERT_EQ(std::system(("cp " + std::string(FABTRACE_LIB) + " " + copy).c_str()), 0);
+  }
+}
+
 // A file is taken once however many paths name it, and one user's files are
 // bounded; what is not a library with the probes is refused.
 TEST(UsdtNotes, LibraryFilesAreTakenOncePerInodeAndBoundedPerUser) {
   if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
   const test::ScratchDir scratch;
   const std::string dir = scratch.path();
-  for (int i = 0; i < 3; ++i) {
-    const std::string copy = dir + "/c" + std::to_string(i) + ".so";
-    ASSERT_EQ(std::system(("cp " + std::string(FABTRACE_LIB) + " " + copy).c_str()), 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(copy_the_library(dir, 3));
   ASSERT_EQ(::link((dir + "/c0.so").c_str(), (dir + "/hard.so").c_str()), 0);
   UsdtLibraries libs(8, 2);
   bool known = false;
@@ -239,10 +245,7 @@ TEST(UsdtNotes, CopiesOfOneBuildAreEachTakenAndEachCounted) {
   if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
   const test::ScratchDir scratch;
   const std::string dir = scratch.path();
-  for (int i = 0; i < 3; ++i) {
-    const std::string copy = dir + "/c" + std::to_string(i) + ".so";
-    ASSERT_EQ(std::system(("cp " + std::string(FABTRACE_LIB) + " " + copy).c_str()), 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(copy_the_library(dir, 3));
   UsdtLibraries libs(2, 8);
   bool known = false;
   std::string why;
