@@ -323,10 +323,26 @@ void finished_stream(StreamSession* s) {
 // another thread writes the byte): the verdict names the syscall and what it
 // waited on, where "blocked in a sleeping syscall" was all it said, and the
 // summary's why line says the same.
+// The byte is written 200 ms after the poller starts its gap: a poller that
+// the machine's other work keeps off its CPU past that point finds the byte
+// there and never blocks, and the kernel then rightly says "preempted by X".
+// Such a run says nothing of the read's naming: it is run again, at most 3
+// times in all, each saying so.
 TEST(Record, PipeBlockedPollerNamesRead) {
   REQUIRE_ROOT();
-  StreamSession s("rec-pipe", {}, {"--count", "300", "--gap", "pipe:200"});
-  ASSERT_NO_FATAL_FAILURE(finished_stream(&s));
+  std::unique_ptr<StreamSession> run;
+  for (int attempt = 1;; ++attempt) {
+    run = std::make_unique<StreamSession>(
+        "rec-pipe", std::vector<std::string>{},
+        std::vector<std::string>{"--count", "300", "--gap", "pipe:200"});
+    ASSERT_NO_FATAL_FAILURE(finished_stream(run.get()));
+    const std::vector<Event> seen = export_kernel(run->log);
+    const Event* first = longest_stall(seen, run->rank0);
+    if (attempt == 3 || !first || first->cause.rfind("preempted by ", 0) != 0) break;
+    std::printf("attempt %d: the poller was kept off its CPU past the write (%s): again\n", attempt,
+                first->cause.c_str());
+  }
+  StreamSession& s = *run;
   std::vector<Event> ev;
   const Event* st = checked_stall(s, 200e6, &ev);
   ASSERT_NE(st, nullptr);
