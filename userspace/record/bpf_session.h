@@ -24,6 +24,18 @@
 
 namespace fabtrace {
 
+// A kernel-log record the collector writes itself (not one the BPF side
+// sent): zeroed, its header filled.
+template <typename T>
+T log_record(uint32_t kind, uint64_t ts, uint32_t pid) {
+  T rec{};
+  rec.h.ts = ts;
+  rec.h.kind = static_cast<decltype(rec.h.kind)>(kind);
+  rec.h.size = static_cast<decltype(rec.h.size)>(sizeof(rec));
+  rec.h.pid = pid;
+  return rec;
+}
+
 struct BpfOptions {
   bool polls = false;          // attach the per-poll probes (--polls)
   bool net_all = false;        // record net events of sockets not traced
@@ -81,11 +93,7 @@ struct UprobeRow {
 
   // The row as the kernel log's FT_EV_UPROBE_OPS record, stamped `ts`.
   ft_uprobe_ops record(uint64_t ts) const {
-    ft_uprobe_ops rec{};
-    rec.h.ts = ts;
-    rec.h.kind = FT_EV_UPROBE_OPS;
-    rec.h.size = sizeof(rec);
-    rec.h.pid = pid;
+    ft_uprobe_ops rec = log_record<ft_uprobe_ops>(FT_EV_UPROBE_OPS, ts, pid);
     rec.op = op;
     rec.size_class = static_cast<__u16>(size_class);
     rec.posted = posted ? 1 : 0;
@@ -109,11 +117,7 @@ struct UprobeCq {
 
   // As the kernel log's FT_EV_UPROBE_CQ record, stamped `ts`.
   ft_uprobe_cq record(uint64_t ts) const {
-    ft_uprobe_cq rec{};
-    rec.h.ts = ts;
-    rec.h.kind = FT_EV_UPROBE_CQ;
-    rec.h.size = sizeof(rec);
-    rec.h.pid = pid;
+    ft_uprobe_cq rec = log_record<ft_uprobe_cq>(FT_EV_UPROBE_CQ, ts, pid);
     rec.cq = cq;
     rec.opened = opened;
     rec.polls = polls;
