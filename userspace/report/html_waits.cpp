@@ -42,14 +42,7 @@ void section_waits(const Job& job, const HtmlOptions& opt, Html* h) {
       "root-table");
   for (size_t i = 0; i < named && i < opt.max_table_rows; ++i) {
     const RootCause& rc = wa.roots[i];
-    std::vector<std::pair<uint32_t, int64_t>> w(rc.by_waiter.begin(), rc.by_waiter.end());
-    std::stable_sort(w.begin(), w.end(),
-                     [](const auto& x, const auto& y) { return x.second > y.second; });
-    std::string list;
-    for (size_t k = 0; k < w.size() && k < 8; ++k)
-      list += (k ? ", " : "") + rank_name(job, w[k].first) + " " +
-              fmt_ns(static_cast<double>(w[k].second));
-    if (w.size() > 8) list += ", +" + std::to_string(w.size() - 8) + " more";
+    const std::string list = waiters_text(job, rc, 8);
     t.row(i == 0);
     t.td(rank_name(job, rc.rank));
     t.n(fmt_ns(static_cast<double>(rc.cost_ns)));

@@ -295,14 +295,7 @@ std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top)
                          "waited)\n";
   for (size_t i = 0; i < wa.roots.size() && i < top && i < named; ++i) {
     const RootCause& rc = wa.roots[i];
-    std::vector<std::pair<uint32_t, int64_t>> w(rc.by_waiter.begin(), rc.by_waiter.end());
-    std::stable_sort(w.begin(), w.end(),
-                     [](const auto& x, const auto& y) { return x.second > y.second; });
-    std::string list;
-    for (size_t k = 0; k < w.size() && k < 4; ++k)
-      list += (k ? ", " : "") + name_of(job, w[k].first) + " " +
-              fmt_ns(static_cast<double>(w[k].second));
-    if (w.size() > 4) list += ", +" + std::to_string(w.size() - 4) + " more";
+    const std::string list = waiters_text(job, rc, 4);
     s += "  " + name_of(job, rc.rank) + "  cost " + fmt_ns(static_cast<double>(rc.cost_ns)) +
          " in " + fmt_count(rc.waits) + (rc.waits == 1 ? " wait" : " waits") + " (" + list +
          "): " + rc.cause + "\n";
@@ -313,6 +306,18 @@ std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top)
          fmt_ns(static_cast<double>(kMinRootCostNs)) + ", " +
          fmt_ns(static_cast<double>(under_ns)) + " in all)\n";
   return s;
+}
+
+std::string waiters_text(const Job& job, const RootCause& rc, size_t max) {
+  std::vector<std::pair<uint32_t, int64_t>> w(rc.by_waiter.begin(), rc.by_waiter.end());
+  std::stable_sort(w.begin(), w.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::string list;
+  for (size_t k = 0; k < w.size() && k < max; ++k)
+    list +=
+        (k ? ", " : "") + name_of(job, w[k].first) + " " + fmt_ns(static_cast<double>(w[k].second));
+  if (w.size() > max) list += ", +" + std::to_string(w.size() - max) + " more";
+  return list;
 }
 
 std::string stall_wait_text(const Job& job, const WaitAnalysis& wa, size_t i) {

@@ -57,6 +57,9 @@ WaitAnalysis analyze_waits(const Job& job);
 // The summary's "root causes of waiting" (at most `top` roots of at least
 // kMinRootCostNs); "" when there is none.
 std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top);
+// Who waited on a root, longest first: "h r2 200.1 ms, h r1 199.8 ms" (at
+// most `max`, then "+N more").
+std::string waiters_text(const Job& job, const RootCause& rc, size_t max);
 // The line under stall i of the summary ("" when nothing is known).
 std::string stall_wait_text(const Job& job, const WaitAnalysis& wa, size_t i);
 
