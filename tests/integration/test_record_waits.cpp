@@ -36,15 +36,20 @@ TEST(Record, AStoppedRankIsTheRootOfTheChainsWaitsWithTheKernelsCause) {
   // Stopped is the largest part unless a loaded machine kept it waiting for a
   // CPU longer; the verdict names the stop either way.
   EXPECT_NE(root.cause.find("stopped (SIGSTOP or a debugger) "), std::string::npos) << cli.out;
+  // The waits add up to what the ranks measured (1%), the stopped rank
+  // carrying at least 90% of each (test_waits.cpp says why not all).
   double sum = 0;
   for (const auto& [k, ns] : waits) {
     ASSERT_TRUE(root.by_waiter.count(k)) << "r" << k << "\n" << cli.out;
-    EXPECT_NEAR(root.by_waiter.at(k), static_cast<double>(ns), 0.01 * static_cast<double>(ns))
-        << "r" << k << "\n"
-        << cli.out;
-    sum += static_cast<double>(ns);
+    const double measured = static_cast<double>(ns);
+    double charged = 0;
+    for (const RootLine& x : roots)
+      if (x.by_waiter.count(k)) charged += x.by_waiter.at(k);
+    EXPECT_NEAR(charged, measured, 0.01 * measured) << "r" << k << "\n" << cli.out;
+    EXPECT_GE(root.by_waiter.at(k), 0.9 * measured) << "r" << k << "\n" << cli.out;
+    sum += root.by_waiter.at(k);
   }
-  EXPECT_NEAR(root.cost_ns, sum, 0.01 * sum) << cli.out;
+  EXPECT_NEAR(root.cost_ns, sum, 0.001 * sum + 0.1e6) << cli.out;
 }
 
 }  // namespace

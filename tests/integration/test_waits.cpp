@@ -48,21 +48,28 @@ void run_chain(const char* prov, int delayed, const char* delay, const std::stri
   *roots = root_lines(cli.out);
 }
 
-// Each rank that waited because of the root: its wait attributed to the root
-// within 1% of what it measured (its own wait runs from its receive's post to
-// the completion read; the report's to the completion), and the root's cost
-// the sum of those waits.
-void expect_attributed(const RootLine& root, const std::map<int, int64_t>& waits,
+// Each rank that waited because of the root: the report accounts for its whole
+// wait (the parts charged to every root named) within 1% of what it measured
+// (its own wait runs from its receive's post to the completion read), and the
+// root carries at least 90% of it: on a loaded machine a rank in between can
+// be held up too (descheduled between its receive and its send), and that part
+// is rightly its own. The root's cost is the sum of what it was charged.
+void expect_attributed(const std::vector<RootLine>& roots, const std::map<int, int64_t>& waits,
                        const std::vector<int>& waiters, const std::string& summary) {
+  const RootLine& root = roots[0];
   double sum = 0;
   for (int k : waiters) {
     ASSERT_TRUE(root.by_waiter.count(k)) << "r" << k << " not listed\n" << summary;
     const double measured = static_cast<double>(waits.at(k));
-    EXPECT_NEAR(root.by_waiter.at(k), measured, 0.01 * measured) << "r" << k << "\n" << summary;
-    sum += measured;
+    double charged = 0;
+    for (const RootLine& r : roots)
+      if (r.by_waiter.count(k)) charged += r.by_waiter.at(k);
+    EXPECT_NEAR(charged, measured, 0.01 * measured) << "r" << k << "\n" << summary;
+    EXPECT_GE(root.by_waiter.at(k), 0.9 * measured) << "r" << k << "\n" << summary;
+    sum += root.by_waiter.at(k);
   }
   EXPECT_EQ(root.by_waiter.size(), waiters.size()) << summary;
-  EXPECT_NEAR(root.cost_ns, sum, 0.01 * sum) << summary;
+  EXPECT_NEAR(root.cost_ns, sum, 0.001 * sum + 0.1e6) << summary;
   EXPECT_EQ(root.waits, waiters.size()) << summary;
 }
 
@@ -78,7 +85,7 @@ TEST_P(WaitChain, TheDelayedTailIsTheRootOfEveryWait) {
   ASSERT_FALSE(roots.empty()) << summary;
   EXPECT_EQ(roots[0].rank, 3) << summary;
   EXPECT_EQ(roots[0].cause.rfind("late to post", 0), 0u) << summary;
-  expect_attributed(roots[0], waits, {0, 1, 2}, summary);
+  expect_attributed(roots, waits, {0, 1, 2}, summary);
 }
 
 // r2 delayed in the middle: r1 waits on r2 and r0 on r1; the root is r2, not
@@ -91,20 +98,29 @@ TEST_P(WaitChain, TheRootOfAChainIsItsFirstRankNotWaiting) {
   if (HasFatalFailure()) return;
   ASSERT_FALSE(roots.empty()) << summary;
   EXPECT_EQ(roots[0].rank, 2) << summary;
-  expect_attributed(roots[0], waits, {0, 1}, summary);
+  expect_attributed(roots, waits, {0, 1}, summary);
   for (size_t i = 1; i < roots.size(); ++i)
     EXPECT_LT(roots[i].cost_ns, 20e6) << "a second root\n" << summary;
 }
 
-// No planted delay: no root costs the job more than a few milliseconds (the
-// threshold covers a loaded machine's scheduling).
-TEST_P(WaitChain, NoPlantedDelayNoRoot) {
+// No planted delay: no false root. A loaded machine can still hold a rank up
+// (descheduled for 100 ms before it posts): then the programs measured that
+// wait too. So no root costs more than the programs waited in all (+1%), and
+// when they waited under 5 ms in all, no root costs 5 ms.
+TEST_P(WaitChain, NoPlantedDelayNoFalseRoot) {
   std::vector<RootLine> roots;
   std::map<int, int64_t> waits;
   std::string summary;
   run_chain(GetParam(), 3, "none", "waits-none", &roots, &waits, &summary);
   if (HasFatalFailure()) return;
-  for (const RootLine& r : roots) EXPECT_LT(r.cost_ns, 20e6) << summary;
+  double measured = 0;
+  for (const auto& [k, ns] : waits) measured += static_cast<double>(ns);
+  double charged = 0;
+  for (const RootLine& r : roots) charged += r.cost_ns;
+  EXPECT_LE(charged, measured * 1.01 + 1e6) << summary;
+  if (measured < 5e6) {
+    for (const RootLine& r : roots) EXPECT_LT(r.cost_ns, 5e6) << summary;
+  }
 }
 
 // `fabtrace report --mpi` (the timelines matched on process 0) names the same

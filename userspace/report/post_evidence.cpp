@@ -157,6 +157,11 @@ void pair(Job* job, const Collected& c, std::vector<Recv> recvs, const std::vect
   }
 }
 
+int64_t mono_ns(const Calibration& cal, uint64_t ticks) {
+  int64_t t = 0;
+  return cal.mono_ns_checked(ticks, &t) ? t : static_cast<int64_t>(cal.to_mono_ns(ticks));
+}
+
 }  // namespace
 
 RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOptions& opt) {
@@ -183,9 +188,11 @@ RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOption
           }
           const OpKind kind = static_cast<OpKind>(e[i].kind);
           if (send_family(kind) == kOther && recv_family(kind) == kOther) continue;
+          // The times as the trace writers compute them (perfetto_ops.cpp,
+          // otf2_export.cpp: a message's flow finds its ops by their start).
           t.ops.push_back({e[i].link_id, e[i].kind, (e[i].flags & oplog::kOpSizeUnknown) != 0,
-                           static_cast<int64_t>(cal.to_mono_ns(e[i].start_ticks)),
-                           static_cast<int64_t>(cal.to_mono_ns(e[i].end_ticks)), e[i].bytes});
+                           mono_ns(cal, e[i].start_ticks), mono_ns(cal, e[i].end_ticks),
+                           e[i].bytes});
         }
       },
       &why);
