@@ -38,15 +38,15 @@ constexpr uint32_t kOtf2MaxLanes = 64;
 
 struct Otf2Stats {
   uint64_t ranks = 0;
-  uint64_t locations = 0;  // every kind
-  uint64_t thread_locations = 0;  // "tid N" (lane 1 of a traced thread)
-  uint64_t lane_locations = 0;    // lanes beyond the first
+  uint64_t locations = 0;           // every kind
+  uint64_t thread_locations = 0;    // "tid N" (lane 1 of a traced thread)
+  uint64_t lane_locations = 0;      // lanes beyond the first
   uint64_t enters = 0, leaves = 0;  // of op regions
   uint64_t mark_events = 0;         // enters and leaves of marks and phases
   uint64_t metric_events = 0;
   uint64_t message_sends = 0, message_recvs = 0;  // matched messages (post_evidence.h)
-  uint64_t overlap_dropped = 0;  // ops beyond kOtf2MaxLanes lanes
-  uint64_t bad_times = 0;        // ops or marks without a time on any clock
+  uint64_t overlap_dropped = 0;                   // ops beyond kOtf2MaxLanes lanes
+  uint64_t bad_times = 0;                         // ops or marks without a time on any clock
   std::vector<std::string> warnings;
 };
 
