@@ -113,16 +113,20 @@ TEST(Otf2Run, EveryTimelineRecordIsAnEnterAndALeave) {
   EXPECT_EQ(p.enters.at("done"), 2u);
   EXPECT_EQ(p.metrics, samples);  // the counters: one metric event per sample row
   // Locations grouped by rank: a thread location and a metric location in each group.
-  size_t groups = 0, threads = 0, metric_locs = 0;
+  // (and, where the timelines matched messages, a "messages" location per rank)
+  size_t groups = 0, threads = 0, metric_locs = 0, message_locs = 0;
   for (const std::string& d : p.defs) {
     if (d.rfind("LOCATION_GROUP", 0) == 0) ++groups;
+    const bool messages = d.find("\"messages\"") != std::string::npos;
+    message_locs += d.rfind("LOCATION ", 0) == 0 && messages;
     if (d.rfind("LOCATION ", 0) == 0 && d.find("Type: CPU_THREAD") != std::string::npos &&
-        d.find("marks") == std::string::npos && d.find("lane") == std::string::npos)
+        d.find("marks") == std::string::npos && d.find("lane") == std::string::npos && !messages)
       ++threads;
     if (d.rfind("LOCATION ", 0) == 0 && d.find("Type: METRIC") != std::string::npos) ++metric_locs;
   }
   EXPECT_EQ(groups, 2u);
   EXPECT_EQ(threads, 2u);  // one traced thread per rank
+  EXPECT_TRUE(message_locs == 0 || message_locs == 2u) << message_locs;
   EXPECT_EQ(metric_locs, counter_files);
 }
 

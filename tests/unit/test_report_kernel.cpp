@@ -78,7 +78,8 @@ TEST(ReportKernel, SummaryNamesCausesSlowOpsAndTheNode) {
       << s;
   const std::string r1 = lines_after(s, "node01 r1 CQ#0  10.0 ms", 1);
   EXPECT_NE(r1.find("      why: blocked in futex for 9.8 of 10.0 ms"), std::string::npos) << s;
-  EXPECT_NE(s.find("pid " + std::to_string(f.k.pid0) + " tid " + std::to_string(f.k.pid0) +
+  // By rank (the job's ranks only: summary_kernel.cpp).
+  EXPECT_NE(s.find("  node01 r0 tid " + std::to_string(f.k.pid0) +
                    "  fi_send 4 KiB 10.0.0.1:50000 -> 10.0.0.1:50001  12.0 ms: on CPU for 12.0 "
                    "of 12.0 ms (running, not polling); 300 page faults"),
             std::string::npos)

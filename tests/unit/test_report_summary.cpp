@@ -194,6 +194,37 @@ TEST(ReportSummary, PlantedStallIsListedWithItsRankAndWallTime) {
   EXPECT_NE(lines[0].find("ended 00:00:03.750000 UTC (t+3.750 s)"), std::string::npos) << lines[0];
 }
 
+// A node's kernel log holds the slow ops of every traced process there, other
+// jobs' too: the summary lists the job's ranks only, by rank, and says how many
+// it left out.
+TEST(ReportSummary, KernelSlowOpsOfProcessesOutsideTheJobAreNotListed) {
+  const test::SyntheticJob sj = test::make_synthetic_job();
+  Job job = job_of(sj);
+  const Rank& r = job.ranks[1];
+  KernelNode n;
+  n.host = r.host;
+  KernelWindow mine, other;
+  mine.pid = static_cast<uint32_t>(r.pid);
+  mine.tid = 11;
+  mine.w.start = 1000;
+  mine.w.end = 1000 + 3000000;
+  mine.verdict = "mine";
+  other.pid = static_cast<uint32_t>(r.pid + 999999);  // no rank of the job
+  other.tid = 12;
+  other.w.start = 1000;
+  other.w.end = 1000 + 9000000;  // the longest: listed first were it kept
+  other.verdict = "other";
+  n.slow_ops = {other, mine};
+  job.kernel.push_back(n);
+  const auto lines =
+      section(summary_text(job, SummaryOptions()), "slow ops (>= FABTRACE_SLOW_OP_US)");
+  ASSERT_EQ(lines.size(), 2u) << summary_text(job, SummaryOptions());
+  EXPECT_EQ(lines[0].rfind("  " + r.host + " r" + r.rank + " tid 11 ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("3.00 ms: mine"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1],
+            "  (1 slow ops of 1 process outside the job, traced on its nodes, not listed)");
+}
+
 // Two hosts whose CLOCK_MONOTONIC differ by hours: only the (mono, wall)
 // anchors put their events on one time line.
 TEST(ReportSummary, RanksOfDifferentNodesAlignByTheirWallAnchors) {

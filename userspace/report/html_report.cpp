@@ -78,6 +78,7 @@ std::string html_report(const Job& job, const HtmlOptions& opt) {
   html_page::section_counters(job, opt, &h);
   html_page::section_stalls(job, opt, &h);
   html_page::section_stall_causes(job, opt, &h);
+  html_page::section_waits(job, opt, &h);
   if (opt.slowest) h.raw(slowest_ops_html(*opt.slowest));
   html_page::section_links(job, opt, &h);
   html_page::section_link_net(job, opt, &h);

@@ -19,6 +19,8 @@ void section_counters(const Job& job, const HtmlOptions& opt, Html* h);
 // html_stalls.cpp: CQ poll gaps, and why (from the kernel logs).
 void section_stalls(const Job& job, const HtmlOptions& opt, Html* h);
 void section_stall_causes(const Job& job, const HtmlOptions& opt, Html* h);
+// html_waits.cpp: root causes of waiting and the rank x rank wait matrix.
+void section_waits(const Job& job, const HtmlOptions& opt, Html* h);
 // html_links.cpp: the link tables (outliers and slowest, receives posted
 // late, problems) and the files skipped.
 void section_links(const Job& job, const HtmlOptions& opt, Html* h);

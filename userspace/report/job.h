@@ -19,6 +19,7 @@
 #include "common/report_model.h"
 #include "userspace/report/interned.h"
 #include "userspace/report/kernel_join.h"
+#include "userspace/report/wait_states.h"
 
 namespace fabtrace::report {
 
@@ -248,6 +249,7 @@ struct Job {
   std::vector<Skipped> skipped;    // files under DIR that could not be used
   std::vector<Skipped> partial;    // files used, but with a caveat (cut short, no end record)
   std::vector<KernelNode> kernel;  // one per node that ran fabtrace record (its kernel log)
+  WaitStates waits;                // who waited on whom (the receive matcher, wait_states.h)
   // Totals. ops: every op accepted (OpRow::issued()); bytes: completed non-receive
   // ops (count x size), so a transfer traced on both sides counts once.
   uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, untimed = 0, unfinished = 0;

@@ -116,6 +116,7 @@ class Exporter {
   }
 
   bool write_rank(const Rank& r, uint32_t group, int64_t shift);
+  bool write_messages(uint32_t rank, uint64_t loc, int64_t shift);
   bool write_counters(const Rank& r, uint32_t group, int64_t shift);
   bool write_defs();
 
@@ -141,6 +142,10 @@ class Exporter {
   };
   std::vector<Member> members_;
   std::vector<std::vector<uint32_t>> classes_;  // member ids per metric class
+  // Matched messages (Job::waits.messages) by rank, and each rank's location
+  // "messages" that holds their send and receive events (none without).
+  std::vector<std::vector<uint32_t>> messages_by_rank_;
+  std::vector<uint64_t> message_locs_;
   uint64_t first_ = std::numeric_limits<uint64_t>::max(), last_ = 0;
   int64_t ref_offset_ = 0;  // wall - mono of the first rank: wall = ts + ref_offset_
 };
@@ -297,6 +302,38 @@ bool Exporter::write_rank(const Rank& r, uint32_t group, int64_t shift) {
   return ok;
 }
 
+// The rank's matched messages as MPI point-to-point events on its location
+// "messages" (communicator 0: every rank of the job, by its index): a send at
+// its issue, a receive at its completion, each with the size, tag 0 (the
+// timelines hold no tags); in time order.
+bool Exporter::write_messages(uint32_t rank, uint64_t loc, int64_t shift) {
+  const std::vector<Message>& msgs = job_.waits.messages;
+  struct Ev {
+    int64_t t;
+    bool send;
+    uint32_t peer;
+    uint64_t bytes;
+  };
+  std::vector<Ev> ev;
+  for (uint32_t i : messages_by_rank_[rank]) {
+    const Message& m = msgs[i];
+    if (m.send_rank == rank) ev.push_back({m.send_start + shift, true, m.recv_rank, m.bytes});
+    if (m.recv_rank == rank) ev.push_back({m.recv_end + shift, false, m.send_rank, m.bytes});
+  }
+  std::stable_sort(ev.begin(), ev.end(), [](const Ev& a, const Ev& b) { return a.t < b.t; });
+  OTF2_EvtWriter* w = ev.empty() ? nullptr : writer(loc);
+  if (!ev.empty() && !w) return false;
+  for (const Ev& e : ev) {
+    ++locations_[loc].events;
+    ++(e.send ? st_->message_sends : st_->message_recvs);
+    if (!check(e.send ? OTF2_EvtWriter_MpiSend(w, nullptr, ts(e.t), e.peer, 0, 0, e.bytes)
+                      : OTF2_EvtWriter_MpiRecv(w, nullptr, ts(e.t), e.peer, 0, 0, e.bytes),
+               "writing a message event"))
+      return false;
+  }
+  return true;
+}
+
 bool Exporter::write_counters(const Rank& r, uint32_t group, int64_t shift) {
   CounterSeries cs;
   std::string err;
@@ -361,6 +398,7 @@ bool Exporter::write_defs() {
   const uint32_t empty = str(""), job = str("job"), machine = str("machine"), node = str("node");
   for (const std::string& h : hosts_) str(h);
   for (const Group& gr : groups_) str(gr.name);
+  if (!message_locs_.empty()) str("job ranks (locations)"), str("job ranks"), str("job");
   for (const Location& l : locations_) str(l.name);
   for (const auto& rg : regions_) str(rg.first);
   for (const Member& m : members_) str(m.name);
@@ -401,6 +439,25 @@ bool Exporter::write_defs() {
             members_[i].cumulative ? OTF2_METRIC_ACCUMULATED_START : OTF2_METRIC_ABSOLUTE_POINT,
             OTF2_TYPE_UINT64, OTF2_BASE_DECIMAL, 0, per_s),
         "a metric member");
+  if (!message_locs_.empty()) {
+    // Communicator 0, every rank of the job: its rank i is location
+    // message_locs_[i] (group 0), its members the ranks 0 .. n-1 (group 1).
+    std::vector<uint64_t> ranks(message_locs_.size());
+    for (size_t i = 0; i < ranks.size(); ++i) ranks[i] = i;
+    ok = ok &&
+         check(OTF2_GlobalDefWriter_WriteGroup(
+                   g, 0, str("job ranks (locations)"), OTF2_GROUP_TYPE_COMM_LOCATIONS,
+                   OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+                   static_cast<uint32_t>(message_locs_.size()), message_locs_.data()),
+               "the ranks' locations") &&
+         check(OTF2_GlobalDefWriter_WriteGroup(g, 1, str("job ranks"), OTF2_GROUP_TYPE_COMM_GROUP,
+                                               OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE,
+                                               static_cast<uint32_t>(ranks.size()), ranks.data()),
+               "the ranks' group") &&
+         check(OTF2_GlobalDefWriter_WriteComm(g, 0, str("job"), 1, OTF2_UNDEFINED_COMM,
+                                              OTF2_COMM_FLAG_NONE),
+               "the job's communicator");
+  }
   for (size_t i = 0; ok && i < classes_.size(); ++i)
     ok = check(OTF2_GlobalDefWriter_WriteMetricClass(
                    g, static_cast<uint32_t>(i), static_cast<uint8_t>(classes_[i].size()),
@@ -450,6 +507,16 @@ bool Exporter::run(const std::string& dir, std::string* error) {
       ref_offset_ = r.wall_offset_ns();
       break;
     }
+  if (!job_.waits.messages.empty()) {
+    messages_by_rank_.resize(job_.ranks.size());
+    const std::vector<Message>& msgs = job_.waits.messages;
+    for (uint32_t i = 0; i < msgs.size(); ++i) {
+      if (msgs[i].send_rank >= job_.ranks.size() || msgs[i].recv_rank >= job_.ranks.size())
+        continue;
+      messages_by_rank_[msgs[i].send_rank].push_back(i);
+      if (msgs[i].recv_rank != msgs[i].send_rank) messages_by_rank_[msgs[i].recv_rank].push_back(i);
+    }
+  }
   for (const Rank& r : job_.ranks) {
     if (!ok) break;
     auto h = std::find(hosts_.begin(), hosts_.end(), r.host);
@@ -460,7 +527,11 @@ bool Exporter::run(const std::string& dir, std::string* error) {
         static_cast<uint32_t>(h - hosts_.begin())});
     ++st_->ranks;
     const int64_t shift = r.start_wall_ns ? r.wall_offset_ns() - ref_offset_ : 0;
-    if (!r.oplog_path.empty()) ok = write_rank(r, group, shift);
+    if (!messages_by_rank_.empty()) {
+      message_locs_.push_back(location("messages", group, OTF2_LOCATION_TYPE_CPU_THREAD));
+      ok = write_messages(group, message_locs_.back(), shift);
+    }
+    if (ok && !r.oplog_path.empty()) ok = write_rank(r, group, shift);
     if (ok && !r.counters_path.empty()) ok = write_counters(r, group, shift);
     close_writers();  // a rank's writers are done: their buffers go
   }

@@ -12,6 +12,11 @@
 //   - a location "tid N marks" per marking thread: the application's phases as
 //     enter/leave of a region per phase name, its marks as zero-length regions,
 //     and the capture window's changes ("timeline capture on/off") on "capture";
+//   - with per-op timelines whose sends and receives were matched
+//     (post_evidence.h), a location "messages" per rank: each matched message
+//     as an MPI send (at its issue) and receive (at its completion) event with
+//     its size, tag 0, on communicator 0 (every rank of the job, by index), so
+//     that the viewers draw message lines;
 //   - the Cassini counters of the rank's counter CSV as metrics (one member
 //     per column, accumulated for cumulative counters, absolute for the
 //     others) on a metric location "NIC counters".
@@ -33,14 +38,15 @@ constexpr uint32_t kOtf2MaxLanes = 64;
 
 struct Otf2Stats {
   uint64_t ranks = 0;
-  uint64_t locations = 0;  // every kind
-  uint64_t thread_locations = 0;  // "tid N" (lane 1 of a traced thread)
-  uint64_t lane_locations = 0;    // lanes beyond the first
+  uint64_t locations = 0;           // every kind
+  uint64_t thread_locations = 0;    // "tid N" (lane 1 of a traced thread)
+  uint64_t lane_locations = 0;      // lanes beyond the first
   uint64_t enters = 0, leaves = 0;  // of op regions
   uint64_t mark_events = 0;         // enters and leaves of marks and phases
   uint64_t metric_events = 0;
-  uint64_t overlap_dropped = 0;  // ops beyond kOtf2MaxLanes lanes
-  uint64_t bad_times = 0;        // ops or marks without a time on any clock
+  uint64_t message_sends = 0, message_recvs = 0;  // matched messages (post_evidence.h)
+  uint64_t overlap_dropped = 0;                   // ops beyond kOtf2MaxLanes lanes
+  uint64_t bad_times = 0;                         // ops or marks without a time on any clock
   std::vector<std::string> warnings;
 };
 

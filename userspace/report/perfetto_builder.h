@@ -27,6 +27,9 @@ inline constexpr size_t kOpBytes = 256;
 inline constexpr size_t kEventBytes = 512;
 // Descriptor bytes beyond the names they carry.
 inline constexpr size_t kDescriptorBytes = 64;
+// The flow id of Job::waits.messages[i] (apart from the stalls' hashed ids).
+uint64_t message_flow_id(uint32_t i);
+
 // One link of the rank being written: its track (lane 0) and overlap lanes.
 struct Link {
   std::string name;  // "local -> remote"
@@ -186,6 +189,9 @@ class Builder {
 
   // Per rank (reset for each).
   std::vector<Link> links_;
+  // Job::waits.messages by rank: each message's index under its sender and
+  // its receiver (built on the first rank written).
+  std::vector<std::vector<uint32_t>> messages_by_rank_;
   std::unordered_map<std::string, uint32_t> link_by_name_;
   std::vector<uint32_t> link_by_id_;  // oplog link id -> links_ index, kNoLink when unseen
   std::unordered_map<uint32_t, uint32_t> link_by_big_id_;

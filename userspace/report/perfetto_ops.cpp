@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "userspace/report/perfetto_builder.h"
 
 namespace fabtrace::report::perfetto_build {
+
+uint64_t message_flow_id(uint32_t i) { return (uint64_t{0xf10e} << 48) | i; }
 
 uint32_t Builder::link_index(const OplogReader& rd, uint32_t id) {
   if (id < link_by_id_.size() && link_by_id_[id] != kNoLink) return link_by_id_[id];
@@ -83,7 +86,17 @@ bool Builder::place(RankTrack& r, const Pending& p) {
   const uint64_t track = need_lane(r, l, lane);
   const DebugArg args[2] = {DebugArg::Uint(arg_iid(0), p.bytes),
                             DebugArg::Bool(arg_iid(1), p.error != 0)};
-  w_.slice_begin(to_u64_ts(p.start), track, op_iid(p.kind, false), args, 2);
+  Flows flows;
+  if (p.flow) {
+    if (p.flow_end) {
+      flows.ends = &p.flow;
+      flows.nends = 1;
+    } else {
+      flows.ids = &p.flow;
+      flows.n = 1;
+    }
+  }
+  w_.slice_begin(to_u64_ts(p.start), track, op_iid(p.kind, false), args, 2, flows);
   w_.slice_end(to_u64_ts(p.end), track);
   ++stats_->slices;
   if (p.error) {
@@ -136,6 +149,28 @@ bool Builder::write_ops(RankTrack& r) {
   window_.reset();
   for (const auto& kv : rd.links()) link_index(rd, kv.first);
 
+  // The flows of the rank's matched messages (post_evidence.h): a send starts
+  // its message's flow, the receive ends it. By the op's start on the rank's
+  // CLOCK_MONOTONIC, as the matcher read it. Not in a trace split per rank: a
+  // flow does not cross files (and with --mpi, the other processes writing
+  // their ranks' files have no matching).
+  const std::vector<Message>& msgs = job_.waits.messages;
+  if (messages_by_rank_.empty() && !msgs.empty() && !opt_.split_per_rank) {
+    messages_by_rank_.resize(job_.ranks.size());
+    for (uint32_t i = 0; i < msgs.size(); ++i) {
+      if (msgs[i].send_rank < job_.ranks.size()) messages_by_rank_[msgs[i].send_rank].push_back(i);
+      if (msgs[i].recv_rank < job_.ranks.size() && msgs[i].recv_rank != msgs[i].send_rank)
+        messages_by_rank_[msgs[i].recv_rank].push_back(i);
+    }
+  }
+  std::unordered_map<int64_t, uint64_t> flow_out, flow_in;
+  const size_t ri = static_cast<size_t>(&rank - job_.ranks.data());
+  if (ri < messages_by_rank_.size())
+    for (uint32_t i : messages_by_rank_[ri]) {
+      if (msgs[i].send_rank == ri) flow_out.emplace(msgs[i].send_start, message_flow_id(i));
+      if (msgs[i].recv_rank == ri) flow_in.emplace(msgs[i].recv_start, message_flow_id(i));
+    }
+
   mark_tracks_.clear();
   bool ok = true;
   const auto on_marks = [&](const oplog::OpEntry* e, size_t n) {
@@ -151,6 +186,14 @@ bool Builder::write_ops(RankTrack& r) {
               !cal.mono_ns_checked(op.end_ticks, &p.end)) {
             ++stats_->bad_times;  // not a time on any clock: not drawn
             continue;
+          }
+          if (!flow_out.empty() || !flow_in.empty()) {
+            if (const auto f = flow_out.find(p.start); f != flow_out.end()) {
+              p.flow = f->second;
+            } else if (const auto g = flow_in.find(p.start); g != flow_in.end()) {
+              p.flow = g->second;
+              p.flow_end = true;
+            }
           }
           p.start += r.wall_offset;
           p.end += r.wall_offset;

@@ -19,6 +19,8 @@ struct Pending {
   uint32_t link;  // index into Builder::links_
   uint8_t kind;
   uint8_t error;
+  bool flow_end = false;  // the flow ends here (a receive), else starts (a send)
+  uint64_t flow = 0;      // a matched message's flow id (0: none)
 };
 
 // Bounded reordering by start time, shaped by how an oplog is written: each

@@ -23,7 +23,10 @@
 //   - per node with a kernel log (fabtrace record), a "kernel (host)" process
 //     track (perfetto_kernel.h): the traced threads' off-CPU intervals, the
 //     CPUs' IRQs, network and cxi driver events; an explained stall's instant
-//     carries its cause ("why") and the flows from the intervals behind it.
+//     carries its cause ("why") and the flows from the intervals behind it;
+//   - a flow from each send to its receive where the per-op timelines matched
+//     them (post_evidence.h; Job::waits.messages, at most kMaxMessages), in
+//     a trace not split per rank (a flow does not cross files).
 // Nothing is held per op: oplogs are streamed through a bounded reorder window.
 //
 // Files: <out_dir>/trace.pftrace; when that would pass max_file_bytes it is

@@ -9,6 +9,7 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
+#include "userspace/report/wait_states.h"
 
 namespace fabtrace::report {
 
@@ -53,11 +54,13 @@ constexpr const char* kAny = "(any)";
 // Times on a rank's CLOCK_MONOTONIC; the rank says how to align them.
 struct Send {
   int64_t issue;
+  int64_t done, idle_from;  // completed; the rank's last op event before (at least issue)
   uint64_t bytes;
   uint32_t rank;
 };
 struct Recv {
   int64_t post, done;
+  int64_t idle_from;  // the rank's last op event before `done` (at least `post`)
   uint64_t bytes;
   bool size_unknown;
   uint32_t rank;
@@ -71,6 +74,7 @@ struct Collected {
   std::map<SendKey, std::vector<Send>> sends;
   std::map<RecvKey, std::map<std::string, std::vector<Recv>>> recvs;  // by the row's remote
   std::vector<double> residual_ns;  // per rank: its timeline's clock-fit residual
+  std::vector<int64_t> offsets;     // per rank: to the job's clock (job_clock_offsets)
   size_t records = 0;
   bool full = false;
 };
@@ -130,7 +134,32 @@ void pair(Job* job, const Collected& c, std::vector<Recv> recvs, const std::vect
       ++p.late;
       (*lateness)[recvs[k].row].push_back(d);
     }
+    // A wait on the sender: the receiver had nothing else to do from idle_from on.
+    const Recv& r = recvs[k];
+    const Send& sd = s[k];
+    if (job->waits.messages.size() < kMaxMessages)
+      job->waits.messages.push_back(Message{sd.rank, r.rank, sd.issue, r.post, r.done, sd.bytes});
+    else
+      ++job->waits.messages_over;
+    if (r.rank == sd.rank) continue;
+    const int64_t from = c.offsets[r.rank] + r.idle_from;
+    const int64_t until = c.offsets[r.rank] + r.done;
+    const int64_t sent = c.offsets[sd.rank] + sd.issue;
+    if (until - from >= kMinWaitNs)
+      job->waits.list.push_back(Wait{r.rank, sd.rank, from, until, sent, sd.bytes, false});
+    // A wait on the receiver: a send that completed only after its receive
+    // was posted late (a rendezvous), the sender idle meanwhile.
+    const int64_t s_from = c.offsets[sd.rank] + sd.idle_from;
+    const int64_t s_until = c.offsets[sd.rank] + sd.done;
+    const int64_t posted = c.offsets[r.rank] + r.post;
+    if (s_until - s_from >= kMinWaitNs && posted > s_from)
+      job->waits.list.push_back(Wait{sd.rank, r.rank, s_from, s_until, posted, sd.bytes, true});
   }
+}
+
+int64_t mono_ns(const Calibration& cal, uint64_t ticks) {
+  int64_t t = 0;
+  return cal.mono_ns_checked(ticks, &t) ? t : static_cast<int64_t>(cal.to_mono_ns(ticks));
 }
 
 }  // namespace
@@ -159,9 +188,11 @@ RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOption
           }
           const OpKind kind = static_cast<OpKind>(e[i].kind);
           if (send_family(kind) == kOther && recv_family(kind) == kOther) continue;
+          // The times as the trace writers compute them (perfetto_ops.cpp,
+          // otf2_export.cpp: a message's flow finds its ops by their start).
           t.ops.push_back({e[i].link_id, e[i].kind, (e[i].flags & oplog::kOpSizeUnknown) != 0,
-                           static_cast<int64_t>(cal.to_mono_ns(e[i].start_ticks)),
-                           static_cast<int64_t>(cal.to_mono_ns(e[i].end_ticks)), e[i].bytes});
+                           mono_ns(cal, e[i].start_ticks), mono_ns(cal, e[i].end_ticks),
+                           e[i].bytes});
         }
       },
       &why);
@@ -184,6 +215,8 @@ ReceiveMatcher::ReceiveMatcher(Job* job, const EvidenceOptions& opt)
                       l.row.size_unknown)] = i;
   }
   st_->c.residual_ns.assign(job->ranks.size(), 0.0);
+  st_->c.offsets = job_clock_offsets(*job);
+  job->waits = WaitStates();
   st_->has_timeline.assign(job->ranks.size(), false);
 }
 
@@ -209,7 +242,21 @@ void ReceiveMatcher::add(const RankTimeline& t) {
   constexpr size_t kNoRow = ~size_t{0};
   std::map<std::tuple<uint32_t, uint8_t, uint64_t, bool>, std::pair<std::vector<Recv>*, size_t>>
       recv_rows;
-  for (const RankTimeline::Op& o : t.ops) {
+  // Per op: the rank's last op event before it completed (wait_states.h).
+  std::vector<int64_t> idle;
+  {
+    std::vector<int64_t> events, ends;
+    events.reserve(2 * t.ops.size());
+    ends.reserve(t.ops.size());
+    for (const RankTimeline::Op& o : t.ops) {
+      events.push_back(o.start);
+      events.push_back(o.end);
+      ends.push_back(o.end);
+    }
+    idle = last_event_before(std::move(events), ends);
+  }
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    const RankTimeline::Op& o = t.ops[i];
     const auto l = links.find(o.link);
     if (l == links.end()) continue;
     const RankTimeline::Link& link = *l->second.link;
@@ -218,7 +265,7 @@ void ReceiveMatcher::add(const RankTimeline& t) {
     if (sf != kOther) {
       std::vector<Send>*& to = l->second.sends[sf];
       if (!to) to = &c.sends[SendKey{link.local, link.remote, sf}];
-      to->push_back(Send{o.start, o.bytes, t.rank});
+      to->push_back(Send{o.start, o.end, std::max(o.start, idle[i]), o.bytes, t.rank});
     } else if (rf != kOther) {
       const auto [it, fresh] =
           recv_rows.try_emplace(std::make_tuple(o.link, o.kind, o.bytes, o.size_unknown),
@@ -231,8 +278,8 @@ void ReceiveMatcher::add(const RankTimeline& t) {
           it->second = {&c.recvs[RecvKey{link.local, rf}][link.remote], row->second};
       }
       if (it->second.second == kNoRow) continue;
-      it->second.first->push_back(
-          Recv{o.start, o.end, o.bytes, o.size_unknown, t.rank, it->second.second});
+      it->second.first->push_back(Recv{o.start, o.end, std::max(o.start, idle[i]), o.bytes,
+                                       o.size_unknown, t.rank, it->second.second});
     }
   }
 }
@@ -271,6 +318,7 @@ void ReceiveMatcher::finish() {
     if (!rank_has[l.host() + '\n' + l.rank() + '\n' + std::to_string(l.pid())])
       l.set_posted_unknown(kPostedNoTimeline);
   }
+  job->waits.from_timelines = !c.full;
   if (c.full) {
     for (LinkRow& l : job->links)
       if (l.row.recv)

@@ -12,6 +12,7 @@
 #include "common/report_writer.h"
 #include "common/version.h"
 #include "userspace/report/job_identity.h"
+#include "userspace/report/root_causes.h"
 #include "userspace/report/slowest_ops.h"
 
 namespace fabtrace::report {
@@ -411,6 +412,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
   }
 
   // CQ poll gaps.
+  const WaitAnalysis waits = analyze_waits(job);
   if (!job.stalls.empty()) {
     s += "longest CQ poll gaps (a progress thread not polling: descheduled, blocked, or the app "
          "idle)\n";
@@ -424,8 +426,10 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
            plural(st.cq.polls, "poll", "polls") + " after a gap >= 1 ms\n";
       const std::string why = stall_why(st);
       if (!why.empty()) s += "      why: " + why + "\n";
+      s += stall_wait_text(job, waits, i);
     }
   }
+  s += root_causes_text(job, waits, opt.top);
 
   if (opt.slowest) s += slowest_ops_text(*opt.slowest, opt.top);
 

@@ -2,6 +2,9 @@
 // happened, the slow ops with their causes, and one short section per node.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "common/kernel_explain.h"
 #include "common/op_kinds.h"
@@ -43,21 +46,43 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
   if (job.kernel.empty()) return "";
   std::string s;
   // Slow ops, as the kernel explained them (longest first over every node).
-  std::vector<const KernelWindow*> slow;
+  // A node's log has every traced process's slow ops, those of processes of
+  // other jobs on the node too: only the job's ranks are listed, by rank.
+  struct Slow {
+    const KernelWindow* w;
+    const Rank* rank;
+  };
+  std::vector<Slow> slow;
+  std::set<std::pair<std::string, uint32_t>> outside;  // (host, pid) not of the job
+  size_t outside_ops = 0;
+  std::map<std::pair<std::string, long>, const Rank*> ranks;  // by (host, pid)
+  for (const Rank& r : job.ranks) ranks[{r.host, r.pid}] = &r;
   for (const KernelNode& n : job.kernel)
-    for (const KernelWindow& w : n.slow_ops) slow.push_back(&w);
-  std::stable_sort(slow.begin(), slow.end(), [](const KernelWindow* a, const KernelWindow* b) {
-    return a->dur_ns() > b->dur_ns();
-  });
-  if (!slow.empty()) {
+    for (const KernelWindow& w : n.slow_ops) {
+      const auto r = ranks.find({n.host, static_cast<long>(w.pid)});
+      if (r != ranks.end()) {
+        slow.push_back({&w, r->second});
+      } else {
+        ++outside_ops;
+        outside.insert({n.host, w.pid});
+      }
+    }
+  std::stable_sort(slow.begin(), slow.end(),
+                   [](const Slow& a, const Slow& b) { return a.w->dur_ns() > b.w->dur_ns(); });
+  if (!slow.empty() || outside_ops) {
     s += "slow ops (>= FABTRACE_SLOW_OP_US) and why, from the kernel\n";
     for (size_t i = 0; i < slow.size() && i < top; ++i) {
-      const KernelWindow& w = *slow[i];
-      s += "  pid " + std::to_string(w.pid) + " tid " + std::to_string(w.tid) + "  " +
+      const KernelWindow& w = *slow[i].w;
+      const Rank& r = *slow[i].rank;
+      s += "  " + who(r.host, r.rank, r.pid) + " tid " + std::to_string(w.tid) + "  " +
            op_label(w.op) + " " + fmt_size(w.bytes) + " " + short_addr(printable(w.local)) +
            " -> " + short_addr(printable(w.remote)) + "  " +
            fmt_ns(static_cast<double>(w.dur_ns())) + ": " + printable(w.verdict) + "\n";
     }
+    if (outside_ops)
+      s += "  (" + fmt_count(outside_ops) + " slow ops of " + fmt_count(outside.size()) +
+           (outside.size() == 1 ? " process" : " processes") +
+           " outside the job, traced on its nodes, not listed)\n";
   }
   s += "kernel (fabtrace record)\n";
   for (const KernelNode& n : job.kernel) {

@@ -1,0 +1,334 @@
+#include "userspace/report/root_causes.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/printable.h"
+#include "userspace/report/job.h"
+#include "userspace/report/summary.h"
+
+namespace fabtrace::report {
+
+namespace {
+
+std::string name_of(const Job& job, uint32_t r) {
+  const Rank& k = job.ranks[r];
+  return who(k.host, k.rank, k.pid);
+}
+
+struct Analyzer {
+  const Job& job;
+  std::vector<int64_t> off;
+  std::vector<std::vector<const Wait*>> by_rank;  // each rank's waits by start
+  // Root parts: (root, waiter) -> their lengths, and the parts for the causes.
+  struct Part {
+    uint32_t root, waiter;
+    int64_t s, e;
+    bool transit;  // after the root issued the send: the message in transit
+  };
+
+  std::vector<std::vector<const KernelWindow*>> windows;  // each rank's stalls and slow ops
+  std::vector<bool> logged;                               // its node has a kernel log
+
+  explicit Analyzer(const Job& j)
+      : job(j),
+        off(job_clock_offsets(j)),
+        by_rank(j.ranks.size()),
+        windows(j.ranks.size()),
+        logged(j.ranks.size(), false) {
+    std::map<std::pair<std::string, long>, uint32_t> pids;
+    for (uint32_t r = 0; r < j.ranks.size(); ++r) pids[{j.ranks[r].host, j.ranks[r].pid}] = r;
+    for (const KernelNode& n : j.kernel)
+      for (const auto* list : {&n.stalls, &n.slow_ops})
+        for (const KernelWindow& w : *list) {
+          const auto it = pids.find({n.host, static_cast<long>(w.pid)});
+          if (it != pids.end()) windows[it->second].push_back(&w);
+        }
+    for (uint32_t r = 0; r < j.ranks.size(); ++r) logged[r] = kernel_node(j, j.ranks[r].host);
+    for (const Wait& w : job.waits.list)
+      if (w.rank < by_rank.size() && w.on < by_rank.size()) by_rank[w.rank].push_back(&w);
+    for (auto& v : by_rank)
+      std::sort(v.begin(), v.end(),
+                [](const Wait* a, const Wait* b) { return a->start < b->start; });
+  }
+
+  // What the kernel log says of rank r over [s, e] (job clock): the verdict of
+  // its process's stall or slow op record covering most of it.
+  std::string cause(uint32_t r, int64_t s, int64_t e, bool transit) const {
+    const std::string none = transit
+                                 ? "sent, the message in transit (the provider, the network, or " +
+                                       name_of(job, r) + " not progressing)"
+                                 : "late to post";
+    if (!logged[r]) return none + " (no kernel log of its node)";
+    const KernelWindow* best = nullptr;
+    int64_t most = 0;
+    for (const KernelWindow* w : windows[r]) {
+      const int64_t ws = static_cast<int64_t>(w->w.start) + off[r];
+      const int64_t we = static_cast<int64_t>(w->w.end) + off[r];
+      const int64_t o = std::min(e, we) - std::max(s, ws);
+      if (o > most) most = o, best = w;
+    }
+    if (best && 2 * most >= e - s) return printable(best->verdict);
+    return none + (transit ? "" : " (the kernel shows no stall of it then: computing)");
+  }
+
+  // A part [s, e] of a wait on `root` (which issued the send at `sent`).
+  static void root_part(uint32_t root, uint32_t waiter, int64_t s, int64_t e, int64_t sent,
+                        std::vector<Part>* out) {
+    if (s < sent) out->push_back({root, waiter, s, std::min(e, sent), false});
+    if (e > sent) out->push_back({root, waiter, std::max(s, sent), e, true});
+  }
+
+  // Charges [s, e], in which some rank waited on `on` (for a message it sent
+  // at `sent`), to its roots.
+  void charge(uint32_t on, int64_t s, int64_t e, int64_t sent, uint32_t waiter, size_t depth,
+              std::vector<Part>* out) const {
+    const auto& ws = by_rank[on];
+    auto it = std::lower_bound(ws.begin(), ws.end(), s,
+                               [](const Wait* w, int64_t t) { return w->start < t; });
+    if (it != ws.begin()) --it;  // one that began before s may still cover it
+    int64_t cur = s;
+    for (; it != ws.end() && (*it)->start < e; ++it) {
+      const int64_t os = std::max(cur, (*it)->start), oe = std::min(e, (*it)->end);
+      if (oe <= os) continue;
+      if (os > cur) root_part(on, waiter, cur, os, sent, out);
+      if (depth + 1 < kMaxChain && (*it)->on != on)
+        charge((*it)->on, os, oe, (*it)->sent, waiter, depth + 1, out);
+      else
+        root_part(on, waiter, os, oe, sent, out);
+      cur = oe;
+    }
+    if (cur < e) root_part(on, waiter, cur, e, sent, out);
+  }
+};
+
+// Without timelines: a poll gap of A that overlaps a longer poll gap of a rank
+// A has links with (weaker evidence, one hop). The gaps of at least
+// kMinWaitNs, swept by start (at most kOverlapScan later ones each); the link
+// rows read only when two such gaps overlap, each row's rank found by its
+// owner (shared by the rank's rows), not by its names.
+constexpr size_t kOverlapScan = 256;
+
+void weak_overlaps(const Job& job, const std::vector<int64_t>& off,
+                   const std::vector<int64_t>& stall_rank, std::map<uint32_t, RootCause>* roots,
+                   WaitAnalysis* wa) {
+  struct Gap {
+    size_t stall;
+    uint32_t rank;
+    int64_t s, e;
+  };
+  std::vector<Gap> gaps;
+  for (size_t i = 0; i < job.stalls.size(); ++i) {
+    const Stall& st = job.stalls[i];
+    if (stall_rank[i] < 0 || st.cq.max_gap_ns < static_cast<double>(kMinWaitNs)) continue;
+    const uint32_t r = static_cast<uint32_t>(stall_rank[i]);
+    const int64_t e = static_cast<int64_t>(st.end_mono_ns) + off[r];
+    gaps.push_back({i, r, e - static_cast<int64_t>(st.cq.max_gap_ns), e});
+  }
+  std::stable_sort(gaps.begin(), gaps.end(), [](const Gap& x, const Gap& y) { return x.s < y.s; });
+  std::vector<std::pair<size_t, size_t>> pairs;  // indices into gaps, overlapping >= kMinWaitNs
+  for (size_t i = 0; i < gaps.size(); ++i)
+    for (size_t j = i + 1; j < gaps.size() && j <= i + kOverlapScan && gaps[j].s < gaps[i].e; ++j)
+      if (gaps[j].rank != gaps[i].rank && std::min(gaps[i].e, gaps[j].e) - gaps[j].s >= kMinWaitNs)
+        pairs.push_back({i, j});
+  if (pairs.empty()) return;
+  // Which rank owns each row, by the row's owner (rows of a rank share it).
+  std::map<std::tuple<std::string, std::string, long>, uint32_t> index;
+  for (uint32_t r = 0; r < job.ranks.size(); ++r)
+    index[{job.ranks[r].host, job.ranks[r].rank, job.ranks[r].pid}] = r;
+  std::unordered_map<const void*, int64_t> by_owner;
+  const auto rank_of = [&](const LinkRow& l) {
+    const auto [it, fresh] = by_owner.try_emplace(&l.host(), -1);
+    if (fresh) {
+      const auto f = index.find({l.host(), l.rank(), l.pid()});
+      if (f != index.end()) it->second = f->second;
+    }
+    return it->second;
+  };
+  std::unordered_map<uint32_t, uint32_t> owner;  // local address id -> rank
+  for (const LinkRow& l : job.links)
+    if (const int64_t r = rank_of(l); r >= 0) owner.emplace(l.local_id(), static_cast<uint32_t>(r));
+  std::set<std::pair<uint32_t, uint32_t>> linked;
+  for (const LinkRow& l : job.links) {
+    const int64_t r = rank_of(l);
+    const auto o = owner.find(l.remote_id());
+    if (r >= 0 && o != owner.end()) linked.insert({static_cast<uint32_t>(r), o->second});
+  }
+  const auto is_linked = [&](uint32_t a, uint32_t b) {
+    return linked.count({a, b}) || linked.count({b, a});
+  };
+  // Per gap, the longer overlapping gap of a linked rank that overlaps it most.
+  std::vector<std::pair<int64_t, size_t>> best(gaps.size(), {0, 0});
+  const auto consider = [&](size_t a, size_t b) {
+    const Stall &sa = job.stalls[gaps[a].stall], &sb = job.stalls[gaps[b].stall];
+    if (sb.cq.max_gap_ns < sa.cq.max_gap_ns ||
+        (sb.cq.max_gap_ns == sa.cq.max_gap_ns && gaps[b].stall > gaps[a].stall))
+      return;  // the longer gap is the one the other waited through
+    if (!is_linked(gaps[a].rank, gaps[b].rank)) return;
+    const int64_t o = std::min(gaps[a].e, gaps[b].e) - std::max(gaps[a].s, gaps[b].s);
+    if (o > best[a].first) best[a] = {o, b};
+  };
+  for (const auto& [i, j] : pairs) consider(i, j), consider(j, i);
+  for (size_t a = 0; a < gaps.size(); ++a) {
+    const int64_t most = best[a].first;
+    if (most < kMinWaitNs) continue;
+    const Gap& g = gaps[a];
+    const Gap& on = gaps[best[a].second];
+    StallWait& sw = wa->stalls[g.stall];
+    sw.known = sw.weak = true;
+    sw.on = sw.root = on.rank;
+    sw.cause = stall_why(job.stalls[on.stall]);
+    if (sw.cause.empty()) sw.cause = "its own poll gap";
+    RootCause& rc = (*roots)[on.rank];
+    rc.rank = on.rank;
+    rc.weak = true;
+    rc.cause = sw.cause;
+    rc.cost_ns += most;
+    rc.by_waiter[g.rank] += most;
+    ++rc.waits;
+    wa->matrix[{g.rank, on.rank}] += most;
+  }
+}
+
+}  // namespace
+
+WaitAnalysis analyze_waits(const Job& job) {
+  WaitAnalysis wa;
+  wa.stalls.resize(job.stalls.size());
+  const Analyzer an(job);
+  std::map<std::tuple<std::string, std::string, long>, uint32_t> index;
+  for (uint32_t r = 0; r < job.ranks.size(); ++r)
+    index[{job.ranks[r].host, job.ranks[r].rank, job.ranks[r].pid}] = r;
+
+  std::map<uint32_t, RootCause> roots;
+  std::map<std::pair<uint32_t, std::string>, int64_t> cause_cost;  // (root, cause) -> ns
+  std::vector<Analyzer::Part> parts;
+  for (const Wait& w : job.waits.list) {
+    if (w.rank >= job.ranks.size() || w.on >= job.ranks.size()) continue;
+    wa.matrix[{w.rank, w.on}] += w.length();
+    parts.clear();
+    an.charge(w.on, w.start, w.end, w.sent, w.rank, 0, &parts);
+    std::map<uint32_t, bool> seen;
+    for (const Analyzer::Part& p : parts) {
+      RootCause& rc = roots[p.root];
+      rc.rank = p.root;
+      rc.cost_ns += p.e - p.s;
+      rc.by_waiter[p.waiter] += p.e - p.s;
+      if (!seen[p.root]) ++rc.waits, seen[p.root] = true;
+      cause_cost[{p.root, an.cause(p.root, p.s, p.e, p.transit)}] += p.e - p.s;
+    }
+  }
+  for (const auto& [key, ns] : cause_cost) {
+    RootCause& rc = roots[key.first];
+    const auto cur = cause_cost.find({key.first, rc.cause});
+    if (rc.cause.empty() || cur == cause_cost.end() || ns > cur->second) rc.cause = key.second;
+  }
+
+  // The stalls: with timelines, the wait of the stalled rank that overlaps the
+  // gap most, followed to its root.
+  const auto stall_span = [&](const Stall& st, uint32_t r) {
+    const int64_t e = static_cast<int64_t>(st.end_mono_ns) + an.off[r];
+    return std::make_pair(e - static_cast<int64_t>(st.cq.max_gap_ns), e);
+  };
+  std::vector<int64_t> stall_rank(job.stalls.size(), -1);
+  for (size_t i = 0; i < job.stalls.size(); ++i) {
+    const auto it = index.find({job.stalls[i].host, job.stalls[i].rank, job.stalls[i].pid});
+    if (it != index.end()) stall_rank[i] = it->second;
+  }
+  if (job.waits.from_timelines) {
+    for (size_t i = 0; i < job.stalls.size(); ++i) {
+      if (stall_rank[i] < 0) continue;
+      const uint32_t a = static_cast<uint32_t>(stall_rank[i]);
+      const auto [s, e] = stall_span(job.stalls[i], a);
+      const Wait* best = nullptr;
+      int64_t most = 0;
+      for (const Wait* w : an.by_rank[a]) {
+        const int64_t o = std::min(e, w->end) - std::max(s, w->start);
+        if (o > most) most = o, best = w;
+      }
+      if (!best) continue;
+      parts.clear();
+      an.charge(best->on, std::max(s, best->start), std::min(e, best->end), best->sent, a, 0,
+                &parts);
+      std::map<uint32_t, int64_t> per_root;
+      for (const Analyzer::Part& p : parts) per_root[p.root] += p.e - p.s;
+      const auto top =
+          std::max_element(per_root.begin(), per_root.end(),
+                           [](const auto& x, const auto& y) { return x.second < y.second; });
+      if (top == per_root.end()) continue;
+      // The root's cause in its longest part of this gap.
+      const Analyzer::Part* longest = nullptr;
+      for (const Analyzer::Part& p : parts)
+        if (p.root == top->first && (!longest || p.e - p.s > longest->e - longest->s)) longest = &p;
+      StallWait& sw = wa.stalls[i];
+      sw.known = true;
+      sw.on = best->on;
+      sw.root = top->first;
+      sw.cause = an.cause(longest->root, longest->s, longest->e, longest->transit);
+    }
+  } else if (!job.stalls.empty()) {
+    weak_overlaps(job, an.off, stall_rank, &roots, &wa);
+  }
+  for (auto& [r, rc] : roots) wa.roots.push_back(std::move(rc));
+  std::stable_sort(wa.roots.begin(), wa.roots.end(),
+                   [](const RootCause& x, const RootCause& y) { return x.cost_ns > y.cost_ns; });
+  return wa;
+}
+
+std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top) {
+  size_t named = 0, under = 0;
+  int64_t under_ns = 0;
+  for (const RootCause& rc : wa.roots) {
+    if (rc.cost_ns >= kMinRootCostNs)
+      ++named;
+    else
+      ++under, under_ns += rc.cost_ns;
+  }
+  if (!named) return "";
+  const bool weak = wa.roots[0].weak;
+  std::string s = weak ? "root causes of waiting (weaker evidence: poll gaps overlapping a linked "
+                         "rank's; no per-op timelines)\n"
+                       : "root causes of waiting (waits for a peer in the per-op timelines, "
+                         "followed to the first rank not itself waiting; cost: the time ranks "
+                         "waited)\n";
+  for (size_t i = 0; i < wa.roots.size() && i < top && i < named; ++i) {
+    const RootCause& rc = wa.roots[i];
+    const std::string list = waiters_text(job, rc, 4);
+    s += "  " + name_of(job, rc.rank) + "  cost " + fmt_ns(static_cast<double>(rc.cost_ns)) +
+         " in " + fmt_count(rc.waits) + (rc.waits == 1 ? " wait" : " waits") + " (" + list +
+         "): " + rc.cause + "\n";
+  }
+  if (named > top) s += "  (+" + std::to_string(named - top) + " more roots)\n";
+  if (under)
+    s += "  (" + fmt_count(under) + (under == 1 ? " root" : " roots") + " under " +
+         fmt_ns(static_cast<double>(kMinRootCostNs)) + ", " +
+         fmt_ns(static_cast<double>(under_ns)) + " in all)\n";
+  return s;
+}
+
+std::string waiters_text(const Job& job, const RootCause& rc, size_t max) {
+  std::vector<std::pair<uint32_t, int64_t>> w(rc.by_waiter.begin(), rc.by_waiter.end());
+  std::stable_sort(w.begin(), w.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::string list;
+  for (size_t k = 0; k < w.size() && k < max; ++k)
+    list +=
+        (k ? ", " : "") + name_of(job, w[k].first) + " " + fmt_ns(static_cast<double>(w[k].second));
+  if (w.size() > max) list += ", +" + std::to_string(w.size() - max) + " more";
+  return list;
+}
+
+std::string stall_wait_text(const Job& job, const WaitAnalysis& wa, size_t i) {
+  if (i >= wa.stalls.size() || !wa.stalls[i].known) return "";
+  const StallWait& sw = wa.stalls[i];
+  const std::string on = name_of(job, sw.on);
+  if (sw.weak)
+    return "      overlaps " + on + "'s poll gap (" + sw.cause +
+           ") on a link of theirs (weaker evidence: no per-op timelines)\n";
+  if (sw.root == sw.on) return "      waiting for " + on + " (" + on + " " + sw.cause + ")\n";
+  return "      waiting for " + on + " (root " + name_of(job, sw.root) + ": " + sw.cause + ")\n";
+}
+
+}  // namespace fabtrace::report

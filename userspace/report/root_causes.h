@@ -1,0 +1,66 @@
+// Root causes of waiting: each wait (wait_states.h) followed along its chain
+// to the first rank whose delay was not itself a wait on another rank.
+//
+// A wait of A on B over [s, e] is split by B's own waits in that time: the part
+// where B waited on C is charged on through C (and so on), the rest to B, the
+// root. Its cause is what the kernel log says of B in that time (a stall or slow
+// op record of B's process covering most of it), else "late to post". Each
+// root's cost is the time all ranks waited because of it (Scalasca's delay
+// cost); the costs of the roots add up to the waits. Linear in waits times the
+// chains' length (at most kMaxChain hops).
+//
+// Without timelines (no wait known) a rank's poll gap that overlaps a poll gap
+// of a rank it has links with is said to overlap it: weaker evidence, labelled
+// so, and never followed further.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fabtrace::report {
+
+struct Job;
+
+constexpr size_t kMaxChain = 16;
+// A root costing less is not named in the summary (the protocol's own waits
+// and a rank's few microseconds between receiving and sending on).
+constexpr int64_t kMinRootCostNs = 1000000;  // 1 ms
+
+struct RootCause {
+  uint32_t rank = 0;  // index in Job::ranks
+  std::string cause;  // of its costliest part
+  bool weak = false;  // overlapping poll gaps only (no timelines)
+  int64_t cost_ns = 0;
+  uint64_t waits = 0;                     // waits charged to it (wholly or in part)
+  std::map<uint32_t, int64_t> by_waiter;  // who waited on it, how long
+};
+
+// What a stall (Job::stalls[i]) waited on, when known.
+struct StallWait {
+  bool known = false, weak = false;
+  uint32_t on = 0, root = 0;
+  std::string cause;  // the root's
+};
+
+struct WaitAnalysis {
+  std::vector<RootCause> roots;                             // costliest first
+  std::vector<StallWait> stalls;                            // per Job::stalls
+  std::map<std::pair<uint32_t, uint32_t>, int64_t> matrix;  // (waiter, on) -> ns waited
+};
+
+WaitAnalysis analyze_waits(const Job& job);
+
+// The summary's "root causes of waiting" (at most `top` roots of at least
+// kMinRootCostNs); "" when there is none.
+std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top);
+// Who waited on a root, longest first: "h r2 200.1 ms, h r1 199.8 ms" (at
+// most `max`, then "+N more").
+std::string waiters_text(const Job& job, const RootCause& rc, size_t max);
+// The line under stall i of the summary ("" when nothing is known).
+std::string stall_wait_text(const Job& job, const WaitAnalysis& wa, size_t i);
+
+}  // namespace fabtrace::report
