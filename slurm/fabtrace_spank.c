@@ -31,12 +31,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <slurm/spank.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -71,6 +73,10 @@ static gid_t job_gid;
 static pid_t task_pids[kMaxTasks];
 static uint32_t tasks_forked, tasks_exited, local_tasks;
 static pid_t record_pid = -1;
+/* The session's process as a descriptor: slurmstepd reaps any child it sees
+ * exit (wait3), so a pid alone could be another process by the time it is
+ * signalled. */
+static int record_pidfd = -1;
 /* srun: the step and its directory, for the line at its end. */
 static char local_step[32], local_dir[PATH_MAX + 32];
 
@@ -362,6 +368,15 @@ static int record_log(char *name, size_t n) {
   return -1;
 }
 
+/* Reaps the session's process if slurmstepd has not, and forgets it. */
+static void forget_record(void) {
+  int status;
+  if (record_pid > 0) waitpid(record_pid, &status, WNOHANG);
+  if (record_pidfd >= 0) close(record_pidfd);
+  record_pid = -1;
+  record_pidfd = -1;
+}
+
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -419,12 +434,14 @@ static void start_record(void) {
     _exit(127);
   }
   record_pid = pid;
+  record_pidfd = pidfd_open(pid, 0);
   /* The tasks exec once this returns: wait until the session is attached. */
   char buf[4096];
   for (int waited = 0; waited < kRecordReadyS * 20; ++waited) {
     int status;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      record_pid = -1;
+    struct pollfd pf = {record_pidfd, POLLIN, 0};
+    if (waitpid(pid, &status, WNOHANG) == pid || (record_pidfd >= 0 && poll(&pf, 1, 0) == 1)) {
+      forget_record();
       const ssize_t n = pread(log_fd, buf, sizeof(buf) - 1, 0);
       buf[n > 0 ? n : 0] = '\0';
       char *last = buf[0] ? strrchr(buf, '\n') : NULL;
@@ -467,20 +484,20 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
 }
 
 static void stop_record(void) {
-  if (record_pid <= 0) return;
-  kill(record_pid, SIGTERM);
-  int status;
-  for (int i = 0; i < kRecordStopS * 20; ++i) {
-    if (waitpid(record_pid, &status, WNOHANG) == record_pid) {
-      record_pid = -1;
-      return;
-    }
-    sleep_ms(50);
+  if (record_pid <= 0 || record_pidfd < 0) {
+    forget_record();
+    return;
   }
-  slurm_error("fabtrace: the kernel session did not stop in %d s: killed", kRecordStopS);
-  kill(record_pid, SIGKILL);
-  waitpid(record_pid, &status, 0);
-  record_pid = -1;
+  /* Through the descriptor: ESRCH once it has exited, whoever reaped it. */
+  if (pidfd_send_signal(record_pidfd, SIGTERM, NULL, 0) == 0) {
+    struct pollfd pf = {record_pidfd, POLLIN, 0};
+    if (poll(&pf, 1, kRecordStopS * 1000) != 1) {
+      slurm_error("fabtrace: the kernel session did not stop in %d s: killed", kRecordStopS);
+      pidfd_send_signal(record_pidfd, SIGKILL, NULL, 0);
+      poll(&pf, 1, 5000);
+    }
+  }
+  forget_record();
 }
 
 int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
