@@ -355,8 +355,7 @@ static int record_log(char *name, size_t n) {
       snprintf(name, n, "fabtrace_record.%s.%d.log", host, i);
     else
       snprintf(name, n, "fabtrace_record.%s.log", host);
-    const int fd =
-        openat(step_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd = openat(step_fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) {
       if (fchown(fd, job_uid, job_gid) == 0) return fd;
       close(fd);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -72,6 +73,33 @@ std::string snapshot(const std::string& dir) {
            std::to_string(st.st_mtime) + "\n";
   }
   return s;
+}
+
+// The established TCP connections of process `pid` (its fds' sockets in
+// /proc/PID/net/tcp{,6} with state 01).
+int established_tcp(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  for (const std::string& fd : entries(proc + "/fd")) {
+    char link[128] = {};
+    const ssize_t n = readlink(fd.c_str(), link, sizeof(link) - 1);
+    const std::string l(link, n > 0 ? static_cast<size_t>(n) : 0);
+    if (l.rfind("socket:[", 0) == 0) inodes.insert(l.substr(8, l.size() - 9));
+  }
+  int count = 0;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in(proc + table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, st, queues, tr, retr, uid, timeout, inode;
+      if (f >> sl >> local >> remote >> st >> queues >> tr >> retr >> uid >> timeout >> inode &&
+          st == "01" && inodes.count(inode))
+        ++count;
+    }
+  }
+  return count;
 }
 
 class Slurm : public ::testing::Test {
@@ -234,8 +262,8 @@ TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
 TEST_F(Slurm, SrunFabtraceRecordExplainsAStoppedRank) {
   SKIP_IF_RECORD_SESSION(kNeedsOwnSession);
   const std::string out = user_subdir("record"), pids = user_subdir("record-pids");
-  // fi_pingpong has no duration: its iterations for about 4 s, from its own
-  // time per exchange in a short run here.
+  // fi_pingpong has no duration: its iterations for about 6 s (two transfers
+  // each), from its own time per transfer in a short run here.
   const RunResult cal = run(as_user({"srun", "-n", "2", "-D", user_dir_, root_ + "/pingpong.sh"}),
                             {{"ITERS", "200"},
                              {"PORT", std::to_string(free_port())},
@@ -247,7 +275,7 @@ TEST_F(Slurm, SrunFabtraceRecordExplainsAStoppedRank) {
       std::regex_search(cal.output, m, std::regex("1k +200 += ?200 +\\S+ +\\S+ +\\S+ +([0-9.]+)")))
       << cal.output;
   const double us = std::stod(m[1]);
-  const long iters = std::max(400L, std::min(2000000L, static_cast<long>(4e6 / std::max(us, 1.0))));
+  const long iters = std::max(400L, std::min(2000000L, static_cast<long>(3e6 / std::max(us, 1.0))));
   const std::string log = root_ + "/record-srun.log";
   const int srun = spawn(
       as_user({"srun", "-n", "2", "-D", user_dir_, "--fabtrace=" + out, "--fabtrace-record",
@@ -255,22 +283,23 @@ TEST_F(Slurm, SrunFabtraceRecordExplainsAStoppedRank) {
       {{"ITERS", std::to_string(iters)}, {"PORT", std::to_string(free_port())}, {"PIDDIR", pids}},
       log, false);
   ASSERT_GT(srun, 0);
-  // Rank 0 once it is the server and its client runs (both pid files, the
-  // client's process an fi_pingpong), then 1 s into the exchange.
+  // A failed assertion below leaves no step (and no session) behind.
+  struct CancelSteps {
+    ~CancelSteps() { run({"scancel", "--full", "-u", kUser}, {{"SLURM_CONF", conf_}}, false, 30); }
+  } cancel_steps;
+  const std::string about = "fi_pingpong -I " + std::to_string(iters) + " after " + m.str(0);
+  // Rank 0 once its exchange runs: besides fi_pingpong's own control
+  // connection, the provider's data connection is established.
   pid_t rank0 = 0;
-  for (int i = 0; i < 600 && !rank0; ++i) {
-    const std::string p0 = slurp(pids + "/pid.0"), p1 = slurp(pids + "/pid.1");
-    if (!p0.empty() && !p1.empty()) {
-      char exe[64] = {};
-      const std::string link = "/proc/" + std::to_string(std::stoi(p1)) + "/exe";
-      const ssize_t n = readlink(link.c_str(), exe, sizeof(exe) - 1);
-      if (n > 0 && std::string(exe).find("fi_pingpong") != std::string::npos) rank0 = std::stoi(p0);
-    }
-    if (!rank0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int i = 0; i < 1200 && !rank0; ++i) {
+    const std::string p0 = slurp(pids + "/pid.0");
+    if (!p0.empty() && established_tcp(std::stoi(p0)) >= 2) rank0 = std::stoi(p0);
+    if (!rank0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_GT(rank0, 0) << slurp(log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  ASSERT_EQ(kill(rank0, SIGSTOP), 0) << "rank 0 ended before the stop: make ITERS larger";
+  ASSERT_GT(rank0, 0) << about << "\n" << slurp(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(kill(rank0, SIGSTOP), 0) << "rank 0 ended before the stop: " << about << "\n"
+                                     << slurp(log);
   for (int i = 0; i < 100; ++i) {
     const std::string stat = slurp("/proc/" + std::to_string(rank0) + "/stat");
     const size_t paren = stat.rfind(')');
