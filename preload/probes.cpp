@@ -32,18 +32,7 @@
 // increments them in every process that maps this library while a probe is
 // attached (uprobe reference counters).
 extern "C" {
-#define FT_SEMAPHORE(n) \
-  __attribute__((section(".probes"), used, visibility("default"))) volatile unsigned short n = 0
-FT_SEMAPHORE(fabtrace_thread_start_semaphore);
-FT_SEMAPHORE(fabtrace_cq_stall_semaphore);
-FT_SEMAPHORE(fabtrace_slow_op_semaphore);
-FT_SEMAPHORE(fabtrace_op_error_semaphore);
-FT_SEMAPHORE(fabtrace_poll_enter_semaphore);
-FT_SEMAPHORE(fabtrace_poll_exit_semaphore);
-FT_SEMAPHORE(fabtrace_mark_semaphore);
-FT_SEMAPHORE(fabtrace_phase_begin_semaphore);
-FT_SEMAPHORE(fabtrace_phase_end_semaphore);
-#undef FT_SEMAPHORE
+FT_USDT_PROBES(FT_USDT_SEMAPHORE_DEFINE)
 }
 
 namespace fabtrace {

@@ -12,18 +12,10 @@
 #include <cstdint>
 
 #include "preload/inflight.h"
+#include "preload/probe_list.h"
 
 extern "C" {
-// Names fixed by <sys/sdt.h>: <provider>_<probe>_semaphore.
-extern volatile unsigned short fabtrace_thread_start_semaphore;
-extern volatile unsigned short fabtrace_cq_stall_semaphore;
-extern volatile unsigned short fabtrace_slow_op_semaphore;
-extern volatile unsigned short fabtrace_op_error_semaphore;
-extern volatile unsigned short fabtrace_poll_enter_semaphore;
-extern volatile unsigned short fabtrace_poll_exit_semaphore;
-extern volatile unsigned short fabtrace_mark_semaphore;
-extern volatile unsigned short fabtrace_phase_begin_semaphore;
-extern volatile unsigned short fabtrace_phase_end_semaphore;
+FT_USDT_PROBES(FT_USDT_SEMAPHORE_DECLARE)
 }
 
 namespace fabtrace {

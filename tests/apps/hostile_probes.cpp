@@ -8,19 +8,10 @@
 
 #include <cstdint>
 
+#include "preload/probe_list.h"
+
 extern "C" {
-#define FT_SEMAPHORE(n) \
-  __attribute__((section(".probes"), used, visibility("default"))) volatile unsigned short n = 0
-FT_SEMAPHORE(fabtrace_thread_start_semaphore);
-FT_SEMAPHORE(fabtrace_cq_stall_semaphore);
-FT_SEMAPHORE(fabtrace_slow_op_semaphore);
-FT_SEMAPHORE(fabtrace_op_error_semaphore);
-FT_SEMAPHORE(fabtrace_poll_enter_semaphore);
-FT_SEMAPHORE(fabtrace_poll_exit_semaphore);
-FT_SEMAPHORE(fabtrace_mark_semaphore);
-FT_SEMAPHORE(fabtrace_phase_begin_semaphore);
-FT_SEMAPHORE(fabtrace_phase_end_semaphore);
-#undef FT_SEMAPHORE
+FT_USDT_PROBES(FT_USDT_SEMAPHORE_DEFINE)
 
 // A session has attached the probes to this file (the kernel raised a semaphore).
 __attribute__((visibility("default"))) int hostile_attached() {
