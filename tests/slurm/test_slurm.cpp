@@ -203,6 +203,19 @@ exec fi_pingpong $args -P "$PORT" 127.0.0.1
     return m[2];
   }
 
+  // The step srun named (DIR/<job>.0 of --fabtrace=DIR) and its one report
+  // of each rank.
+  static void rank_reports(const std::string& output, const std::string& out, std::string* job,
+                           std::string* step, std::vector<nlohmann::json>* r0,
+                           std::vector<nlohmann::json>* r1) {
+    *step = step_dir_of(output, job);
+    ASSERT_EQ(*step, out + "/" + *job + ".0") << output;
+    *r0 = reports_of_rank(*step, "0");
+    *r1 = reports_of_rank(*step, "1");
+    ASSERT_EQ(r0->size(), 1u) << output;
+    ASSERT_EQ(r1->size(), 1u) << output;
+  }
+
   static inline std::string why_, root_, conf_, user_dir_;
   static inline uid_t uid_ = 0;
   static inline gid_t gid_ = 0;
@@ -220,14 +233,9 @@ TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
       {{"ITERS", std::to_string(iters)}, {"PORT", std::to_string(free_port())}, {"PIDDIR", pids}},
       false, 180);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::string job;
-  const std::string step = step_dir_of(r.output, &job);
-  ASSERT_EQ(step, out + "/" + job + ".0") << r.output;
-
-  auto r0 = reports_of_rank(step, "0");
-  auto r1 = reports_of_rank(step, "1");
-  ASSERT_EQ(r0.size(), 1u) << r.output;
-  ASSERT_EQ(r1.size(), 1u) << r.output;
+  std::string job, step;
+  std::vector<nlohmann::json> r0, r1;
+  ASSERT_NO_FATAL_FAILURE(rank_reports(r.output, out, &job, &step, &r0, &r1));
   for (const auto* rep : {&r0[0], &r1[0]}) {
     const nlohmann::json j = rep->value("job", nlohmann::json::object());
     EXPECT_EQ(j.value("launcher", ""), "slurm");
@@ -254,6 +262,61 @@ TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
   own[step] = st.st_uid;
   EXPECT_GE(own.size(), 3u);
   for (const auto& [p, u] : own) EXPECT_EQ(u, uid_) << p;
+}
+
+// sbatch --fabtrace: the batch script runs untraced, each srun step in it is
+// traced into its own directory (Slurm passes the option through the job's
+// environment).
+TEST_F(Slurm, SbatchFabtraceTracesTheStepsOfTheScript) {
+  const std::string out = user_subdir("batch"), script = root_ + "/job.sh";
+  std::ofstream(script) << "#!/bin/sh\necho batch: ${FABTRACE_DIR:-unset}\n"
+                           "srun -n 1 sh -c 'echo step: $FABTRACE_DIR'\n";
+  chmod(script.c_str(), 0755);
+  const std::string log = user_dir_ + "/batch.out";
+  const RunResult r =
+      run(as_user({"sbatch", "--wait", "-o", log, "-D", user_dir_, "--fabtrace=" + out, script}),
+          {}, false, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string text = slurp(log);
+  EXPECT_NE(text.find("batch: unset"), std::string::npos) << text;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("step: (\\S+)\n"))) << text;
+  const std::string step = m[1];
+  EXPECT_EQ(step.rfind(out + "/", 0), 0u) << text;
+  EXPECT_EQ(step.substr(step.size() - 2), ".0") << text;
+  struct stat st;
+  ASSERT_EQ(lstat(step.c_str(), &st), 0) << text;
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_uid, uid_);
+  EXPECT_NE(text.find("fabtrace: the outputs of step "), std::string::npos) << text;
+}
+
+// Open MPI under Slurm's PMIx (srun --mpi=pmix; pml cm, mtl ofi, no shm
+// provider: the ranks talk through the traced data path): two rank reports,
+// every message rank 0 sent received by rank 1 and the other way round.
+TEST_F(Slurm, OpenMpiUnderSrunPmixGivesEachRankItsReport) {
+  ASSERT_FALSE(std::string(MPI_PINGPONG).empty())
+      << "Open MPI was not found at build time: scripts/install-deps installs libopenmpi-dev";
+  const std::string out = user_subdir("mpi");
+  const RunResult r = run(as_user({"srun", "--mpi=pmix", "-n", "2", "-D", user_dir_,
+                                   "--fabtrace=" + out, MPI_PINGPONG, "300", "4096"}),
+                          {{"OMPI_MCA_pml", "cm"},
+                           {"OMPI_MCA_mtl", "ofi"},
+                           {"OMPI_MCA_mtl_ofi_provider_exclude", "shm"}},
+                          false, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0: 300 round trips, 0 bad bytes"), std::string::npos) << r.output;
+  std::string job, step;
+  std::vector<nlohmann::json> r0, r1;
+  ASSERT_NO_FATAL_FAILURE(rank_reports(r.output, out, &job, &step, &r0, &r1));
+  const char* const sends[] = {"fi_tsend",     "fi_tsendv",  "fi_tsendmsg",
+                               "fi_tsenddata", "fi_tinject", "fi_tinjectdata"};
+  const char* const recvs[] = {"fi_trecv", "fi_trecvv", "fi_trecvmsg"};
+  const auto t0 = op_totals(r0[0]), t1 = op_totals(r1[0]);
+  EXPECT_GE(sum(t0, sends, 6, true), 300u);
+  EXPECT_EQ(sum(t1, recvs, 3, false), sum(t0, sends, 6, true));
+  EXPECT_EQ(sum(t0, recvs, 3, false), sum(t1, sends, 6, true));
+  EXPECT_EQ(r0[0].value("job", nlohmann::json::object()).value("job_id", ""), job);
 }
 
 // --fabtrace-record: slurmstepd runs the kernel session for the step's tasks;
