@@ -22,10 +22,14 @@
 
 const volatile bool ft_net_all = false;
 
-/* Local ports traced processes listen on (filled by the collector's scan). */
+/* Local ports traced processes listen on (filled by the collector's scan and
+ * at listen()). Room for every port (its memory taken as entries come): one
+ * process listening on thousands of ports cannot fill it and leave the
+ * others' listeners unknown. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 65536);
   __type(key, __u16);
   __type(value, __u32);
 } traced_ports SEC(".maps");

@@ -197,6 +197,25 @@ static __always_inline struct ft_up_stats* stats_of(__u32 tgid, __u32 op, __u64 
   return s;
 }
 
+/* May process `tgid` have `key` in set-up map `map` (an address map when
+ * `addr`)? Yes when it is there already, or when the process holds less than
+ * its share (the new entry charged to it, even if the map then proves full).
+ * No, counted for the process and as lost, when it holds its share: one
+ * process cannot take the CQs, endpoints or addresses of all. */
+static __always_inline bool may_add(void* map, const void* key, __u32 tgid, bool addr) {
+  if (bpf_map_lookup_elem(map, key)) return true;
+  struct ft_up_quota* q = lookup_or_zero(&up_quota, &tgid);
+  if (!q) return true;
+  __u64* held = addr ? &q->addrs : &q->objs;
+  if (*held >= (addr ? FT_UP_ADDRS_PER_PROC : FT_UP_OBJS_PER_PROC)) {
+    __sync_fetch_and_add(&q->objs_over, 1);
+    lost(FT_UP_LOST_OBJ_QUOTA);
+    return false;
+  }
+  __sync_fetch_and_add(held, 1);
+  return true;
+}
+
 /* Takes (copies out of `map` and deletes) this thread's call in flight (struct
  * ft_up_call, ft_up_poll, ft_up_open: the entry's stack pointer first) when
  * this return is its own, not a nested call's: the return address was popped.
@@ -510,13 +529,14 @@ static __always_inline struct ft_up_ep* learn_ep(__u32 tgid, __u64 ep_ptr, __u32
   e.cq[FT_UP_RX] = ep_cq_of(l, FT_UP_RX, ep_ptr);
   if (!e.cq[FT_UP_TX] && !e.cq[FT_UP_RX]) return 0;
   struct ft_up_key ek = {.tgid = tgid, .ptr = ep_ptr};
+  if (!may_add(&up_eps, &ek, tgid, false)) return 0;
   bpf_map_update_elem(&up_eps, &ek, &e, BPF_NOEXIST);
 #pragma unroll
   for (int side = 0; side < 2; ++side) {
     if (!e.cq[side]) continue;
     struct ft_up_key ck = {.tgid = tgid, .ptr = e.cq[side]};
     struct ft_up_cq* cq = bpf_map_lookup_elem(&up_cqs, &ck);
-    if (!cq) {
+    if (!cq && may_add(&up_cqs, &ck, tgid, false)) {
       struct ft_up_cq fresh = {.learnt = 1};
       bpf_map_update_elem(&up_cqs, &ck, &fresh, BPF_NOEXIST);
       cq = bpf_map_lookup_elem(&up_cqs, &ck);
@@ -575,6 +595,7 @@ int ft_up_op_ret(struct pt_regs* regs) {
     return 0;
   }
   struct ft_up_fifo_key fk = {.tgid = tgid, .cls = c.cls & 1, .cq = cq};
+  if (!may_add(&up_fifo, &fk, tgid, false)) return 0;
   struct ft_up_fifo* f = lookup_or_zero(&up_fifo, &fk);
   if (!f) return 0;
   struct ft_up_seq_key sk = {
@@ -629,7 +650,8 @@ int ft_up_cq_open_ret(struct pt_regs* regs) {
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = read_u64(out)};
   struct ft_up_cq c = {
       .entry_size = entry_size(format), .format = format, .opened = bpf_ktime_get_ns()};
-  if (k.ptr && c.entry_size) bpf_map_update_elem(&up_cqs, &k, &c, BPF_ANY);
+  if (k.ptr && c.entry_size && may_add(&up_cqs, &k, k.tgid, false))
+    bpf_map_update_elem(&up_cqs, &k, &c, BPF_ANY);
   return 0;
 }
 
@@ -646,12 +668,14 @@ int ft_up_ep_bind(struct pt_regs* regs) {
      * of another layer. */
     if (ck.ptr && read_u64(ck.ptr) == FT_UP_FI_CLASS_AV) {
       struct ft_up_key ek = {.tgid = tgid, .ptr = arg_n(regs, 1)};
-      bpf_map_update_elem(&up_ep_av, &ek, &ck.ptr, BPF_ANY);
+      if (may_add(&up_ep_av, &ek, tgid, false))
+        bpf_map_update_elem(&up_ep_av, &ek, &ck.ptr, BPF_ANY);
     }
     return 0;
   }
   const __u64 flags = arg_n(regs, 3);
   struct ft_up_key ek = {.tgid = tgid, .ptr = arg_n(regs, 1)};
+  if (!may_add(&up_eps, &ek, tgid, false)) return 0;
   struct ft_up_ep* ep = lookup_or_zero(&up_eps, &ek);
   if (!ep) return 0;
   /* A CQ bound with neither direction flag serves both (as the preload takes it). */
@@ -957,7 +981,8 @@ int ft_up_av_insert_ret(struct pt_regs* regs) {
       at += (__u64)n;
       last = n >= FT_UP_ADDR_MAX;
     }
-    if (k.fi_addr != FT_UP_ADDR_UNSPEC && bpf_map_update_elem(&up_av_addrs, &k, &a, BPF_ANY) != 0)
+    if (k.fi_addr != FT_UP_ADDR_UNSPEC && may_add(&up_av_addrs, &k, k.tgid, true) &&
+        bpf_map_update_elem(&up_av_addrs, &k, &a, BPF_ANY) != 0)
       lost(FT_UP_LOST_ADDRS);
     if (last) break;
   }
@@ -981,7 +1006,9 @@ int ft_up_getname_ret(struct pt_regs* regs) {
   if (bpf_probe_read_user(a.bytes, len, (const void*)c.addr) != 0) return 0;
   a.len = len;
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = c.obj};
-  if (bpf_map_update_elem(&up_ep_names, &k, &a, BPF_ANY) != 0) lost(FT_UP_LOST_ADDRS);
+  if (may_add(&up_ep_names, &k, k.tgid, true) &&
+      bpf_map_update_elem(&up_ep_names, &k, &a, BPF_ANY) != 0)
+    lost(FT_UP_LOST_ADDRS);
   return 0;
 }
 
@@ -1051,9 +1078,10 @@ int ft_up_ep_open_ret(struct pt_regs* regs) {
     struct ft_up_ep e = {.opened = 1};
     e.op_flags[FT_UP_TX] = c->op_flags[FT_UP_TX] & kept;
     e.op_flags[FT_UP_RX] = c->op_flags[FT_UP_RX] & kept;
-    bpf_map_update_elem(&up_eps, &k, &e, BPF_ANY);
+    if (may_add(&up_eps, &k, k.tgid, false)) bpf_map_update_elem(&up_eps, &k, &e, BPF_ANY);
   }
-  if (k.ptr && c->msg && bpf_map_update_elem(&up_ep_conns, &k, &c->conn, BPF_ANY) != 0)
+  if (k.ptr && c->msg && may_add(&up_ep_conns, &k, k.tgid, true) &&
+      bpf_map_update_elem(&up_ep_conns, &k, &c->conn, BPF_ANY) != 0)
     lost(FT_UP_LOST_ADDRS);
   bpf_map_delete_elem(&up_conn_call, &tid);
   return 0;
@@ -1119,6 +1147,7 @@ int ft_up_connect_ret(struct pt_regs* regs) {
   struct ft_up_key k = {.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), .ptr = c.obj};
   struct ft_up_conn* conn = bpf_map_lookup_elem(&up_ep_conns, &k);
   if (!conn) {
+    if (!may_add(&up_ep_conns, &k, k.tgid, true)) return 0;
     conn = lookup_or_zero(&up_ep_conns, &k);
     if (!conn) {
       lost(FT_UP_LOST_ADDRS);

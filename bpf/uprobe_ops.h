@@ -427,19 +427,32 @@ struct ft_up_conn_call {
 
 /* Events the programs could not keep, in up_lost (per CPU). */
 enum ft_up_lost {
-  FT_UP_LOST_STATS = 0, /* a statistics row not created: the map was full */
-  FT_UP_LOST_ADDRS = 1, /* an AV entry or endpoint name not kept: full */
-  FT_UP_LOST_QUOTA = 2, /* a statistics row not created: its process holds its quota */
-  FT_UP_LOST_KINDS = 3
+  FT_UP_LOST_STATS = 0,     /* a statistics row not created: the map was full */
+  FT_UP_LOST_ADDRS = 1,     /* an AV entry or endpoint name not kept: full */
+  FT_UP_LOST_QUOTA = 2,     /* a statistics row not created: its process holds its quota */
+  FT_UP_LOST_OBJ_QUOTA = 3, /* a CQ, endpoint or address not kept: its process holds its share */
+  FT_UP_LOST_KINDS = 4
 };
 
 /* A process's share of the statistics rows (up_quota, key: tgid): the rows it
  * holds and the updates of new rows refused over its quota (the collector's
- * ft_up_rows_per_proc), so that one process cannot take the rows of all. */
+ * ft_up_rows_per_proc), so that one process cannot take the rows of all. The
+ * same for the set-up maps, whose entries a process makes from its own
+ * pointers and never frees while the session runs: the entries it made in the
+ * CQ and endpoint maps (up_cqs, up_eps, up_ep_av, up_fifo: `objs`, at most
+ * ft_up_objs_per_proc) and in the address maps (up_av_addrs, up_ep_names,
+ * up_ep_conns: `addrs`, at most ft_up_addrs_per_proc), and the new entries
+ * refused over either share (`objs_over`). */
 struct ft_up_quota {
   __u64 rows;
   __u64 over;
+  __u64 objs;
+  __u64 addrs;
+  __u64 objs_over;
 };
+/* The shares of the set-up maps: a sixteenth of each, as for the rows. */
+#define FT_UP_OBJS_PER_PROC (FT_UP_MAX_CQS / 16)
+#define FT_UP_ADDRS_PER_PROC (FT_UP_MAX_ADDRS / 16)
 #define FT_UP_MAX_PROCS 4096 /* processes with rows (LRU: the least recent is forgotten) */
 
 /* floor(log2(x)), 0 for 0 and 1, without a loop the verifier must unroll on

@@ -135,7 +135,8 @@ json stats_json(const KernelStats& s) {
     if (procs.size() >= kMaxStatsProcesses) break;
     procs[std::to_string(pid)] = {{"over_budget", p.over_budget},
                                   {"malformed", p.malformed},
-                                  {"uprobe_rows_over_quota", p.uprobe_rows_over_quota}};
+                                  {"uprobe_rows_over_quota", p.uprobe_rows_over_quota},
+                                  {"uprobe_objects_over_quota", p.uprobe_objects_over_quota}};
   }
   return json{{"emitted", emitted},
               {"lost", lost},
@@ -177,6 +178,7 @@ void stats_from(const json& j, KernelStats* s) {
     p.over_budget = u64_of(v, "over_budget");
     p.malformed = u64_of(v, "malformed");
     p.uprobe_rows_over_quota = u64_of(v, "uprobe_rows_over_quota");
+    p.uprobe_objects_over_quota = u64_of(v, "uprobe_objects_over_quota");
   }
 }
 

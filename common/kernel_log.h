@@ -130,6 +130,8 @@ struct KernelStats {
   uint64_t usdt_over_budget = 0, usdt_malformed = 0;
   struct Process {
     uint64_t over_budget = 0, malformed = 0, uprobe_rows_over_quota = 0;
+    // --uprobes' CQs, endpoints and addresses not kept over the process's share.
+    uint64_t uprobe_objects_over_quota = 0;
   };
   std::map<uint32_t, Process> per_process;  // only processes with a count
   uint64_t lost_total() const;

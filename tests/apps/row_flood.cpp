@@ -7,6 +7,9 @@
 // (its receive queue full).
 //   row_flood PROVIDER N
 // Prints "posted A refused R".
+//   row_flood PROVIDER N cqs
+// Opens N completion queues instead (each an entry of the session's CQ map,
+// never freed while it runs), and prints "cqs A refused R".
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -28,8 +31,9 @@ int fail(const char* what, int rc) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: row_flood PROVIDER N\n");
+  const bool cqs = argc == 4 && std::strcmp(argv[3], "cqs") == 0;
+  if (argc != 3 && !cqs) {
+    std::fprintf(stderr, "usage: row_flood PROVIDER N [cqs]\n");
     return 2;
   }
   const long n = std::atol(argv[2]);
@@ -54,6 +58,34 @@ int main(int argc, char** argv) {
   if ((rc = fi_fabric(info->fabric_attr, &fabric, nullptr))) return fail("fi_fabric", rc);
   if ((rc = fi_domain(fabric, info, &domain, nullptr))) return fail("fi_domain", rc);
   if ((rc = fi_cq_open(domain, &cq_attr, &cq, nullptr))) return fail("fi_cq_open", rc);
+  // Closes what is open, innermost first.
+  auto close_all = [&] {
+    if (ep) fi_close(&ep->fid);
+    if (av) fi_close(&av->fid);
+    fi_close(&cq->fid);
+    fi_close(&domain->fid);
+    fi_close(&fabric->fid);
+    fi_freeinfo(info);
+    fi_freeinfo(hints);
+    return 0;
+  };
+  if (cqs) {
+    std::vector<fid_cq*> open;
+    long refused = 0;
+    fi_cq_attr small = cq_attr;
+    small.size = 16;  // thousands of them: each small
+    for (long i = 0; i < n; ++i) {
+      fid_cq* c = nullptr;
+      if (fi_cq_open(domain, &small, &c, nullptr) == 0)
+        open.push_back(c);
+      else
+        ++refused;
+    }
+    std::printf("cqs %zu refused %ld\n", open.size(), refused);
+    std::fflush(stdout);
+    for (fid_cq* c : open) fi_close(&c->fid);
+    return close_all();
+  }
   if ((rc = fi_av_open(domain, &av_attr, &av, nullptr))) return fail("fi_av_open", rc);
   if ((rc = fi_endpoint(domain, info, &ep, nullptr))) return fail("fi_endpoint", rc);
   if ((rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV))) return fail("fi_ep_bind cq", rc);
@@ -69,12 +101,5 @@ int main(int argc, char** argv) {
   }
   std::printf("posted %ld refused %ld\n", posted, refused);
   std::fflush(stdout);
-  fi_close(&ep->fid);
-  fi_close(&av->fid);
-  fi_close(&cq->fid);
-  fi_close(&domain->fid);
-  fi_close(&fabric->fid);
-  fi_freeinfo(info);
-  fi_freeinfo(hints);
-  return 0;
+  return close_all();
 }

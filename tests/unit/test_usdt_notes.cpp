@@ -202,16 +202,22 @@ TEST(UsdtNotes, TheSessionCountsEachProbesSpecs) {
   EXPECT_FALSE(build_id.empty());
 }
 
+// n copies of the built library, DIR/c0.so ... (the same build-id, each its
+// own inode).
+void copy_the_library(const std::string& dir, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::string copy = dir + "/c" + std::to_string(i) + ".so";
+    ASSERT_EQ(std::system(("cp " + std::string(FABTRACE_LIB) + " " + copy).c_str()), 0);
+  }
+}
+
 // A file is taken once however many paths name it, and one user's files are
 // bounded; what is not a library with the probes is refused.
 TEST(UsdtNotes, LibraryFilesAreTakenOncePerInodeAndBoundedPerUser) {
   if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
   const test::ScratchDir scratch;
   const std::string dir = scratch.path();
-  for (int i = 0; i < 3; ++i) {
-    const std::string copy = dir + "/c" + std::to_string(i) + ".so";
-    ASSERT_EQ(std::system(("cp " + std::string(FABTRACE_LIB) + " " + copy).c_str()), 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(copy_the_library(dir, 3));
   ASSERT_EQ(::link((dir + "/c0.so").c_str(), (dir + "/hard.so").c_str()), 0);
   UsdtLibraries libs(8, 2);
   bool known = false;
@@ -229,6 +235,35 @@ TEST(UsdtNotes, LibraryFilesAreTakenOncePerInodeAndBoundedPerUser) {
   EXPECT_EQ(libs.add_own(dir + "/fifo", &known, &why), nullptr);  // never waited on
   EXPECT_NE(why.find("not a regular file"), std::string::npos) << why;
   EXPECT_EQ(libs.size(), 2u);
+}
+
+// Copies of one build (the same build-id) at other inodes are each taken, and
+// each counts against the bounds: a probe is attached per inode, so a process
+// that maps a copy is traced only through that copy's own probes. A copy is
+// named as one.
+TEST(UsdtNotes, CopiesOfOneBuildAreEachTakenAndEachCounted) {
+  if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
+  const test::ScratchDir scratch;
+  const std::string dir = scratch.path();
+  ASSERT_NO_FATAL_FAILURE(copy_the_library(dir, 3));
+  UsdtLibraries libs(2, 8);
+  bool known = false;
+  std::string why;
+  const UsdtFile* a = libs.add_own(dir + "/c0.so", &known, &why);
+  ASSERT_NE(a, nullptr) << why;
+  const UsdtFile* b = libs.add_own(dir + "/c1.so", &known, &why);
+  ASSERT_NE(b, nullptr) << why;  // same build-id, another inode: taken
+  EXPECT_FALSE(known);
+  EXPECT_FALSE(a->build_id.empty());
+  EXPECT_EQ(a->build_id, b->build_id);
+  EXPECT_NE(a->ino, b->ino);
+  EXPECT_EQ(a->copy_of, "");
+  EXPECT_EQ(b->copy_of, dir + "/c0.so");
+  // The third copy is over the session's bound of 2 files: copies count.
+  EXPECT_EQ(libs.add_own(dir + "/c2.so", &known, &why), nullptr);
+  EXPECT_NE(why.find("bound of 2 library files is reached"), std::string::npos) << why;
+  EXPECT_EQ(libs.size(), 2u);
+  EXPECT_EQ(libs.refused_over_bound(), 1u);
 }
 
 }  // namespace

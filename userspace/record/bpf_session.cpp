@@ -545,6 +545,9 @@ struct BpfSession::Impl {
       else
         note("probes", point, "attached",
              file.shown + (file.build_id.empty() ? "" : " (build-id " + file.build_id + ")") +
+                 (file.copy_of.empty() ? ""
+                                       : " (a copy of " + file.copy_of +
+                                             ": probes are attached per file, so apart)") +
                  (opt.only_pids.empty() ? "" : " (the --pid processes only)"));
     }
   }
@@ -762,11 +765,13 @@ KernelStats BpfSession::stats() const {
           }
         });
   if (impl_->up)
-    each_entry<__u32, ft_up_quota>(bpf_map__fd(impl_->up->maps.up_quota),
-                                   [&s](__u32 pid, const ft_up_quota& q) {
-                                     if (q.over && s.per_process.size() < kMaxStatsProcesses)
-                                       s.per_process[pid].uprobe_rows_over_quota = q.over;
-                                   });
+    each_entry<__u32, ft_up_quota>(
+        bpf_map__fd(impl_->up->maps.up_quota), [&s](__u32 pid, const ft_up_quota& q) {
+          if ((q.over || q.objs_over) && s.per_process.size() < kMaxStatsProcesses) {
+            s.per_process[pid].uprobe_rows_over_quota = q.over;
+            s.per_process[pid].uprobe_objects_over_quota = q.objs_over;
+          }
+        });
   for (const Skel& k : impl_->skels) {
     if (!k.loaded) continue;
     bpf_program* p;

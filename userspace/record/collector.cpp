@@ -417,7 +417,7 @@ int report_lost_data(const Collector& col) {
   std::vector<std::pair<uint32_t, KernelStats::Process>> procs(st.per_process.begin(),
                                                                st.per_process.end());
   auto total = [](const KernelStats::Process& p) {
-    return p.over_budget + p.malformed + p.uprobe_rows_over_quota;
+    return p.over_budget + p.malformed + p.uprobe_rows_over_quota + p.uprobe_objects_over_quota;
   };
   std::stable_sort(procs.begin(), procs.end(),
                    [&](const auto& a, const auto& b) { return total(a.second) > total(b.second); });
@@ -426,10 +426,11 @@ int report_lost_data(const Collector& col) {
     std::fprintf(stderr,
                  "fabtrace record: pid %u: %llu probe records over its budget (dropped), %llu "
                  "probes with malformed arguments (not explained), %llu uprobe rows refused over "
-                 "its quota\n",
+                 "its quota, %llu of its CQs, endpoints and addresses not kept over its share\n",
                  procs[i].first, static_cast<unsigned long long>(p.over_budget),
                  static_cast<unsigned long long>(p.malformed),
-                 static_cast<unsigned long long>(p.uprobe_rows_over_quota));
+                 static_cast<unsigned long long>(p.uprobe_rows_over_quota),
+                 static_cast<unsigned long long>(p.uprobe_objects_over_quota));
   }
   if (procs.size() > kShown)
     std::fprintf(stderr,

@@ -171,6 +171,11 @@ const UsdtFile* UsdtLibraries::add_fd(int fd, const std::string& shown, uid_t us
         " (its processes' probes do not fire)";
     return nullptr;
   }
+  for (const UsdtFile& g : files_)
+    if (!f.build_id.empty() && g.build_id == f.build_id) {
+      f.copy_of = g.shown;
+      break;
+    }
   ++per_user_[user];
   files_.push_back(std::move(f));
   return &files_.back();

@@ -6,7 +6,12 @@
 // the kernel are given /proc/self/fd/N, which names that open file.
 //
 // Only regular ELF files with the fabtrace USDT notes are taken, once per
-// (device, inode) however many paths and processes name it. The files are
+// (device, inode) however many paths and processes name it. Not once per
+// build-id: a uprobe (and so a USDT probe) is attached to an inode, so the
+// probes of one copy never fire in a process that maps another copy of the
+// same build; de-duplicating by build-id would leave that process untraced.
+// Each copy costs its own spec ids and uprobes, so each counts against the
+// bounds; a copy of a build already taken is named as such (copy_of). The files are
 // bounded in number, in all and per user (the owner of the process that maps
 // them), so that one user's copies cannot take every place; the probes' specs
 // are counted per file, so that the session can keep within libbpf's budget
@@ -30,6 +35,9 @@ struct UsdtFile {
   uid_t user = 0;        // the owner of the process it was found in (0: the collector's own)
   std::string shown;     // the path as the process named it (for messages only)
   std::string build_id;  // GNU build-id, hex ("" when none)
+  // The first file taken with the same (non-empty) build-id, "" when none: the
+  // same build at another inode, attached apart (see above).
+  std::string copy_of;
   // Per probe name of the "fabtrace" provider: its distinct argument specs
   // (what libbpf gives one spec id each, per attach).
   std::map<std::string, size_t> specs;
