@@ -237,7 +237,36 @@ OutputDir::~OutputDir() { close(); }
 bool OutputDir::open(const std::string& path, bool create, std::string* error) {
   close();
   const int fd = open_own_dir(path, create, error);
-  if (fd < 0) return false;
+  return fd >= 0 && hold(fd, path, error);
+}
+
+bool OutputDir::open_owned_by(const std::string& path, uid_t uid, gid_t gid, std::string* error) {
+  close();
+  std::string why;
+  const int fd = walk_to_dir(path, false, &why);
+  if (fd < 0) {
+    if (error) *error = path + ": " + why;
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_uid != uid) {
+    const int err = errno;
+    ::close(fd);
+    if (error)
+      *error = path + (st.st_uid != uid
+                           ? ": owned by " + owner_text(st.st_uid) +
+                                 ", not by the outputs' owner " + owner_text(uid) + ": refused"
+                           : ": " + std::string(std::strerror(err)));
+    return false;
+  }
+  if (!hold(fd, path, error)) return false;
+  owned_ = true;
+  owner_ = uid;
+  group_ = gid;
+  return true;
+}
+
+bool OutputDir::hold(int fd, const std::string& path, std::string* error) {
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     if (error) *error = path + ": " + std::strerror(errno);
@@ -262,6 +291,7 @@ void OutputDir::close() {
   }
   ::close(fd_);
   fd_ = -1;
+  owned_ = false;
 }
 
 constexpr unsigned kMaxOtherNames = 99;  // other names tried when one is taken
@@ -277,6 +307,14 @@ int OutputDir::create(const std::string& name, std::string* created, std::string
   }
   if (fd < 0) {
     if (error) *error = "cannot create " + path_of(used) + ": " + why;
+    return -1;
+  }
+  // A file of a session writing for its user: theirs from the start (an fd of
+  // a file just created, so nothing else can be given away).
+  if (owned_ && ::fchown(fd, owner_, group_) != 0) {
+    if (error) *error = "cannot give " + path_of(used) + " to its owner: " + std::strerror(errno);
+    ::close(fd);
+    ::unlinkat(fd_, used.c_str(), 0);
     return -1;
   }
   if (created) *created = used;

@@ -65,6 +65,11 @@ class OutputDir {
   // `create`: a missing last component is made (kOutputDirMode). False with one
   // line naming the path in *error; nothing is created then but that directory.
   bool open(const std::string& path, bool create, std::string* error);
+  // For a root process writing a user's outputs (`fabtrace record --owner`):
+  // `path` is walked as open() walks it but not created, it must be owned by
+  // `uid` itself (not root, not another user), and every file create() makes
+  // in it is then given to uid:gid. False with one line in *error.
+  bool open_owned_by(const std::string& path, uid_t uid, gid_t gid, std::string* error);
   void close();
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }
@@ -87,8 +92,13 @@ class OutputDir {
                            std::string* error) const;
 
  private:
+  bool hold(int fd, const std::string& path, std::string* error);
+
   int fd_ = -1;
   std::string path_;
+  bool owned_ = false;  // open_owned_by: files are given to owner_:group_
+  uid_t owner_ = 0;
+  gid_t group_ = 0;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
 };

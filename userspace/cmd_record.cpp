@@ -59,6 +59,11 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
       [a](uint64_t v) { a->pids.push_back(v); }, true)
       ->type_name("PID");
   c->add_flag("--only-pids", a->only_pids, "trace only the --pid processes (no discovery)");
+  c->add_option("--owner", a->owner,
+                "the outputs are this user's: DIR must exist and be owned by UID, and every file "
+                "is created in it and given to UID:GID (a session run by Slurm's plugin for a "
+                "user's step)")
+      ->type_name("UID:GID");
   c->add_flag("--polls", a->polls, "time every CQ poll in the kernel too (about 1 us per poll)");
   c->add_flag("--net-all", a->net_all,
               "record retransmits and drops of every socket, not only the traced ones");
@@ -126,6 +131,19 @@ int record_session(const RecordArgs& args) {
     opt.dir = d;
   for (const uint64_t p : args.pids) opt.pids.push_back(static_cast<pid_t>(p));
   opt.discover = !args.only_pids;
+  if (!args.owner.empty()) {
+    unsigned long uid = 0, gid = 0;
+    char end = 0;
+    if (std::sscanf(args.owner.c_str(), "%lu:%lu%c", &uid, &gid, &end) != 2 || uid > 0x7fffffff ||
+        gid > 0x7fffffff) {
+      std::fprintf(stderr, "fabtrace record: --owner %s: UID:GID expected (numbers)\n",
+                   printable(args.owner).c_str());
+      return 2;
+    }
+    opt.owned = true;
+    opt.owner_uid = static_cast<uid_t>(uid);
+    opt.owner_gid = static_cast<gid_t>(gid);
+  }
   opt.bpf.polls = args.polls;
   opt.bpf.net_all = args.net_all;
   opt.bpf.min_offcpu_ns = args.min_offcpu_us * 1000;

@@ -39,6 +39,7 @@ struct RecordArgs {
   uint64_t usdt_rate = 0, max_log_mb = 0;  // 0: the collector's defaults
   bool uprobes = false, uprobe_by_name = false, uprobe_perf_events = false;
   std::string uprobe_providers, symbols;
+  std::string owner;  // --owner UID:GID
   std::vector<std::string> command;
 };
 void add_record_command(cli::Cli& cli, CLI::App& parent);

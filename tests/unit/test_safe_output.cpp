@@ -82,6 +82,47 @@ TEST(SafeOutput, OwnDirIsCreatedOrRefused) {
   }
 }
 
+// open_owned_by (record --owner): a directory of that very user only, not
+// created, not a link; each file made in it is theirs.
+TEST(SafeOutput, AnOwnedDirectoryIsTheOwnersAndSoIsEachFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (it makes another user's directories)";
+  const std::string dir = temp_dir();
+  const std::string mine = dir + "/user", theirs = dir + "/other";
+  ASSERT_EQ(::mkdir(mine.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(mine.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0777), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 65533, 65533), 0);
+  ASSERT_EQ(::symlink(mine.c_str(), (dir + "/link").c_str()), 0);
+  std::string why;
+  OutputDir d;
+  EXPECT_FALSE(d.open_owned_by(theirs, 65534, 65534, &why));
+  EXPECT_NE(why.find("owned by uid 65533, not by the outputs' owner uid 65534: refused"),
+            std::string::npos)
+      << why;
+  EXPECT_FALSE(d.open_owned_by(dir, 65534, 65534, &why));  // root's: not the user's
+  EXPECT_FALSE(d.open_owned_by(dir + "/link", 65534, 65534, &why));
+  EXPECT_NE(why.find("symbolic link"), std::string::npos) << why;
+  EXPECT_FALSE(d.open_owned_by(mine + "/missing", 65534, 65534, &why));
+  struct stat st;
+  EXPECT_NE(::stat((mine + "/missing").c_str(), &st), 0);  // nothing created
+
+  ASSERT_TRUE(d.open_owned_by(mine, 65534, 65534, &why)) << why;
+  std::string name, note;
+  const int fd = d.create("out.txt", &name, &note, &why);
+  ASSERT_GE(fd, 0) << why;
+  ::close(fd);
+  ASSERT_EQ(::stat((mine + "/out.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+  EXPECT_EQ(st.st_gid, 65534u);
+  // A plain open() afterwards gives root's files again.
+  ASSERT_TRUE(d.open(dir, false, &why)) << why;
+  const int fd2 = d.create("root.txt", &name, &note, &why);
+  ASSERT_GE(fd2, 0) << why;
+  ::close(fd2);
+  ASSERT_EQ(::stat((dir + "/root.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+}
+
 TEST(SafeOutput, ReplacingFileReplacesAPlantedSymlinkWithoutFollowingIt) {
   const std::string dir = temp_dir();
   put(dir + "/victim", "precious");

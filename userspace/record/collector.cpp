@@ -1,5 +1,6 @@
 #include "userspace/record/collector.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -74,8 +75,15 @@ bool Collector::start(std::string* error) {
   if (!lock_.acquire(error, opt_.lock_dir)) return false;
   std::string why;
   // A template's own directories, one at a time, each walked as dir_ is.
-  for (size_t slash = opt_.create_from == std::string::npos ? std::string::npos
-                                                            : opt_.dir.find('/', opt_.create_from);
+  if (opt_.owned) {
+    if (!dir_.open_owned_by(opt_.dir, opt_.owner_uid, opt_.owner_gid, &why)) {
+      *error = "cannot use the output directory " + why;
+      return false;
+    }
+  }
+  for (size_t slash = opt_.owned || opt_.create_from == std::string::npos
+                          ? std::string::npos
+                          : opt_.dir.find('/', opt_.create_from);
        slash != std::string::npos; slash = opt_.dir.find('/', slash + 1)) {
     OutputDir part;
     if (!part.open(opt_.dir.substr(0, slash), true, &why)) {
@@ -83,7 +91,7 @@ bool Collector::start(std::string* error) {
       return false;
     }
   }
-  if (!dir_.open(opt_.dir, true, &why)) {
+  if (!opt_.owned && !dir_.open(opt_.dir, true, &why)) {
     *error = "cannot use the output directory " + why;
     return false;
   }
@@ -190,11 +198,18 @@ void Collector::scan() {
   std::vector<KernelTask> tasks;
   for (const ScannedProcess& p : found) {
     const bool is_new = known_.insert(p.pid).second;
-    if (p.preload) preloaded_.insert(p.pid);
+    // A --pid process may be listed before its exec (slurmstepd's task, forked
+    // and held until the session runs: docs/slurm.md): it maps the preload, and
+    // has its rank, from a later scan on; then its probes and its name.
+    const bool new_preload = p.preload && preloaded_.insert(p.pid).second;
     if (is_new) {
       session_.trace_process(p.pid, mono_ns());
       ranks_[p.pid] = p.rank;  // read now: the process may be gone at the end
-      if (p.preload) attach_preload(p);
+    } else if (ranks_[p.pid].empty()) {
+      ranks_[p.pid] = p.rank;
+    }
+    if (new_preload) attach_preload(p);
+    if (is_new || new_preload) {
       for (const ScannedThread& t : p.threads)
         tasks.push_back({p.pid, t.tid, t.comm, p.rank, p.exe, p.preload});
       if (p.threads.empty()) tasks.push_back({p.pid, p.pid, p.comm, p.rank, p.exe, p.preload});
@@ -385,7 +400,9 @@ void Collector::finish() {
         std::fprintf(stderr, "fabtrace record: %s already exists (left as it is): written to %s\n",
                      dir_.path_of(want).c_str(), name.c_str());
       counters_path_ = dir_.path_of(name);
-      if (!counters_->sampler.write_csv(counters_path_, host, kNodeCountersRank, getpid())) {
+      if (!counters_->sampler.write_csv(counters_path_, host, kNodeCountersRank, getpid()) ||
+          (opt_.owned && ::fchownat(dir_.fd(), name.c_str(), opt_.owner_uid, opt_.owner_gid,
+                                    AT_SYMLINK_NOFOLLOW) != 0)) {
         ++outputs_lost_;
         write_error("the node's NIC counters were not written to " + counters_path_);
         counters_path_.clear();

@@ -38,6 +38,12 @@ struct CollectorOptions {
   // written, whatever the processes do (their rates: BpfOptions::usdt_rate).
   uint64_t max_log_bytes = kDefaultMaxLogMiB << 20;
   static constexpr uint64_t kDefaultMaxLogMiB = 4096;
+  // --owner UID:GID: the outputs are the user's. DIR must exist and be theirs
+  // (OutputDir::open_owned_by); every file is created by root in it and given
+  // to them (how slurmstepd runs a session for a user's step: docs/slurm.md).
+  bool owned = false;
+  uid_t owner_uid = 0;
+  gid_t owner_gid = 0;
   std::string proc_root = "/proc";
   std::string lock_dir = kSessionLockDir;  // the node's session lock (session_lock.h)
   bool node_counters = true;               // sample the node's cxi counters (FABTRACE_NIC=0: off)
