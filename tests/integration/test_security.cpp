@@ -746,6 +746,46 @@ TEST(Security, OneProcessCannotTakeEveryCqEntry) {
   EXPECT_GE(std::stoll(m[2]), 6000 - 4096 / 16) << log;
 }
 
+// Row 8, the address maps: the addresses a process inserts into its AVs are
+// entries of one shared map (65,536), made from its own calls and never freed
+// while the session runs. A process may hold a sixteenth of the address,
+// endpoint-name and connection maps' entries together (4,096): an
+// unprivileged process inserting 70,000 addresses is refused the rest,
+// counted for it, and a fi_pingpong pair after it still has its peers named
+// (the client's remote, which only its AV insert tells, is the server's
+// local address).
+TEST(Security, OneProcessCannotTakeEveryAddressEntry) {
+  REQUIRE_SESSION_SLOT();
+  Flooded f;
+  ASSERT_NO_FATAL_FAILURE(
+      flood_then_pingpong("sec-addrs", {"70000", "addrs"}, "addrs 70000 refused 0", &f));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      f.log, m,
+      std::regex("pid ([0-9]+): .*, ([0-9]+) of its CQs, endpoints and addresses not kept "
+                 "over its share")))
+      << f.log;
+  std::printf("70000 addresses inserted: %s not kept over the share\n", m[2].str().c_str());
+  EXPECT_GE(std::stoll(m[2]), 70000 - 65536 / 16) << f.log;
+  // Each process's one link (local, remote) in its report.
+  auto link_of = [&f](int pid) {
+    const std::vector<std::string> files =
+        list_files(f.dir, "fabtrace.", ".p" + std::to_string(pid) + ".json");
+    if (files.size() != 1) return std::pair<std::string, std::string>();
+    const auto j = load_json(files[0]);
+    if (j.at("links").size() != 1) return std::pair<std::string, std::string>();
+    const auto& l = j.at("links")[0];
+    return std::make_pair(l.at("local").get<std::string>(), l.at("remote").get<std::string>());
+  };
+  const auto server = link_of(f.server), client = link_of(f.client);
+  std::printf("server %s -> %s, client %s -> %s\n", server.first.c_str(), server.second.c_str(),
+              client.first.c_str(), client.second.c_str());
+  // As the provider prints it (fi_av_straddr: "fi_sockaddr_in://a.b.c.d:port").
+  const std::regex ip_port("(fi_sockaddr_in://)?[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+:[0-9]+");
+  EXPECT_TRUE(std::regex_match(client.second, ip_port)) << client.second << "\n" << f.log;
+  EXPECT_EQ(client.second, server.first) << f.log;
+}
+
 // Row 11: the op-table helper died with a killed collector only after its
 // providers' timeouts (1.5 s). Now it dies with it (PR_SET_PDEATHSIG).
 TEST(Security, TheOpTableHelperDiesWithTheCollector) {
