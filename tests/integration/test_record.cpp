@@ -360,8 +360,9 @@ TEST(Record, PipeBlockedPollerNamesRead) {
 // the count printed for that gap is exact, and then lies within the program's
 // own bounds (its thread's fault counters read just around its CQ reads: from
 // the end of the read before the gap to the start of the one after, and from
-// the start of the one to the end of the other), or it says it is a lower
-// bound ("at least") and is one. It is never an estimate printed as a count.
+// the start of the one to the end of the other); or it says it is a lower
+// bound ("at least") and is one; or it says it is an estimate ("about") and
+// is near. It is never an estimate printed as a count.
 TEST(Record, FaultHeavyGapCountIsExactOrABound) {
   REQUIRE_ROOT();
   StreamSession s("rec-faults-gap", {}, {"--count", "300", "--touch-mb", "512"});
@@ -383,6 +384,16 @@ TEST(Record, FaultHeavyGapCountIsExactOrABound) {
     EXPECT_GE(faults, inside) << st->cause;
     EXPECT_LE(faults, around) << st->cause;
     EXPECT_NE(st->cause.find("; " + std::to_string(faults) + " page faults"), std::string::npos)
+        << st->cause;
+  } else if (bound == "about") {
+    // Faults just outside the window ran together with those inside it in the
+    // kernel's history, and that run was prorated: an estimate, said as one,
+    // near the program's own count (measured under ASan, where the program
+    // faults around its polls too: 1 and 1,754 faults under 147,458).
+    EXPECT_GE(static_cast<double>(faults), 0.95 * static_cast<double>(inside)) << st->cause;
+    EXPECT_LE(static_cast<double>(faults), 1.05 * static_cast<double>(around)) << st->cause;
+    EXPECT_NE(st->cause.find("; about " + std::to_string(faults) + " page faults"),
+              std::string::npos)
         << st->cause;
   } else {
     EXPECT_EQ(bound, "at_least") << st->cause;
