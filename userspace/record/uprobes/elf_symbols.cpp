@@ -1,4 +1,4 @@
-#include "userspace/record/elf_symbols.h"
+#include "userspace/record/uprobes/elf_symbols.h"
 
 #include <elf.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/record/optable_probe.h"
+#include "userspace/record/uprobes/optable_probe.h"
 
 namespace fabtrace {
 
