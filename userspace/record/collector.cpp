@@ -15,12 +15,12 @@
 
 #include "bpf/uprobe_ops.h"
 #include "common/clock.h"
-#include "common/cxi_counters.h"
 #include "common/kernel_classify.h"
 #include "common/output_names.h"
 #include "common/printable.h"
 #include "common/report_writer.h"
 #include "common/safe_output.h"
+#include "sampler/cxi_counters.h"
 #include "userspace/record/uprobes/uprobe_report.h"
 #include "userspace/record/uprobes/uprobe_symbols.h"
 
