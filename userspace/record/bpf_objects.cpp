@@ -16,7 +16,7 @@ std::mutex g_log_mu;
 std::string g_log;
 
 // The maps every object shares; the first object that loads owns them.
-const char* const kSharedMaps[] = {"traced", "threads",  "traced_socks",
+const char* const kSharedMaps[] = {"traced", "threads",  "thread_share", "traced_socks",
                                    "events", "counters", "run_log"};
 
 }  // namespace

@@ -316,6 +316,7 @@ KernelStats BpfSession::stats() const {
   s.untraced_retrans = sum(FT_CNT_UNTRACED_RETRANS);
   s.untraced_drops = sum(FT_CNT_UNTRACED_DROP);
   s.threads_full = sum(FT_CNT_THREADS_FULL);
+  s.threads_over_share = sum(FT_CNT_THREADS_OVER_SHARE);
   s.in_without_out = sum(FT_CNT_IN_WITHOUT_OUT);
   s.in_unseen = sum(FT_CNT_IN_UNSEEN);
   s.usdt_over_budget = sum(FT_CNT_USDT_OVER_BUDGET);
@@ -329,6 +330,12 @@ KernelStats BpfSession::stats() const {
             s.per_process[pid].malformed = b.malformed;
           }
         });
+  if (impl_->objs.shared.count("thread_share"))
+    each_entry<__u32, ft_thread_share>(impl_->objs.shared.at("thread_share"),
+                                       [&s](__u32 pid, const ft_thread_share& t) {
+                                         if (t.over && s.per_process.size() < kMaxStatsProcesses)
+                                           s.per_process[pid].threads_over_share = t.over;
+                                       });
   impl_->up.add_quota_stats(&s);
   for (const BpfObjects::Skel& k : impl_->objs.skels) {
     if (!k.loaded) continue;

@@ -402,13 +402,14 @@ uint32_t UprobeSession::max_rows() const {
 
 void UprobeSession::add_quota_stats(KernelStats* s) const {
   if (!skel_) return;
-  each_entry<__u32, ft_up_quota>(
-      bpf_map__fd(skel_->maps.up_quota), [s](__u32 pid, const ft_up_quota& q) {
-        if ((q.over || q.objs_over) && s->per_process.size() < kMaxStatsProcesses) {
-          s->per_process[pid].uprobe_rows_over_quota = q.over;
-          s->per_process[pid].uprobe_objects_over_quota = q.objs_over;
-        }
-      });
+  each_entry<__u32, ft_up_quota>(bpf_map__fd(skel_->maps.up_quota), [s](__u32 pid,
+                                                                        const ft_up_quota& q) {
+    if ((q.over || q.objs_over || q.inflight_over) && s->per_process.size() < kMaxStatsProcesses) {
+      s->per_process[pid].uprobe_rows_over_quota = q.over;
+      s->per_process[pid].uprobe_objects_over_quota = q.objs_over;
+      s->per_process[pid].uprobe_inflight_over_quota = q.inflight_over;
+    }
+  });
 }
 
 }  // namespace fabtrace
