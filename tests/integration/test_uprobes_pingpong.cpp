@@ -7,7 +7,6 @@
 // iterations and time per transfer (uprobe_runs.h), never the kernel rows'
 // own arithmetic.
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include "tests/integration/record_session.h"
 #include "tests/integration/uprobe_runs.h"

@@ -1,6 +1,7 @@
 #include "tests/integration/uprobe_runs.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
