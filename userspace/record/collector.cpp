@@ -280,7 +280,7 @@ void Collector::write_uprobes() {
   uprobe_rows_ = session_.uprobes().rows();
   uprobe_cqs_ = session_.uprobes().cqs();
   uprobe_names_ = session_.uprobes().names();
-  uprobe_lost_ = session_.uprobes().lost();
+  uprobe_lost_ = session_.uprobes().lost_counts();
   uprobe_hits_ = session_.uprobes().site_hits();
   const uint64_t now = mono_ns();
   for (const UprobeRow& r : uprobe_rows_) {

@@ -383,7 +383,7 @@ UprobeNames UprobeSession::names() const {
   return n;
 }
 
-std::vector<uint64_t> UprobeSession::lost() const {
+std::vector<uint64_t> UprobeSession::lost_counts() const {
   std::vector<uint64_t> lost(FT_UP_LOST_KINDS, 0);
   if (!skel_) return lost;
   const int ncpu = libbpf_num_possible_cpus();

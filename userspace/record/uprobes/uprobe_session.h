@@ -63,7 +63,7 @@ class UprobeSession {
   UprobeNames names() const;          // what the rows' endpoints and peers are
   // What the programs could not keep (enum ft_up_lost), and the statistics
   // map's size (its rows).
-  std::vector<uint64_t> lost() const;
+  std::vector<uint64_t> lost_counts() const;
   uint32_t max_rows() const;
   // Per process: its rows and objects refused over its quota, into `s`.
   void add_quota_stats(KernelStats* s) const;
