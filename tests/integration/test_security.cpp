@@ -514,6 +514,8 @@ TEST(Security, OneProcessCannotTakeTheThreadTable) {
       std::regex("pid " + std::to_string(flooder) +
                  ": .*, ([0-9]+) events of its threads not tracked \\(its share")))
       << log;
+  std::printf("%d threads: %s events of threads refused over the share\n", kThreads,
+              m[1].str().c_str());
   EXPECT_GE(std::stoll(m[1]), kThreads + 1 - kShare) << log;
   EXPECT_EQ(log.find("pid " + std::to_string(other) + ":"), std::string::npos) << log;
   std::map<uint64_t, std::string> cause;  // by cq
@@ -634,7 +636,9 @@ void flood_then_pingpong(const std::string& tag, const std::vector<std::string>&
   ASSERT_GT(rec, 0) << slurp(f->dir + "/record.log");
   std::vector<std::string> argv = {ROW_FLOOD, "tcp;ofi_rxm"};
   argv.insert(argv.end(), args.begin(), args.end());
-  const RunResult flood = run(as_nobody(argv), {}, false, 300);
+  // rxm's receive queue as deep as 16,384 (2,048 by default): more receives
+  // in flight than a process's share of them.
+  const RunResult flood = run(as_nobody(argv), {{"FI_OFI_RXM_RX_SIZE", "16384"}}, false, 300);
   ASSERT_EQ(flood.exit_code, 0) << flood.output;
   ASSERT_NE(flood.output.find(says), std::string::npos) << flood.output;
   f->flood = flood.output;
@@ -699,6 +703,8 @@ TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
                  ": .*, ([0-9]+) uprobe ops not timed over its share of ops in flight")))
       << log;
   const long long over = std::stoll(m[1]);
+  std::printf("in flight: %lld receives taken, %lld refused by the provider; %lld over the share\n",
+              posted, refused, over);
   EXPECT_GE(over, posted - kInflightShare) << f.flood << "\n" << log;
   EXPECT_LE(over, posted + refused - kInflightShare) << f.flood << "\n" << log;
   for (const int p : {server, client})
@@ -738,6 +744,46 @@ TEST(Security, OneProcessCannotTakeEveryCqEntry) {
       << log;
   // At least the CQs past its share (4096 / 16): the flood counted.
   EXPECT_GE(std::stoll(m[2]), 6000 - 4096 / 16) << log;
+}
+
+// Row 8, the address maps: the addresses a process inserts into its AVs are
+// entries of one shared map (65,536), made from its own calls and never freed
+// while the session runs. A process may hold a sixteenth of the address,
+// endpoint-name and connection maps' entries together (4,096): an
+// unprivileged process inserting 70,000 addresses is refused the rest,
+// counted for it, and a fi_pingpong pair after it still has its peers named
+// (the client's remote, which only its AV insert tells, is the server's
+// local address).
+TEST(Security, OneProcessCannotTakeEveryAddressEntry) {
+  REQUIRE_SESSION_SLOT();
+  Flooded f;
+  ASSERT_NO_FATAL_FAILURE(
+      flood_then_pingpong("sec-addrs", {"70000", "addrs"}, "addrs 70000 refused 0", &f));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      f.log, m,
+      std::regex("pid ([0-9]+): .*, ([0-9]+) of its CQs, endpoints and addresses not kept "
+                 "over its share")))
+      << f.log;
+  std::printf("70000 addresses inserted: %s not kept over the share\n", m[2].str().c_str());
+  EXPECT_GE(std::stoll(m[2]), 70000 - 65536 / 16) << f.log;
+  // Each process's one link (local, remote) in its report.
+  auto link_of = [&f](int pid) {
+    const std::vector<std::string> files =
+        list_files(f.dir, "fabtrace.", ".p" + std::to_string(pid) + ".json");
+    if (files.size() != 1) return std::pair<std::string, std::string>();
+    const auto j = load_json(files[0]);
+    if (j.at("links").size() != 1) return std::pair<std::string, std::string>();
+    const auto& l = j.at("links")[0];
+    return std::make_pair(l.at("local").get<std::string>(), l.at("remote").get<std::string>());
+  };
+  const auto server = link_of(f.server), client = link_of(f.client);
+  std::printf("server %s -> %s, client %s -> %s\n", server.first.c_str(), server.second.c_str(),
+              client.first.c_str(), client.second.c_str());
+  // As the provider prints it (fi_av_straddr: "fi_sockaddr_in://a.b.c.d:port").
+  const std::regex ip_port("(fi_sockaddr_in://)?[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+:[0-9]+");
+  EXPECT_TRUE(std::regex_match(client.second, ip_port)) << client.second << "\n" << f.log;
+  EXPECT_EQ(client.second, server.first) << f.log;
 }
 
 // Row 11: the op-table helper died with a killed collector only after its
