@@ -1,7 +1,7 @@
 // fi_bw: small libfabric message-rate / bandwidth program for the end-to-end
 // overhead suite (bench/run-e2e). Forks into two ranks over loopback (parent =
 // rank 0, the initiator; child = rank 1, the target) that coordinate over a
-// socketpair (the launcher of tests/apps/two_ranks.h, ft_app's; nothing else
+// socketpair (the launcher of fixtures/two_ranks.h, ft_app's; nothing else
 // from tests/apps is linked).
 //
 //   fi_bw --prov PROV --mode tagged|rma --size BYTES --count N --window W
@@ -44,7 +44,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/apps/two_ranks.h"
+#include "fixtures/two_ranks.h"
 
 namespace {
 
@@ -547,7 +547,7 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  // Forked before any thread exists (tests/apps/two_ranks.h).
+  // Forked before any thread exists (fixtures/two_ranks.h).
   tworanks::Rank me;
   if (!tworanks::fork_two_ranks("fi_bw", &me)) return 1;
   if (me.rank == 1) {

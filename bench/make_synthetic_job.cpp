@@ -1,4 +1,4 @@
-// Writes a synthetic all-to-all job (tests/report_fixtures/synthetic_job.h: the
+// Writes a synthetic all-to-all job (fixtures/synthetic_job.h: the
 // generator the report tests use) into a directory, for bench/report-scale:
 //
 //   make_synthetic_job DIR NODES RANKS_PER_NODE [--peers P] [--oplogs] [--counters]
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <exception>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 
 int main(int argc, char** argv) {
   if (argc < 4) {

@@ -36,7 +36,7 @@
  *
  * Attached per library file with no pid filter (every process mapping it, from
  * its start), by file offset: the library is stripped (userspace/record/
- * optable_probe.* finds the offsets). User memory is read only with
+ * uprobes/optable_probe.* finds the offsets). User memory is read only with
  * bpf_probe_read_user; nothing is written to the process. */
 #include "vmlinux.h"
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (BSD-3-Clause OR GPL-2.0-only)
 /* The uprobe-assisted mode (`fabtrace record --uprobes`): what uprobe_ops.bpf.c
- * and the collector (userspace/record/) share, libbpf-tools style: the maps'
+ * and the collector (userspace/record/uprobes/) share, libbpf-tools style: the maps'
  * keys and values and the attach cookie that tells one program which op it
  * probes and where that op keeps its context and its length.
  *
  * The probes sit on the provider functions a process reaches through
  * libfabric's op tables (fi_send -> ep->msg->send, fi_cq_read ->
  * cq->ops->read, fi_cq_open -> domain->ops->cq_open). The collector finds them
- * by opening the provider itself (userspace/record/optable_probe.*).
+ * by opening the provider itself (userspace/record/uprobes/optable_probe.*).
  *
  * C, not C++: clang -target bpf compiles it too. */
 #ifndef FABTRACE_UPROBE_OPS_H
@@ -29,7 +29,7 @@
 /* An op call still in flight after 1 s: its return was missed. Not shorter: a
  * thread preempted inside an op (a loaded node) must still hide the op's
  * nested calls (1 ms counted sockets' inner recvmsg as an op of its own about
- * once in 7 runs of Record.UprobesPingpongSocketsMsg beside a build). */
+ * once in 7 runs of Uprobes.PingpongSocketsMsg beside a build). */
 #define FT_UP_NESTED_MAX_NS 1000000000ULL
 #define FT_UP_MAX_IOV 4 /* iovec entries summed for an op's length */
 
@@ -288,7 +288,7 @@ struct ft_up_cq {
               : 100000000ULL)
 
 /* Where a provider's CQ and endpoint keep what a CQ opened before the session
- * cannot tell the programs otherwise (userspace/record/optable_probe.cpp's
+ * cannot tell the programs otherwise (userspace/record/uprobes/optable_probe.cpp's
  * helper finds it by opening CQs of each format and an endpoint bound to two
  * CQs, and comparing their memory), one per provider (a session's providers
  * may differ: libfabric's utility objects, sockets' own), picked by the

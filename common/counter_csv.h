@@ -1,6 +1,6 @@
 // The NIC counters CSV ("fabtrace-counters"), fabtrace_nic.<host>.r<rank>.p<pid>.csv
 // (common/output_names.h): its name, version, columns, writer and reader, the
-// one home that the sampler (common/cxi_counters.h, which writes it), the
+// one home that the sampler (sampler/cxi_counters.h, which writes it), the
 // node-wide session (which writes it once per node) and the report (which
 // reads it) share.
 //

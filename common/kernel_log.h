@@ -85,6 +85,18 @@ std::string kind_name(uint16_t kind);
 const char* off_kind_name(uint8_t k);
 }  // namespace kernel_log
 
+// A record the collector writes itself (not one the BPF side sent): zeroed,
+// its header filled.
+template <typename T>
+T log_record(uint32_t kind, uint64_t ts, uint32_t pid) {
+  T rec{};
+  rec.h.ts = ts;
+  rec.h.kind = static_cast<decltype(rec.h.kind)>(kind);
+  rec.h.size = static_cast<decltype(rec.h.size)>(sizeof(rec));
+  rec.h.pid = pid;
+  return rec;
+}
+
 struct KernelAttach {
   std::string program;  // "sched", "irq", ...
   std::string point;    // "tp_btf/sched_switch", "usdt:fabtrace:cq_stall", ...

@@ -112,7 +112,7 @@ struct ProcessReport {
   long pid = 0;
   std::string providers;  // provider names, comma separated
   // Who measured it: "" the preload; "uprobes" `fabtrace record --uprobes`
-  // for a process without the preload (userspace/record/uprobe_report.h).
+  // for a process without the preload (userspace/record/uprobes/uprobe_report.h).
   std::string source;
   uint64_t start_mono_ns = 0;  // first fabric activity, CLOCK_MONOTONIC
   uint64_t start_wall_ns = 0;  // the same instant, CLOCK_REALTIME

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "common/cxi_counters.h"
 #include "common/job_meta.h"
 #include "common/rank.h"
 #include "preload/inflight.h"
 #include "preload/objects.h"
 #include "preload/outputs.h"
+#include "sampler/cxi_counters.h"
 
 namespace fabtrace {
 

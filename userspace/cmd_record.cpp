@@ -147,18 +147,18 @@ int record_session(const RecordArgs& args) {
   opt.bpf.polls = args.polls;
   opt.bpf.net_all = args.net_all;
   opt.bpf.min_offcpu_ns = args.min_offcpu_us * 1000;
-  opt.bpf.uprobes = args.uprobes;
+  opt.bpf.uprobes.enabled = args.uprobes;
   if (!args.uprobe_providers.empty()) opt.uprobe_providers = split_commas(args.uprobe_providers);
   opt.symbols_file = args.symbols;
   opt.uprobe_by_name = args.uprobe_by_name;
-  opt.bpf.uprobe_perf_events = args.uprobe_perf_events;
+  opt.bpf.uprobes.perf_events = args.uprobe_perf_events;
   if (args.usdt_rate) opt.bpf.usdt_rate = static_cast<uint32_t>(args.usdt_rate);
   if (args.max_log_mb) opt.max_log_bytes = args.max_log_mb << 20;
   const uint64_t duration_s = args.duration_s;
   const bool list = args.list, preload = !args.no_preload;
   const std::vector<std::string>& cmd = args.command;
-  if ((opt.uprobe_by_name || !opt.symbols_file.empty() || opt.bpf.uprobe_perf_events) &&
-      !opt.bpf.uprobes) {
+  if ((opt.uprobe_by_name || !opt.symbols_file.empty() || opt.bpf.uprobes.perf_events) &&
+      !opt.bpf.uprobes.enabled) {
     std::fprintf(stderr,
                  "fabtrace record: --symbols, --uprobe-by-name and --uprobe-perf-events go with "
                  "--uprobes\n");
@@ -225,7 +225,7 @@ int record_session(const RecordArgs& args) {
   }
   std::fprintf(stderr, "fabtrace record: %zu attach points attached; kernel log -> %s\n", attached,
                col.log_path().c_str());
-  if (opt.bpf.uprobes) {
+  if (opt.bpf.uprobes.enabled) {
     for (const std::string& n : col.uprobe_notes())
       std::fprintf(stderr, "fabtrace record: uprobes: %s\n", n.c_str());
     if (!opt.discover)
@@ -288,7 +288,7 @@ int record_session(const RecordArgs& args) {
   const int lost_rc = report_lost_data(col);
   if (!col.counters_path().empty())
     std::fprintf(stderr, "fabtrace record: node NIC counters -> %s\n", col.counters_path().c_str());
-  if (opt.bpf.uprobes) {
+  if (opt.bpf.uprobes.enabled) {
     const auto& sites = col.uprobe_sites();
     const auto& hits = col.uprobe_hits();
     for (size_t i = 0; i < sites.size(); ++i)

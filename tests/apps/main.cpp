@@ -1,5 +1,5 @@
 // ft_app: fabtrace's own libfabric workload. Forks into two ranks (parent = rank 0,
-// the initiator; child = rank 1, the target; tests/apps/two_ranks.h) that talk
+// the initiator; child = rank 1, the target; fixtures/two_ranks.h) that talk
 // over libfabric and coordinate over a socketpair. Independent of the tracer.
 #include <signal.h>
 #include <sys/prctl.h>
@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
+#include "fixtures/two_ranks.h"
 #include "options.h"
 #include "runner.h"
-#include "tests/apps/two_ranks.h"
 
 namespace {
 
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   // call (so before the tracer decides whether the signal is free).
   if (opt.own_usr2) ::signal(SIGUSR2, on_own_usr2);
 
-  // Forked before any thread exists (tests/apps/two_ranks.h).
+  // Forked before any thread exists (fixtures/two_ranks.h).
   tworanks::Rank me;
   if (!tworanks::fork_two_ranks("ft_app", &me)) return 1;
   if (me.rank == 1) {

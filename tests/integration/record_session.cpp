@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "fixtures/csv_records.h"
 #include "tests/integration/cli_csv.h"
-#include "tests/report_fixtures/csv_records.h"
 
 namespace fabtrace::test {
 

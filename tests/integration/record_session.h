@@ -1,6 +1,6 @@
 // A `fabtrace record` session from a test: starting one, reading its kernel log
 // back through `fabtrace export kernel --csv`, and the /proc facts the tests
-// check it against. Shared by test_record.cpp and test_uprobes.cpp.
+// check it against. Shared by test_record.cpp and the Uprobes tests (test_uprobes_*.cpp).
 #pragma once
 
 #include <chrono>

@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "tests/integration/harness.h"
-#include "userspace/record/elf_symbols.h"
-#include "userspace/record/optable_probe.h"
-#include "userspace/record/provider_functions.h"
+#include "userspace/record/uprobes/elf_symbols.h"
+#include "userspace/record/uprobes/optable_probe.h"
+#include "userspace/record/uprobes/provider_functions.h"
 
 namespace fabtrace::test {
 

@@ -16,10 +16,10 @@
 #include <set>
 #include <sstream>
 
+#include "fixtures/kernel_fixture.h"
+#include "fixtures/synthetic_job.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"
-#include "tests/report_fixtures/kernel_fixture.h"
-#include "tests/report_fixtures/synthetic_job.h"
 #include "tests/support/require_program.h"
 #include "tests/unit/fake_cxi_tree.h"
 

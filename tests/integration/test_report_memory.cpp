@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "common/kernel_log.h"
+#include "fixtures/kernel_records.h"
+#include "fixtures/synthetic_job.h"
 #include "tests/integration/harness.h"
-#include "tests/report_fixtures/synthetic_job.h"
-#include "tests/unit/kernel_records.h"
 #include "userspace/report/kernel_join.h"
 
 extern char** environ;

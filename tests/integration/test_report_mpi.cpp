@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/perfetto_decode.h"
+#include "fixtures/synthetic_job.h"
 #include "tests/integration/harness.h"
-#include "tests/report_fixtures/perfetto_decode.h"
-#include "tests/report_fixtures/synthetic_job.h"
 
 namespace fabtrace::test {
 namespace {

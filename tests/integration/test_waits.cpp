@@ -13,9 +13,9 @@
 #include <sstream>
 #include <string>
 
+#include "fixtures/perfetto_decode.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/waits_truth.h"
-#include "tests/report_fixtures/perfetto_decode.h"
 
 namespace fabtrace::test {
 namespace {

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 
 namespace fabtrace {
 namespace test {

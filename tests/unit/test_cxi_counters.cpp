@@ -1,5 +1,5 @@
-#include "common/cxi_counters.h"
 #include "common/version.h"
+#include "sampler/cxi_counters.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

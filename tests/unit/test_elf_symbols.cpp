@@ -1,10 +1,10 @@
 // The ELF symbol reader of `fabtrace record --uprobes --symbols`
-// (userspace/record/elf_symbols.*). Ground truth: an unstripped shared object
+// (userspace/record/uprobes/elf_symbols.*). Ground truth: an unstripped shared object
 // the build makes (symtab_fixture.c), loaded here: where the dynamic loader put
 // its functions (dladdr's object, dl_iterate_phdr's segments: code_location) is
 // what its symbol table must say; its build-id is what binutils' readelf
 // prints; its debug file and stripped copy come from binutils' objcopy.
-#include "userspace/record/elf_symbols.h"
+#include "userspace/record/uprobes/elf_symbols.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/kernel_records.h"
+#include "fixtures/kernel_records.h"
 #include "tests/unit/scratch_dir.h"
 #include "userspace/commands.h"
 

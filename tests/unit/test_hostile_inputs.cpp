@@ -17,7 +17,7 @@
 #include "common/counter_csv.h"
 #include "common/oplog_file.h"
 #include "common/report_writer.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/commands.h"
 #include "userspace/report/job.h"
 #include "userspace/report/report_reader.h"

@@ -13,7 +13,7 @@
 
 #include "common/clock.h"
 #include "common/printable.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 
 namespace fabtrace {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "common/kernel_explain.h"
 #include "common/kernel_log.h"
-#include "tests/report_fixtures/synthetic_job.h"
-#include "tests/unit/kernel_records.h"
+#include "fixtures/kernel_records.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/kernel_join.h"
 
 namespace fabtrace {
@@ -102,8 +102,7 @@ TEST(KernelBounds, TheReportKeepsABoundedPartOfACraftedLog) {
   EXPECT_EQ(n.offcpu_by_cause.size(), report::kKernelCauses);
   // Every record past a bound counted: stalls, CPUs, names and causes.
   EXPECT_EQ(n.over_bounds, (kKeys - report::kKernelStallKeys) + (kKeys - report::kKernelCpus) +
-                               (kKeys - report::kKernelIrqNames) +
-                               (kKeys - report::kKernelCauses));
+                               (kKeys - report::kKernelIrqNames) + (kKeys - report::kKernelCauses));
   EXPECT_EQ(n.malformed, 2u * kMalformed);
   for (const report::KernelWindow& s : n.stalls) EXPECT_NE(s.pid, 8u);
   EXPECT_TRUE(n.op_errors.empty());

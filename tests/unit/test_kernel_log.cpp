@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/kernel_records.h"
+#include "fixtures/kernel_records.h"
 #include "tests/unit/scratch_dir.h"
 
 namespace fabtrace {

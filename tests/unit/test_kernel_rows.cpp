@@ -10,7 +10,7 @@
 
 #include "common/kernel_explain.h"
 #include "common/op_kinds.h"
-#include "tests/unit/kernel_records.h"
+#include "fixtures/kernel_records.h"
 #include "tests/unit/scratch_dir.h"
 
 namespace fabtrace {

@@ -1,9 +1,9 @@
 // The op-table discovery of `fabtrace record --uprobes`
-// (userspace/record/optable_probe.*): the address -> (file, offset)
+// (userspace/record/uprobes/optable_probe.*): the address -> (file, offset)
 // arithmetic, checked against the bytes of the real files; the endbr64 skip;
 // the deduplication of sites; the helper that opens tcp;ofi_rxm and shm; and
 // the statistics' histogram (common/uprobe_stats.*) that the BPF side fills.
-#include "userspace/record/optable_probe.h"
+#include "userspace/record/uprobes/optable_probe.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

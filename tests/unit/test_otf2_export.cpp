@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "tests/support/require_program.h"
 
 namespace fabtrace::report {

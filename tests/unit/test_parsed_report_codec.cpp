@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/parsed_report.h"
 
 namespace fabtrace::report {

@@ -25,8 +25,8 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
-#include "tests/report_fixtures/kernel_fixture.h"
-#include "tests/report_fixtures/perfetto_decode.h"
+#include "fixtures/kernel_fixture.h"
+#include "fixtures/perfetto_decode.h"
 #include "tests/support/require_program.h"
 #include "userspace/report/job.h"
 #include "userspace/report/perfetto_trace.h"

@@ -12,7 +12,7 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 
 namespace fabtrace::report {
 namespace {

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "tests/report_fixtures/synthetic_job.h"
-#include "tests/report_fixtures/synthetic_tables.h"
+#include "fixtures/synthetic_job.h"
+#include "fixtures/synthetic_tables.h"
 #include "userspace/report/job.h"
 #include "userspace/report/report_reader.h"
 #include "userspace/report/summary.h"

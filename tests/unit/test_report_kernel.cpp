@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "common/kernel_log.h"
-#include "tests/report_fixtures/kernel_fixture.h"
+#include "fixtures/kernel_fixture.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
 #include "userspace/report/summary.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/job.h"
 #include "userspace/report/job_context.h"
 #include "userspace/report/post_evidence.h"

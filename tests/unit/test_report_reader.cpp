@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/report_writer.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/job.h"
 
 namespace fabtrace::report {

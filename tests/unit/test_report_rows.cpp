@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/report_reader.h"
 
 namespace fabtrace::report {

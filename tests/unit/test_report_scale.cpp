@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/csv.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/job.h"
 #include "userspace/report/table_row.h"
 #include "userspace/report/tables.h"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/csv.h"
-#include "tests/report_fixtures/csv_records.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/csv_records.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/job.h"
 
 namespace fabtrace::report {

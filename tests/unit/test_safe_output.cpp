@@ -12,7 +12,7 @@
 #include <iterator>
 #include <string>
 
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 
 namespace fabtrace {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
-#include "tests/report_fixtures/synthetic_job.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/job.h"
 
 namespace fabtrace::report {

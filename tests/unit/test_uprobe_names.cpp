@@ -1,5 +1,5 @@
 // The link labels of `fabtrace record --uprobes` (userspace/record/
-// uprobe_names.*, common/addr_format.*): addresses printed as libfabric's
+// uprobes/uprobe_names.*, common/addr_format.*): addresses printed as libfabric's
 // straddr prints them, checked against the providers' own fi_av_straddr on
 // their real addresses (what the preload prints), and the fallbacks.
 #include <arpa/inet.h>
@@ -19,8 +19,8 @@
 
 #include "bpf/uprobe_ops.h"
 #include "common/addr_format.h"
-#include "userspace/record/optable_probe.h"
-#include "userspace/record/uprobe_names.h"
+#include "userspace/record/uprobes/optable_probe.h"
+#include "userspace/record/uprobes/uprobe_names.h"
 
 namespace fabtrace {
 namespace {

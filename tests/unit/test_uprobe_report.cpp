@@ -1,7 +1,7 @@
 // uprobe_process_report: a process's kernel rows as the preload's per-rank
 // report (one link per endpoint and peer, one row per op kind and size class),
 // written and read back through the report's own JSON writer and reader.
-#include "userspace/record/uprobe_report.h"
+#include "userspace/record/uprobes/uprobe_report.h"
 
 #include <gtest/gtest.h>
 

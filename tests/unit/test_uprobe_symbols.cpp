@@ -1,10 +1,10 @@
-// --uprobes by name (userspace/record/uprobe_symbols.*, provider_functions.*):
+// --uprobes by name (userspace/record/uprobes/uprobe_symbols.*, provider_functions.*):
 // fabtrace's table of libfabric's provider functions is described as the
 // op-table path describes the same slots, and the two paths are merged and
 // checked against each other as record does. The symbols here are made by
 // hand (the reader itself: test_elf_symbols.cpp; the whole path on a real
-// libfabric: test_uprobes.cpp's UprobesByName*).
-#include "userspace/record/uprobe_symbols.h"
+// libfabric: test_uprobes_attach.cpp's Uprobes.ByName*).
+#include "userspace/record/uprobes/uprobe_symbols.h"
 
 #include <gtest/gtest.h>
 #include <rdma/fabric.h>
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "bpf/uprobe_ops.h"
-#include "userspace/record/provider_functions.h"
+#include "userspace/record/uprobes/provider_functions.h"
 
 namespace fabtrace {
 namespace {

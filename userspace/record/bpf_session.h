@@ -18,23 +18,10 @@
 #include <vector>
 
 #include "common/kernel_log.h"
-#include "userspace/record/optable_probe.h"
-#include "userspace/record/uprobe_names.h"
+#include "userspace/record/uprobes/uprobe_session.h"
 #include "userspace/record/usdt_libraries.h"
 
 namespace fabtrace {
-
-// A kernel-log record the collector writes itself (not one the BPF side
-// sent): zeroed, its header filled.
-template <typename T>
-T log_record(uint32_t kind, uint64_t ts, uint32_t pid) {
-  T rec{};
-  rec.h.ts = ts;
-  rec.h.kind = static_cast<decltype(rec.h.kind)>(kind);
-  rec.h.size = static_cast<decltype(rec.h.size)>(sizeof(rec));
-  rec.h.pid = pid;
-  return rec;
-}
 
 struct BpfOptions {
   bool polls = false;          // attach the per-poll probes (--polls)
@@ -49,10 +36,6 @@ struct BpfOptions {
   uint32_t poll_rate = kDefaultPollRate;
   static constexpr uint32_t kDefaultUsdtRate = 1000;
   static constexpr uint32_t kDefaultPollRate = 1000000;
-  // --uprobes: the statistics rows one process may hold (0: a share of the
-  // map, uprobe_max_rows() / kUprobeRowShares).
-  uint32_t uprobe_rows_per_process = 0;
-  static constexpr uint32_t kUprobeRowShares = 16;
   // The collector's own libfabtrace.so files (FABTRACE_PRELOAD: root's choice)
   // to attach the probes to; other processes' copies come through
   // BpfSession::attach_usdt_mapped.
@@ -60,72 +43,12 @@ struct BpfOptions {
   // cxi work functions (kallsyms address -> "name") to filter the workqueue on;
   // empty: the driver is not loaded, the workqueue programs stay unattached.
   std::vector<KernelSymbol> cxi_work;
-  // --uprobes: the provider functions to probe (optable_probe.h), attached per
-  // library file for every process that maps it.
-  bool uprobes = false;
-  std::vector<OpSite> uprobe_sites;
-  // One perf-event uprobe per probe even where the kernel makes uprobe_multi
-  // links (--uprobe-perf-events): how kernels before 6.6 are attached.
-  bool uprobe_perf_events = false;
-  // The providers' layouts, which each site's `layout` indexes (none: CQs
-  // opened before the session stay unknown).
-  std::vector<UprobeLayout> uprobe_layouts;
+  UprobeOptions uprobes;  // --uprobes (uprobes/uprobe_session.h)
   // The only processes traced (--only-pids with --pid): each USDT probe and
   // uprobe site is attached once per process, so only these take the traps and
   // only their preloads see a session (and leave their NIC counters to it).
   // Empty: every process that maps the library (pid -1).
   std::vector<pid_t> only_pids;
-};
-
-// --uprobes: what the kernel paired for one process's ops of one kind and size
-// class on one link (endpoint, peer), or the process's polls row, summed over
-// CPUs.
-struct UprobeRow {
-  uint32_t pid = 0;
-  uint32_t op = 0;          // OpKind, or FT_UP_OP_POLLS
-  uint64_t ep = 0;          // the application's endpoint (0 in the polls row)
-  uint64_t peer = 0;        // the ops' fi_addr_t (FI_ADDR_UNSPEC: from any source)
-  uint32_t size_class = 0;  // the ops' bytes (ft_up_size_class); 0 in the polls row
-  bool posted = false;      // receives sized as posted (bpf/uprobe_ops.h, ft_up_stat_key)
-  uint64_t pending = 0;
-  uint64_t pending_bytes = 0;  // their bytes as posted
-  ft_up_stats s{};
-
-  // The row as the kernel log's FT_EV_UPROBE_OPS record, stamped `ts`.
-  ft_uprobe_ops record(uint64_t ts) const {
-    ft_uprobe_ops rec = log_record<ft_uprobe_ops>(FT_EV_UPROBE_OPS, ts, pid);
-    rec.op = op;
-    rec.size_class = static_cast<__u16>(size_class);
-    rec.posted = posted ? 1 : 0;
-    rec.pending = pending;
-    rec.ep = ep;
-    rec.peer = peer;
-    rec.s = s;
-    return rec;
-  }
-};
-
-// --uprobes: one application CQ of a process, its polls and poll gaps
-// (bpf/fabtrace_events.h, struct ft_uprobe_cq).
-struct UprobeCq {
-  uint32_t pid = 0;
-  uint64_t cq = 0;
-  uint64_t opened = 0;  // CLOCK_MONOTONIC ns of its open; 0: opened before the session
-  uint64_t polls = 0;
-  uint64_t gaps[FT_UP_GAP_CLASSES] = {};
-  uint64_t max_gap_ns = 0, max_gap_end = 0;
-
-  // As the kernel log's FT_EV_UPROBE_CQ record, stamped `ts`.
-  ft_uprobe_cq record(uint64_t ts) const {
-    ft_uprobe_cq rec = log_record<ft_uprobe_cq>(FT_EV_UPROBE_CQ, ts, pid);
-    rec.cq = cq;
-    rec.opened = opened;
-    rec.polls = polls;
-    for (int i = 0; i < FT_UP_GAP_CLASSES; ++i) rec.gaps[i] = gaps[i];
-    rec.max_gap_ns = max_gap_ns;
-    rec.max_gap_end = max_gap_end;
-    return rec;
-  }
 };
 
 class BpfSession {
@@ -164,17 +87,8 @@ class BpfSession {
 
   KernelStats stats() const;  // the kernel-side counters, summed over CPUs
 
-  // --uprobes: the sites as attached (index = the site's number in the
-  // programs), the hits of each, and the statistics rows.
-  const std::vector<OpSite>& uprobe_sites() const;
-  std::vector<uint64_t> uprobe_site_hits() const;
-  std::vector<UprobeRow> uprobe_rows() const;
-  std::vector<UprobeCq> uprobe_cqs() const;  // the polled ones
-  UprobeNames uprobe_names() const;          // what the rows' endpoints and peers are
-  // What the programs could not keep (enum ft_up_lost), and the statistics
-  // map's size (its rows).
-  std::vector<uint64_t> uprobe_lost() const;
-  uint32_t uprobe_max_rows() const;
+  // --uprobes: its half of the session (empty without --uprobes).
+  const UprobeSession& uprobes() const;
 
   // The list of every program and attach point with its state on this machine
   // (`fabtrace record --list`): loads and attaches, then detaches everything.

@@ -15,14 +15,14 @@
 
 #include "bpf/uprobe_ops.h"
 #include "common/clock.h"
-#include "common/cxi_counters.h"
 #include "common/kernel_classify.h"
 #include "common/output_names.h"
 #include "common/printable.h"
 #include "common/report_writer.h"
 #include "common/safe_output.h"
-#include "userspace/record/uprobe_report.h"
-#include "userspace/record/uprobe_symbols.h"
+#include "sampler/cxi_counters.h"
+#include "userspace/record/uprobes/uprobe_report.h"
+#include "userspace/record/uprobes/uprobe_symbols.h"
 
 namespace fabtrace {
 
@@ -102,7 +102,7 @@ bool Collector::start(std::string* error) {
   opt_.bpf.session_start_ns = start_ns_;
   // --uprobes: where the providers' data path is, from a helper that opens them
   // (before any thread of ours exists: it forks).
-  if (opt_.bpf.uprobes && opt_.bpf.uprobe_sites.empty()) {
+  if (opt_.bpf.uprobes.enabled && opt_.bpf.uprobes.sites.empty()) {
     const uint64_t t0 = mono_ns();
     OptableResult r = probe_optables(opt_.uprobe_providers, 20000);
     char took[96];
@@ -114,8 +114,8 @@ bool Collector::start(std::string* error) {
     so.symbols_file = opt_.symbols_file;
     so.by_name = opt_.uprobe_by_name;
     if (!apply_symbols(so, &r, error)) return false;
-    opt_.bpf.uprobe_sites = std::move(r.sites);
-    opt_.bpf.uprobe_layouts = r.layouts;
+    opt_.bpf.uprobes.sites = std::move(r.sites);
+    opt_.bpf.uprobes.layouts = r.layouts;
     uprobe_notes_ = std::move(r.notes);
     if (r.layouts.empty())
       uprobe_notes_.push_back(
@@ -138,7 +138,7 @@ bool Collector::start(std::string* error) {
   m.options["polls"] = opt_.bpf.polls ? "1" : "0";
   m.options["net_all"] = opt_.bpf.net_all ? "1" : "0";
   m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
-  m.options["uprobes"] = opt_.bpf.uprobes ? "1" : "0";
+  m.options["uprobes"] = opt_.bpf.uprobes.enabled ? "1" : "0";
   m.attach = session_.attach_list();
   // A name already taken (a file or link planted at the predictable name) costs
   // the next free name and one line, never the session.
@@ -174,7 +174,7 @@ void Collector::scan() {
   std::vector<ScannedProcess> found;
   if (opt_.discover) {
     found = scanner_.scan(getpid());
-  } else if (opt_.bpf.uprobes) {
+  } else if (opt_.bpf.uprobes.enabled) {
     // --only-pids: the others are not traced, but one that starts during the
     // session is named, so that its missing rows are not taken for idleness.
     for (ScannedProcess& p : scanner_.scan(getpid())) {
@@ -277,11 +277,11 @@ void Collector::write_error(const std::string& what) {
 // peer), one FT_EV_UPROBE_CQ per polled CQ, and every site with its hits as a symbol of class
 // "uprobe_site" (addr = the file offset).
 void Collector::write_uprobes() {
-  uprobe_rows_ = session_.uprobe_rows();
-  uprobe_cqs_ = session_.uprobe_cqs();
-  uprobe_names_ = session_.uprobe_names();
-  uprobe_lost_ = session_.uprobe_lost();
-  uprobe_hits_ = session_.uprobe_site_hits();
+  uprobe_rows_ = session_.uprobes().rows();
+  uprobe_cqs_ = session_.uprobes().cqs();
+  uprobe_names_ = session_.uprobes().names();
+  uprobe_lost_ = session_.uprobes().lost_counts();
+  uprobe_hits_ = session_.uprobes().site_hits();
   const uint64_t now = mono_ns();
   for (const UprobeRow& r : uprobe_rows_) {
     const ft_uprobe_ops rec = r.record(now);
@@ -292,7 +292,7 @@ void Collector::write_uprobes() {
     on_record(&rec, sizeof(rec));
   }
   std::vector<KernelSymbol> syms;
-  const std::vector<OpSite>& sites = session_.uprobe_sites();
+  const std::vector<OpSite>& sites = session_.uprobes().sites();
   for (size_t i = 0; i < sites.size(); ++i) {
     const OpSite& s = sites[i];
     syms.push_back({s.offset,
@@ -348,7 +348,7 @@ void Collector::write_uprobe_reports() {
 void Collector::snapshot_uprobes() {
   const uint64_t now = mono_ns();
   std::vector<ft_uprobe_ops> changed;
-  for (const UprobeRow& r : session_.uprobe_rows()) {
+  for (const UprobeRow& r : session_.uprobes().rows()) {
     const ft_uprobe_ops rec = r.record(now);
     auto& last = uprobe_snap_[{r.pid, r.op, r.ep, r.peer, r.size_class, r.posted}];
     if (last.h.kind && last.pending == rec.pending &&
@@ -370,7 +370,7 @@ void Collector::step(int wait_ms) {
     if (!log_.flush()) write_error(log_.error());
     last_flush_ = now;
   }
-  if (opt_.bpf.uprobes && now - last_uprobe_snap_ >= kUprobeRowsNs) {
+  if (opt_.bpf.uprobes.enabled && now - last_uprobe_snap_ >= kUprobeRowsNs) {
     snapshot_uprobes();
     last_uprobe_snap_ = now;
   }
@@ -384,7 +384,7 @@ void Collector::finish() {
   // What the programs emitted up to now.
   for (int i = 0; i < 100; ++i)
     if (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) <= 0) break;
-  if (opt_.bpf.uprobes) write_uprobes();
+  if (opt_.bpf.uprobes.enabled) write_uprobes();
   if (!log_.write_stats(session_.stats()) || !log_.write_end(mono_ns() - start_ns_) ||
       !log_.close())
     write_error(log_.error());

@@ -88,13 +88,13 @@ class Collector {
   // --uprobes: what the op-table probe could not do, the sites and their hits,
   // and the rows written into the log at finish().
   const std::vector<std::string>& uprobe_notes() const { return uprobe_notes_; }
-  const std::vector<OpSite>& uprobe_sites() const { return session_.uprobe_sites(); }
+  const std::vector<OpSite>& uprobe_sites() const { return session_.uprobes().sites(); }
   const std::vector<uint64_t>& uprobe_hits() const { return uprobe_hits_; }
   const std::vector<UprobeRow>& uprobe_rows() const { return uprobe_rows_; }
   const UprobeNames& uprobe_names() const { return uprobe_names_; }
   // What the programs could not keep (enum ft_up_lost) and the rows' map size.
   const std::vector<uint64_t>& uprobe_lost() const { return uprobe_lost_; }
-  uint32_t uprobe_max_rows() const { return session_.uprobe_max_rows(); }
+  uint32_t uprobe_max_rows() const { return session_.uprobes().max_rows(); }
   // --uprobes --only-pids: the processes mapping libfabric that a scan found
   // started during the session (not at its first scan) and not listed: never
   // probed (the probes are attached to the listed pids only), named by record.

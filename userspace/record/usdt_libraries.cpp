@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "bpf/fabtrace_events.h"
-#include "userspace/record/elf_symbols.h"
+#include "userspace/record/elf_build_id.h"
 
 namespace fabtrace {
 

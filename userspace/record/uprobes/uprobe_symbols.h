@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "userspace/record/elf_symbols.h"
-#include "userspace/record/optable_probe.h"
+#include "userspace/record/uprobes/elf_symbols.h"
+#include "userspace/record/uprobes/optable_probe.h"
 
 namespace fabtrace {
 

@@ -1,4 +1,4 @@
-#include "userspace/record/elf_symbols.h"
+#include "userspace/record/uprobes/elf_symbols.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
+
+#include "userspace/record/elf_build_id.h"
 
 namespace fabtrace {
 
@@ -19,17 +21,6 @@ constexpr uint64_t kMaxFileBytes = 1ULL << 31;
 constexpr size_t kMaxSections = 1u << 16;
 constexpr size_t kMaxSymbols = 1u << 23;
 constexpr size_t kMaxNameBytes = 4096;
-constexpr size_t kMaxBuildIdBytes = 64;
-
-std::string hex(const unsigned char* p, size_t n) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    s += digits[p[i] >> 4];
-    s += digits[p[i] & 15];
-  }
-  return s;
-}
 
 // A section's bytes lie inside the file (libelf would read past a short
 // file's end as zeroes or fail later, less clearly).
@@ -37,28 +28,6 @@ bool inside(const GElf_Shdr& sh, uint64_t file_size) {
   if (sh.sh_type == SHT_NOBITS) return true;
   return sh.sh_offset <= file_size && sh.sh_size <= file_size - sh.sh_offset;
 }
-
-}  // namespace
-
-void read_gnu_build_id(Elf_Data* d, std::string* id) {
-  size_t off = 0;
-  GElf_Nhdr nh;
-  size_t name_off = 0, desc_off = 0;
-  while (off < d->d_size) {
-    const size_t next = gelf_getnote(d, off, &nh, &name_off, &desc_off);
-    if (next == 0 || next <= off) return;
-    const auto* base = static_cast<const unsigned char*>(d->d_buf);
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-        std::memcmp(base + name_off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-        nh.n_descsz <= kMaxBuildIdBytes) {
-      *id = hex(base + desc_off, nh.n_descsz);
-      return;
-    }
-    off = next;
-  }
-}
-
-namespace {
 
 bool read_symtab(Elf* e, Elf_Scn* scn, const GElf_Shdr& sh, ElfFileInfo* out, std::string* why) {
   if (sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_size / sh.sh_entsize > kMaxSymbols) {

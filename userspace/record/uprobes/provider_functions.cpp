@@ -1,4 +1,4 @@
-#include "userspace/record/provider_functions.h"
+#include "userspace/record/uprobes/provider_functions.h"
 
 #include <netinet/in.h>
 #include <rdma/fabric.h>

@@ -1,7 +1,7 @@
 // The sampler: its settings, the sampling thread and what it stores (the
 // counters it reads are chosen in cxi_selection.cpp, the series is written in
-// counter_csv_write.cpp).
-#include "common/cxi_counters.h"
+// common/counter_csv_write.cpp).
+#include "sampler/cxi_counters.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -18,9 +18,9 @@
 #include "common/clock.h"
 #include "common/comma_list.h"
 #include "common/counter_csv.h"
-#include "common/cxi_sampler_state.h"
 #include "common/env.h"
 #include "common/rank.h"
+#include "sampler/cxi_sampler_state.h"
 
 namespace fabtrace {
 

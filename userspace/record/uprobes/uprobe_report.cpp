@@ -1,4 +1,4 @@
-#include "userspace/record/uprobe_report.h"
+#include "userspace/record/uprobes/uprobe_report.h"
 
 #include <algorithm>
 #include <map>

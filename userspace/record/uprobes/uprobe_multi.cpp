@@ -1,4 +1,4 @@
-#include "userspace/record/uprobe_multi.h"
+#include "userspace/record/uprobes/uprobe_multi.h"
 
 #include <linux/bpf.h>
 #include <sys/syscall.h>

@@ -255,22 +255,22 @@ void uprobe_truth(const char* prov) {
 }
 
 // (Record tests: they start a session, and so run alone.)
-TEST(Record, UprobeTruthTcpRxm) {
+TEST(Uprobes, TruthTcpRxm) {
   REQUIRE_ROOT();
   uprobe_truth("tcp;ofi_rxm");
 }
 
-TEST(Record, UprobeTruthShm) {
+TEST(Uprobes, TruthShm) {
   REQUIRE_ROOT();
   uprobe_truth("shm");
 }
 
-TEST(Record, UprobeTruthUdpRxd) {
+TEST(Uprobes, TruthUdpRxd) {
   REQUIRE_ROOT();
   uprobe_truth("udp;ofi_rxd");
 }
 
-TEST(Record, UprobeTruthSockets) {
+TEST(Uprobes, TruthSockets) {
   REQUIRE_ROOT();
   uprobe_truth("sockets");
 }
@@ -281,7 +281,7 @@ TEST(Record, UprobeTruthSockets) {
 // program's own count, and the planted gap as its longest, within 1% of the
 // program's own measure of it (each stamps a poll at its return); `fabtrace
 // report` lists it among the longest gaps, as it lists the preload's.
-TEST(Record, UprobesLongestPollGapIsTheProgramsOwn) {
+TEST(Uprobes, LongestPollGapIsTheProgramsOwn) {
   REQUIRE_ROOT();
   const std::string dir = make_temp_dir("up-gap");
   const int rec = start_uprobe_session(dir, "record.log", {"--uprobe-providers", "tcp;ofi_rxm"});

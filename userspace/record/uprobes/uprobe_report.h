@@ -1,4 +1,4 @@
-// --uprobes: a process's kernel-side rows (bpf_session.h, UprobeRow) as the
+// --uprobes: a process's kernel-side rows (uprobe_rows.h, UprobeRow) as the
 // per-rank report the preload writes (common/report_model.h), so that
 // `fabtrace report DIR` reads a process that ran without the preload as it
 // reads the others. Marked uprobe-derived (source "uprobes").
@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "common/report_model.h"
-#include "userspace/record/bpf_session.h"
-#include "userspace/record/uprobe_names.h"
+#include "userspace/record/uprobes/uprobe_names.h"
+#include "userspace/record/uprobes/uprobe_rows.h"
 
 namespace fabtrace {
 

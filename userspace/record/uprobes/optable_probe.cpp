@@ -1,4 +1,4 @@
-#include "userspace/record/optable_probe.h"
+#include "userspace/record/uprobes/optable_probe.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

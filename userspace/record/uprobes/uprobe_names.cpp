@@ -1,4 +1,4 @@
-#include "userspace/record/uprobe_names.h"
+#include "userspace/record/uprobes/uprobe_names.h"
 
 #include <cstdio>
 #include <set>

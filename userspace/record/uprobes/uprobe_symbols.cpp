@@ -1,8 +1,8 @@
-#include "userspace/record/uprobe_symbols.h"
+#include "userspace/record/uprobes/uprobe_symbols.h"
 
 #include "bpf/uprobe_ops.h"
 #include "common/addr_format.h"
-#include "userspace/record/provider_functions.h"
+#include "userspace/record/uprobes/provider_functions.h"
 
 namespace fabtrace {
 

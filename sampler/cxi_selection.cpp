@@ -18,9 +18,9 @@
 
 #include "common/comma_list.h"
 #include "common/counter_csv.h"
-#include "common/cxi_counters.h"
-#include "common/cxi_sampler_state.h"
 #include "common/env.h"
+#include "sampler/cxi_counters.h"
+#include "sampler/cxi_sampler_state.h"
 
 namespace fabtrace {
 

@@ -1,7 +1,7 @@
 // What a CounterSampler shares with its sampling thread: the open counter
 // files, the column layout and the series itself. Internal to the sampler's
 // own files (cxi_counters.cpp samples into it, cxi_selection.cpp builds it,
-// counter_csv_write.cpp writes it out).
+// common/counter_csv_write.cpp writes it out).
 #pragma once
 
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cxi_counters.h"
+#include "sampler/cxi_counters.h"
 
 namespace fabtrace {
 

@@ -6,15 +6,13 @@
 // file before use.
 #pragma once
 
-#include <libelf.h>
-
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "userspace/record/optable_probe.h"
+#include "userspace/record/uprobes/optable_probe.h"
 
 namespace fabtrace {
 
@@ -28,9 +26,6 @@ struct ElfFileInfo {
   // name -> st_value; local ones also as "file.c:name" (their STT_FILE's)
   std::multimap<std::string, uint64_t> functions;
 };
-
-// The GNU build-id (hex) in a note section's data, if it holds one.
-void read_gnu_build_id(Elf_Data* notes, std::string* id);
 
 // Reads `path`; false with one line in *why for a file that is not a readable,
 // well-formed ELF (truncated, offsets past its end, too large).
