@@ -19,15 +19,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "env.h"
 #include "families.h"
 #include "payload.h"
+#include "planted_gap.h"
 
 namespace ftapp {
 namespace {
@@ -109,28 +107,6 @@ uint64_t thread_faults() {
   rusage u{};
   if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
   return static_cast<uint64_t>(u.ru_minflt) + static_cast<uint64_t>(u.ru_majflt);
-}
-
-// --gap: `ms` milliseconds off CPU, asleep or blocked in read(2) on a pipe
-// that another thread writes to after that long.
-void planted_gap(const std::string& kind, size_t ms) {
-  if (kind == "sleep") {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    return;
-  }
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    const char b = 1;
-    if (write(fds[1], &b, 1) != 1) return;
-  });
-  char b = 0;
-  while (read(fds[0], &b, 1) < 0 && errno == EINTR) {
-  }
-  writer.join();
-  close(fds[0]);
-  close(fds[1]);
 }
 
 bool stop_file_exists(const Options& o, uint32_t seq) {

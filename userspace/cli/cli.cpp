@@ -1,6 +1,7 @@
 #include "userspace/cli/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -180,6 +181,33 @@ CLI::Option* add_number(CLI::App* app, const std::string& names, const std::stri
     o = app->add_option_function<std::string>(names, parse, description);
   }
   return o->type_name("N");
+}
+
+CLI::Option* add_ratio(CLI::App* app, const std::string& names, const std::string& description,
+                       double lo, double hi, std::function<void(double)> set) {
+  const std::string shown = names.substr(names.rfind(',') + 1);
+  const auto parse = [shown, lo, hi, set](const std::string& s) {
+    // The whole part with the number parser of every flag, then the fraction.
+    const char* const e = s.data() + s.size();
+    const char* p = nullptr;
+    uint64_t whole = 0, frac = 0;
+    bool ok = parse_digits(s.data(), e, &whole, &p) && whole <= 1000000000;
+    double v = static_cast<double>(whole);
+    if (ok && p < e && *p == '.') {
+      const char* f = p + 1;
+      ok = parse_digits(f, e, &frac, &p) && p - f <= 6;
+      if (ok) v += static_cast<double>(frac) / std::pow(10.0, static_cast<double>(p - f));
+    }
+    char lo_s[32], hi_s[32];
+    std::snprintf(lo_s, sizeof(lo_s), "%g", lo);
+    std::snprintf(hi_s, sizeof(hi_s), "%g", hi);
+    if (!ok || p != e || v < lo || v > hi)
+      throw CLI::ValidationError(shown, std::string("takes a number from ") + lo_s + " to " + hi_s +
+                                            " (digits, a point, at most 6 decimals), not '" + s +
+                                            "'");
+    set(v);
+  };
+  return app->add_option_function<std::string>(names, parse, description)->type_name("R");
 }
 
 CLI::Option* Cli::add_traced_command(CLI::App* app, std::vector<std::string>* command,
