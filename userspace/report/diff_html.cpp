@@ -1,7 +1,6 @@
 // The HTML page of `fabtrace diff --html FILE`: the text's lists as tables,
 // in the report's style (html_page.h), self-contained like report.html.
 #include <algorithm>
-#include <cstdio>
 #include <tuple>
 #include <utility>
 
@@ -21,12 +20,6 @@ using html_page::Html;
 using html_page::Table;
 
 constexpr size_t kMaxTableRows = 200;
-
-std::string bw(double gbps) {
-  char b[32];
-  std::snprintf(b, sizeof(b), "%.3g GB/s", gbps);
-  return b;
-}
 
 void link_table(Html* h, const std::string& id, std::vector<const LinkDiff*> rows,
                 bool slower_first, double fail_above) {
@@ -65,8 +58,8 @@ void link_table(Html* h, const std::string& id, std::vector<const LinkDiff*> row
     const std::pair<const FigurePair*, bool> figures[] = {
         {&l.p50, false}, {&l.p99, false}, {&l.gbps, true}};
     for (const auto& [f, is_bw] : figures) {
-      t.n(f->a > 0 ? (is_bw ? bw(f->a) : fmt_ns(f->a)) : "-");
-      t.n(f->b > 0 ? (is_bw ? bw(f->b) : fmt_ns(f->b)) : "-");
+      t.n(f->a > 0 ? (is_bw ? fmt_op_gbps(f->a) : fmt_ns(f->a)) : "-");
+      t.n(f->b > 0 ? (is_bw ? fmt_op_gbps(f->b) : fmt_ns(f->b)) : "-");
       t.n(f->valid() ? fmt_ratio(f->ratio()) : "-");
     }
     t.end_row();
@@ -200,8 +193,8 @@ std::string diff_html(const Job& a, const Job& b, const JobDiff& d, const DiffOu
       t.td(x.label, "addr");
       t.n(x.a ? fmt_count(x.a->nic.ops) : "-");
       t.n(x.b ? fmt_count(x.b->nic.ops) : "-");
-      t.n(x.a ? bw(x.a->nic.gbps) : "-");
-      t.n(x.b ? bw(x.b->nic.gbps) : "-");
+      t.n(x.a ? fmt_op_gbps(x.a->nic.gbps) : "-");
+      t.n(x.b ? fmt_op_gbps(x.b->nic.gbps) : "-");
       t.n(x.compared ? fmt_ratio(x.gbps.ratio()) : "-");
       t.td(x.slower ? "slower" : x.faster ? "faster" : x.compared ? "" : "not compared");
       t.end_row();

@@ -1,8 +1,6 @@
 // The text of `fabtrace diff` on stdout: what changed from run A to run B,
 // a few dozen lines whatever the jobs' sizes (lists are cut at opt.top).
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
 
 #include "common/printable.h"
 #include "common/version.h"
@@ -14,24 +12,11 @@ namespace fabtrace::report {
 
 namespace {
 
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  char b[256];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(b, sizeof(b), f, ap);
-  va_end(ap);
-  return b;
-}
-
-// Per-op bandwidth of small messages is far below 1 GB/s: 3 significant digits.
-std::string bw(double gbps) { return fmt("%.3g GB/s", gbps); }
-
 // "p50 24.1 us -> 4.12 ms x171"
 std::string figure(const char* name, const FigurePair& f, bool bandwidth) {
   if (!f.valid()) return "";
-  return std::string("  ") + name + " " + (bandwidth ? bw(f.a) : fmt_ns(f.a)) + " -> " +
-         (bandwidth ? bw(f.b) : fmt_ns(f.b)) + " " + fmt_ratio(f.ratio());
+  return std::string("  ") + name + " " + (bandwidth ? fmt_op_gbps(f.a) : fmt_ns(f.a)) + " -> " +
+         (bandwidth ? fmt_op_gbps(f.b) : fmt_ns(f.b)) + " " + fmt_ratio(f.ratio());
 }
 
 std::string link_line(const LinkDiff& l) {
@@ -68,7 +53,7 @@ std::string run_line(const char* which, const std::string& dir, const Job& job) 
                   (job.ranks.size() == 1 ? " rank, " : " ranks, ") + fmt_count(job.ops) + " ops, " +
                   fmt_bytes(job.bytes);
   if (job.first_wall_ns)
-    s += fmt(", %.3f s from ", (job.last_wall_ns - job.first_wall_ns) / 1e9) +
+    s += printf_str(", %.3f s from ", (job.last_wall_ns - job.first_wall_ns) / 1e9) +
          fmt_wall(job.first_wall_ns, true);
   const JobIdentity id = job_identity(job);
   if (const std::string cmd = tally_text(id.commands, job.ranks.size(), 1); !cmd.empty())
@@ -135,10 +120,11 @@ std::string diff_text(const Job& a, const Job& b, const JobDiff& d, const DiffOu
          " changed\n";
     for (size_t i = 0; i < changed.size() && i < opt.top; ++i) {
       const NicDiff& n = *changed[i];
-      s += "  " + printable(n.label) + "  " + bw(n.gbps.a) + " -> " + bw(n.gbps.b) + " " +
-           fmt_ratio(n.gbps.ratio()) + (n.slower ? "  slower" : "  faster") + "  (" +
-           fmt_count(n.a->nic.ops) + " -> " + fmt_count(n.b->nic.ops) + " ops, busy " +
-           fmt_ns(n.a->nic.busy_ns) + " -> " + fmt_ns(n.b->nic.busy_ns) + ")\n";
+      s += "  " + printable(n.label) + "  " + fmt_op_gbps(n.gbps.a) + " -> " +
+           fmt_op_gbps(n.gbps.b) + " " + fmt_ratio(n.gbps.ratio()) +
+           (n.slower ? "  slower" : "  faster") + "  (" + fmt_count(n.a->nic.ops) + " -> " +
+           fmt_count(n.b->nic.ops) + " ops, busy " + fmt_ns(n.a->nic.busy_ns) + " -> " +
+           fmt_ns(n.b->nic.busy_ns) + ")\n";
     }
   }
 
@@ -148,7 +134,7 @@ std::string diff_text(const Job& a, const Job& b, const JobDiff& d, const DiffOu
     s += (o.changed ? "  * " : "    ") + printable(o.op) + "  ";
     s += (o.in_a ? fmt_count(o.a.issued) : "-") + " -> " + (o.in_b ? fmt_count(o.b.issued) : "-");
     if (o.issued.valid() && o.a.issued != o.b.issued) s += " " + fmt_ratio(o.issued.ratio());
-    s += fmt(" (%.1f%% -> %.1f%%)", 100 * o.share_a, 100 * o.share_b);
+    s += printf_str(" (%.1f%% -> %.1f%%)", 100 * o.share_a, 100 * o.share_b);
     if (o.a.completed || o.b.completed)
       s += "  mean " + (o.a.completed ? fmt_ns(o.a.mean_ns) : "-") + " -> " +
            (o.b.completed ? fmt_ns(o.b.mean_ns) : "-") +
@@ -167,7 +153,7 @@ std::string diff_text(const Job& a, const Job& b, const JobDiff& d, const DiffOu
        "\n";
   for (size_t i = 0; i < d.stalls.size() && i < opt.top; ++i) {
     const StallDiff& st = d.stalls[i];
-    s += fmt("  %-7s ", stall_kind_name(st.kind)) + printable(st.label) + "  " +
+    s += printf_str("  %-7s ", stall_kind_name(st.kind)) + printable(st.label) + "  " +
          (st.a ? fmt_ns(st.gap_ns.a) : "-") + " -> " + (st.b ? fmt_ns(st.gap_ns.b) : "-") + "\n";
     // The cause of the stall in the run that has it (both when both do).
     for (const Stall* x : {st.a, st.b}) {

@@ -96,41 +96,57 @@ void compare_link(const DiffOptions& opt, LinkDiff* d) {
   d->faster = any && !d->slower && d->best <= 1 / opt.threshold;
 }
 
-std::string link_key(const std::string& from, const std::string& to, const LinkRow& l) {
-  return from + '\x1f' + to + '\x1f' + l.op() + '\x1f' + std::to_string(l.row.bytes) +
-         (l.row.recv ? "r" : "s") + (l.row.size_unknown ? "?" : "");
+// Pairs the rows of two runs by key into *out: A's rows in order, then B's
+// that A has not. A key repeated within a run (rows its names cannot tell
+// apart) gets its occurrence number. key(names, row) names a row; make(names,
+// row) is its entry, whose a or b is then set.
+template <typename Diff, typename Row, typename Key, typename Make>
+void pair_up(const std::vector<Row>& rows_a, const Names& na, const std::vector<Row>& rows_b,
+             const Names& nb, Key key, Make make, std::vector<Diff>* out) {
+  std::unordered_map<std::string, size_t> at;  // key -> index in *out
+  const auto add = [&](const std::vector<Row>& rows, const Names& n, bool is_a) {
+    std::unordered_map<std::string, size_t> seen;
+    for (const Row& r : rows) {
+      std::string k = key(n, r);
+      if (const size_t i = seen[k]++; i) k += '#' + std::to_string(i + 1);
+      const auto it = at.find(k);
+      if (it != at.end() && !is_a) {
+        (*out)[it->second].b = &r;
+        continue;
+      }
+      Diff x = make(n, r);
+      (is_a ? x.a : x.b) = &r;
+      at.emplace(std::move(k), out->size());
+      out->push_back(std::move(x));
+    }
+  };
+  add(rows_a, na, true);
+  add(rows_b, nb, false);
+}
+
+std::string remote_label(const Names& n, const LinkRow& l) {
+  return l.remote() == "(any)" ? l.remote() : n.endpoint(l.remote());
 }
 
 void diff_links(const Job& a, const Job& b, const Names& na, const Names& nb, JobDiff* d) {
-  // A's rows in order, then B's that A has not; a key repeated within a run
-  // (two rows the labels cannot tell apart) gets its occurrence number.
-  std::unordered_map<std::string, size_t> at;  // key -> index in d->links
-  const auto add = [&](const Job& job, const Names& n, bool is_a) {
-    std::unordered_map<std::string, size_t> seen;
-    for (const LinkRow& l : job.links) {
-      const std::string from = n.endpoint(l.local());
-      const std::string to = l.remote() == "(any)" ? l.remote() : n.endpoint(l.remote());
-      std::string key = link_key(from, to, l);
-      if (const size_t k = seen[key]++; k) key += '#' + std::to_string(k + 1);
-      const auto it = at.find(key);
-      if (it != at.end() && !is_a) {
-        d->links[it->second].b = &l;
-        continue;
-      }
-      LinkDiff x;
-      x.from = from;
-      x.to = to;
-      x.op = l.op();
-      x.bytes = l.row.bytes;
-      x.recv = l.row.recv;
-      x.size_unknown = l.row.size_unknown;
-      (is_a ? x.a : x.b) = &l;
-      at.emplace(key, d->links.size());
-      d->links.push_back(std::move(x));
-    }
-  };
-  add(a, na, true);
-  add(b, nb, false);
+  pair_up(
+      a.links, na, b.links, nb,
+      [](const Names& n, const LinkRow& l) {
+        return n.endpoint(l.local()) + '\x1f' + remote_label(n, l) + '\x1f' + l.op() + '\x1f' +
+               std::to_string(l.row.bytes) + (l.row.recv ? "r" : "s") +
+               (l.row.size_unknown ? "?" : "");
+      },
+      [](const Names& n, const LinkRow& l) {
+        LinkDiff x;
+        x.from = n.endpoint(l.local());
+        x.to = remote_label(n, l);
+        x.op = l.op();
+        x.bytes = l.row.bytes;
+        x.recv = l.row.recv;
+        x.size_unknown = l.row.size_unknown;
+        return x;
+      },
+      &d->links);
   for (LinkDiff& l : d->links) {
     compare_link(d->opt, &l);
     if (!l.a) ++d->rows_only_b;
@@ -141,26 +157,17 @@ void diff_links(const Job& a, const Job& b, const Names& na, const Names& nb, Jo
 }
 
 void diff_nics(const Job& a, const Job& b, const Names& na, const Names& nb, JobDiff* d) {
-  std::map<std::string, size_t> at;
-  const auto add = [&](const Job& job, const Names& n, bool is_a) {
-    std::map<std::string, size_t> seen;
-    for (const NicRow& r : job.nics) {
-      std::string label = n.proc_of(r.host, r.pid) + " " + r.nic.domain;
-      if (const size_t k = seen[label]++; k) label += "~" + std::to_string(k + 1);
-      const auto it = at.find(label);
-      if (it != at.end() && !is_a) {
-        d->nics[it->second].b = &r;
-        continue;
-      }
-      NicDiff x;
-      x.label = label;
-      (is_a ? x.a : x.b) = &r;
-      at.emplace(label, d->nics.size());
-      d->nics.push_back(std::move(x));
-    }
+  const auto label = [](const Names& n, const NicRow& r) {
+    return n.proc_of(r.host, r.pid) + " " + r.nic.domain;
   };
-  add(a, na, true);
-  add(b, nb, false);
+  pair_up(
+      a.nics, na, b.nics, nb, label,
+      [&label](const Names& n, const NicRow& r) {
+        NicDiff x;
+        x.label = label(n, r);
+        return x;
+      },
+      &d->nics);
   for (NicDiff& n : d->nics) {
     if (!n.a || !n.b || n.a->nic.ops < d->opt.min_ops || n.b->nic.ops < d->opt.min_ops) continue;
     n.gbps = {n.a->nic.gbps, n.b->nic.gbps};
@@ -220,20 +227,20 @@ void diff_ops(const Job& a, const Job& b, JobDiff* d) {
 }
 
 void diff_stalls(const Job& a, const Job& b, const Names& na, const Names& nb, JobDiff* d) {
-  std::map<std::string, StallDiff> by;
-  const auto add = [&](const Job& job, const Names& n, bool is_a) {
-    for (const Stall& s : job.stalls) {
-      const std::string label = n.proc_of(s.host, s.pid) + " CQ#" + std::to_string(s.cq.id);
-      StallDiff& x = by[label];
-      x.label = label;
-      (is_a ? x.a : x.b) = &s;
-    }
+  const auto label = [](const Names& n, const Stall& s) {
+    return n.proc_of(s.host, s.pid) + " CQ#" + std::to_string(s.cq.id);
   };
-  add(a, na, true);
-  add(b, nb, false);
+  std::vector<StallDiff> all;
+  pair_up(
+      a.stalls, na, b.stalls, nb, label,
+      [&label](const Names& n, const Stall& s) {
+        StallDiff x;
+        x.label = label(n, s);
+        return x;
+      },
+      &all);
   const double limit = d->opt.stall_ns;
-  for (auto& kv : by) {
-    StallDiff& s = kv.second;
+  for (StallDiff& s : all) {
     const double ga = s.a ? s.a->cq.max_gap_ns : 0, gb = s.b ? s.b->cq.max_gap_ns : 0;
     const bool in_a = ga >= limit, in_b = gb >= limit;
     if (!in_a && !in_b) continue;
@@ -248,7 +255,7 @@ void diff_stalls(const Job& a, const Job& b, const Names& na, const Names& nb, J
       s.kind = StallDiff::Kind::kShorter;
     else
       s.kind = StallDiff::Kind::kBoth;
-    d->stalls.push_back(s);
+    d->stalls.push_back(std::move(s));
   }
   std::stable_sort(d->stalls.begin(), d->stalls.end(), [](const StallDiff& x, const StallDiff& y) {
     if (x.kind != y.kind) return x.kind < y.kind;
@@ -347,17 +354,13 @@ Gate diff_gate(const JobDiff& d, double limit) {
 }
 
 std::string fmt_ratio(double r) {
-  char b[32];
   if (!(r > 0) || !std::isfinite(r)) return "x?";
-  if (r >= 100)
-    std::snprintf(b, sizeof(b), "x%.0f", r);
-  else if (r >= 10)
-    std::snprintf(b, sizeof(b), "x%.1f", r);
-  else if (r >= 0.1)
-    std::snprintf(b, sizeof(b), "x%.2f", r);
-  else
-    std::snprintf(b, sizeof(b), "x%.2g", r);
-  return b;
+  if (r >= 100) return printf_str("x%.0f", r);
+  if (r >= 10) return printf_str("x%.1f", r);
+  if (r >= 0.1) return printf_str("x%.2f", r);
+  return printf_str("x%.2g", r);
 }
+
+std::string fmt_op_gbps(double gbps) { return printf_str("%.3g GB/s", gbps); }
 
 }  // namespace fabtrace::report
