@@ -185,7 +185,15 @@ TEST(JobDiff, StallsNewAndGoneWithTheirCQs) {
   SyntheticJob sb = sa;
   sb.reports[2].cqs[1].max_gap_ns = 1e6;   // rank 2's 250 ms stall is gone
   sb.reports[0].cqs[0].max_gap_ns = 40e6;  // rank 0's CQ#0 stalls for 40 ms
-  const JobDiff d = diff_jobs(job_of(sa), job_of(sb), DiffOptions());
+  const Job a = job_of(sa);
+  Job b = job_of(sb);
+  // B's node had a kernel log that explained the new stall (kernel_join.h).
+  for (Stall& s : b.stalls)
+    if (s.rank == "0" && s.cq.id == 0) {
+      s.kernel_logged = s.has_cause = true;
+      s.cause.verdict = "stopped (SIGSTOP) 39.8 ms";
+    }
+  const JobDiff d = diff_jobs(a, b, DiffOptions());
   ASSERT_EQ(d.stalls.size(), 2u);
   EXPECT_EQ(d.stalls[0].kind, StallDiff::Kind::kNew);
   EXPECT_EQ(d.stalls[0].label, "r0 CQ#0");
@@ -193,6 +201,11 @@ TEST(JobDiff, StallsNewAndGoneWithTheirCQs) {
   EXPECT_EQ(d.stalls[1].kind, StallDiff::Kind::kGone);
   EXPECT_EQ(d.stalls[1].label, "r2 CQ#1");
   EXPECT_DOUBLE_EQ(d.stalls[1].gap_ns.a, 250e6);
+  const std::string text = diff_text(a, b, d, DiffOutputOptions());
+  EXPECT_NE(text.find("  new     r0 CQ#0  1.00 ms -> 40.0 ms\n      why (B): stopped (SIGSTOP) "
+                      "39.8 ms\n  gone    r2 CQ#1  250.0 ms -> 1.00 ms\n"),
+            std::string::npos)
+      << text;
   // A stall in both runs, 4 times longer in B.
   SyntheticJob sc = sa;
   sc.reports[2].cqs[1].max_gap_ns = 1e9;
