@@ -57,7 +57,7 @@ std::string run_line(const char* which, const std::string& dir, const Job& job) 
          fmt_wall(job.first_wall_ns, true);
   const JobIdentity id = job_identity(job);
   if (const std::string cmd = tally_text(id.commands, job.ranks.size(), 1); !cmd.empty())
-    s += "\n   command " + cmd;
+    s += "\n   command " + printable(cmd);
   return s + "\n";
 }
 
