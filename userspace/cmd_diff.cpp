@@ -131,7 +131,8 @@ void add_diff_command(cli::Cli& cli, CLI::App& parent) {
   cli::add_ratio(c, "--fail-above",
                  "exit 1 when a gated figure's slowdown is above R: the p50, p99 (B/A) and per-op "
                  "bandwidth (A/B) of every non-receive link row compared, and the achieved "
-                 "bandwidth (A/B) of every NIC compared",
+                 "bandwidth (A/B) of every NIC compared; else exit 0 (exit 2: a command line, "
+                 "input or output that cannot be used)",
                  1, 1e6, [a](double v) { a->fail_above = v; });
 }
 

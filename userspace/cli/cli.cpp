@@ -104,6 +104,16 @@ std::string error_line(const CLI::App& app, const CLI::ParseError& e) {
   return n + ": " + what + " (" + n + " --help)";
 }
 
+// A bound as the user writes one: "1.001", "1000000".
+std::string plain(double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.6f", v);
+  std::string s = b;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
 }  // namespace
 
 std::string full_name(const CLI::App* app) {
