@@ -290,6 +290,9 @@ TEST(JobDiff, RatioText) {
   EXPECT_EQ(fmt_ratio(171.4), "x171");
   EXPECT_EQ(fmt_ratio(0.0058), "x0.0058");
   EXPECT_EQ(fmt_ratio(0), "x?");
+  EXPECT_EQ(fmt_op_gbps(3.59e-5), "35.9 kB/s");
+  EXPECT_EQ(fmt_op_gbps(12.5), "12.5 GB/s");
+  EXPECT_EQ(fmt_op_gbps(1e-10), "0.1 B/s");
 }
 
 }  // namespace

@@ -361,6 +361,12 @@ std::string fmt_ratio(double r) {
   return printf_str("x%.2g", r);
 }
 
-std::string fmt_op_gbps(double gbps) { return printf_str("%.3g GB/s", gbps); }
+std::string fmt_op_gbps(double gbps) {
+  static const char* const units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  double v = gbps * 1e9;  // bytes per second
+  int u = 0;
+  while (u < 4 && v >= 1000) v /= 1000, ++u;
+  return printf_str("%.3g %s", v, units[u]);
+}
 
 }  // namespace fabtrace::report

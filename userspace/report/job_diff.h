@@ -142,8 +142,8 @@ std::string diff_text(const Job& a, const Job& b, const JobDiff& d, const DiffOu
 std::string diff_html(const Job& a, const Job& b, const JobDiff& d, const DiffOutputOptions& opt);
 // "x1.23", "x171", "x0.0058".
 std::string fmt_ratio(double r);
-// A per-op bandwidth with 3 significant digits: small messages' are far
-// below 1 GB/s ("0.00265 GB/s").
+// A per-op bandwidth (GB/s, bytes per ns) with 3 significant digits in the
+// unit that fits: small messages' are far below 1 GB/s ("35.9 kB/s").
 std::string fmt_op_gbps(double gbps);
 
 }  // namespace fabtrace::report
