@@ -105,10 +105,11 @@ std::string pingpong(const std::string& tag) {
   return dir;
 }
 
-// The threshold of the tests: far above what a loaded 2-core machine does to
-// the same run twice (measured: see the report of issue 35), far below the
-// planted delay (milliseconds against tens of microseconds).
-constexpr const char* kThreshold = "3";
+// The threshold of the tests: above what a loaded 2-core machine does to the
+// same run twice (the p99 of a ping-pong's sends moved by x2.2 between two
+// runs beside a CI run), far below the planted delay (milliseconds against
+// tens of microseconds).
+constexpr const char* kThreshold = "4";
 
 // Two runs of the same ping-pong differ by less than the threshold on every
 // row, and their rows match one for one, though every address differs (the
@@ -149,7 +150,7 @@ TEST(Diff, TwoRunsOfTheSamePingPongDifferByLessThanTheThreshold) {
 // inside each of its writes.
 struct Writes {
   std::string dir;
-  double p50[2] = {0, 0}, mean[2] = {0, 0};  // per rank, the program's own
+  double p50[2] = {0, 0}, p99[2] = {0, 0}, mean[2] = {0, 0};  // per rank, the program's own
   std::map<std::string, uint64_t> issued;
 };
 constexpr int kWrites = 300;
@@ -168,6 +169,7 @@ Writes writes(const std::string& tag, int gap_ms) {
   for (int rank = 0; rank < 2; ++rank) {
     const auto m = load_json(w.dir + "/app.r" + std::to_string(rank) + ".json").at("measured");
     w.p50[rank] = m.at("write_p50_ns").get<double>();
+    w.p99[rank] = m.at("write_p99_ns").get<double>();
     w.mean[rank] = m.at("write_mean_ns").get<double>();
   }
   w.issued = issued_by_program(w.dir + "/app");
