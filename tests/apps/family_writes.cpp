@@ -7,6 +7,10 @@
 // With --gap KIND:MS rank 0 spends MS ms off CPU (asleep, or blocked reading
 // a pipe) between posting each of its writes and the first poll for it: a
 // delay planted on link r0 -> r1 only.
+// Before its writes, each rank reads one message from the other: the first
+// op to a peer sets the connection up on the connection-oriented utility
+// providers (a write would take that time and its EAGAIN refusals), and a
+// read is a row of its own.
 // Each rank times each of its writes, from just before the call to the
 // return of the poll that brought its completion (steady_clock), and records
 // the nearest-rank p50 and p99 and the mean as "write_p50_ns", "write_p99_ns"
@@ -47,6 +51,13 @@ void write_all(Env& env, const RemoteMem& rm, size_t size) {
   const size_t n = env.opt.count;
   Buffer* src = f.alloc(size, false);
   const bool delayed = env.rank == 0 && env.opt.gap_ms > 0;
+  {
+    OpCtx* ctx = env.ctxs.make("fi_read", kRead, 0);
+    env.post("fi_read", ctx, [&] {
+      return fi_read(f.ep, src->data, size, src->desc, f.peer, rm.addr, rm.key, ctx);
+    });
+    env.wait_done(ctx);
+  }
   std::vector<int64_t> took;
   took.reserve(n);
   for (uint32_t seq = 0; seq < n; ++seq) {

@@ -180,11 +180,12 @@ TEST(JobDiff, LinksAndRanksInOneRunOnly) {
   EXPECT_TRUE(found);
 }
 
-TEST(JobDiff, StallsNewAndGoneWithTheirCQs) {
+TEST(JobDiff, StallsNewGoneAndMoreWithTheirCQs) {
   const SyntheticJob sa = test::make_synthetic_job();
   SyntheticJob sb = sa;
   sb.reports[2].cqs[1].max_gap_ns = 1e6;   // rank 2's 250 ms stall is gone
   sb.reports[0].cqs[0].max_gap_ns = 40e6;  // rank 0's CQ#0 stalls for 40 ms
+  sb.reports[1].cqs[0].gaps[3] = 500;      // rank 1's CQ#0: 500 gaps of 1-10 ms, not 10
   const Job a = job_of(sa);
   Job b = job_of(sb);
   // B's node had a kernel log that explained the new stall (kernel_join.h).
@@ -194,22 +195,32 @@ TEST(JobDiff, StallsNewAndGoneWithTheirCQs) {
       s.cause.verdict = "stopped (SIGSTOP) 39.8 ms";
     }
   const JobDiff d = diff_jobs(a, b, DiffOptions());
-  ASSERT_EQ(d.stalls.size(), 2u);
+  ASSERT_EQ(d.stalls.size(), 3u);
   EXPECT_EQ(d.stalls[0].kind, StallDiff::Kind::kNew);
   EXPECT_EQ(d.stalls[0].label, "r0 CQ#0");
   EXPECT_DOUBLE_EQ(d.stalls[0].gap_ns.b, 40e6);
   EXPECT_EQ(d.stalls[1].kind, StallDiff::Kind::kGone);
   EXPECT_EQ(d.stalls[1].label, "r2 CQ#1");
   EXPECT_DOUBLE_EQ(d.stalls[1].gap_ns.a, 250e6);
+  EXPECT_EQ(d.stalls[2].kind, StallDiff::Kind::kMore);
+  EXPECT_EQ(d.stalls[2].label, "r1 CQ#0");
+  EXPECT_DOUBLE_EQ(d.stalls[2].long_gaps.a, 10);
+  EXPECT_DOUBLE_EQ(d.stalls[2].long_gaps.b, 500);
   const std::string text = diff_text(a, b, d, DiffOutputOptions());
-  EXPECT_NE(text.find("  new     r0 CQ#0  1.00 ms -> 40.0 ms\n      why (B): stopped (SIGSTOP) "
-                      "39.8 ms\n  gone    r2 CQ#1  250.0 ms -> 1.00 ms\n"),
+  EXPECT_NE(text.find("  new     r0 CQ#0  longest 1.00 ms -> 40.0 ms  gaps >= 1 ms 10 -> 10\n"
+                      "      why (B): stopped (SIGSTOP) 39.8 ms\n"
+                      "  gone    r2 CQ#1  longest 250.0 ms -> 1.00 ms  gaps >= 1 ms 11 -> 11\n"
+                      "  more    r1 CQ#0  longest 1.10 ms -> 1.10 ms  gaps >= 1 ms 10 -> 500\n"),
             std::string::npos)
       << text;
-  // A stall in both runs, 4 times longer in B.
+  // A stall in both runs, 4 times longer in B; fewer long gaps than
+  // --min-ops in either run are not compared.
   SyntheticJob sc = sa;
   sc.reports[2].cqs[1].max_gap_ns = 1e9;
-  const JobDiff e = diff_jobs(job_of(sa), job_of(sc), DiffOptions());
+  sc.reports[3].cqs[0].gaps[3] = 1;  // 10 -> 1
+  DiffOptions opt;
+  opt.min_ops = 11;
+  const JobDiff e = diff_jobs(job_of(sa), job_of(sc), opt);
   ASSERT_EQ(e.stalls.size(), 1u);
   EXPECT_EQ(e.stalls[0].kind, StallDiff::Kind::kLonger);
 }

@@ -240,24 +240,30 @@ std::string diff_html(const Job& a, const Job& b, const JobDiff& d, const DiffOu
 
   h.h2("stalls", "Stalls");
   h.note("CQs whose longest poll gap is at least " + fmt_ns(d.opt.stall_ns) +
-         " in either run, and why, where the node had a kernel log (fabtrace record).");
+         " in either run, or whose gaps of 1 ms or more changed by " + fmt_ratio(d.opt.threshold) +
+         "; and why, where the node had a kernel log (fabtrace record).");
   if (d.stalls.empty()) {
     h.note("None.");
   } else {
     Table t({{"", false},
              {"CQ", false},
-             {"gap A", true},
-             {"gap B", true},
+             {"longest A", true},
+             {"longest B", true},
+             {"gaps >= 1 ms A", true},
+             {"gaps >= 1 ms B", true},
              {"why (A)", false},
              {"why (B)", false}},
             "stalls-table");
     for (size_t i = 0; i < d.stalls.size() && i < kMaxTableRows; ++i) {
       const StallDiff& s = d.stalls[i];
-      t.row(s.kind == StallDiff::Kind::kNew || s.kind == StallDiff::Kind::kLonger);
+      t.row(s.kind == StallDiff::Kind::kNew || s.kind == StallDiff::Kind::kMore ||
+            s.kind == StallDiff::Kind::kLonger);
       t.td(stall_kind_name(s.kind));
       t.td(s.label, "addr");
       t.n(s.a ? fmt_ns(s.gap_ns.a) : "-");
       t.n(s.b ? fmt_ns(s.gap_ns.b) : "-");
+      t.n(s.a ? fmt_count(static_cast<uint64_t>(s.long_gaps.a)) : "-");
+      t.n(s.b ? fmt_count(static_cast<uint64_t>(s.long_gaps.b)) : "-");
       t.td(s.a && s.gap_ns.a >= d.opt.stall_ns ? stall_why(*s.a) : "");
       t.td(s.b && s.gap_ns.b >= d.opt.stall_ns ? stall_why(*s.b) : "");
       t.end_row();

@@ -148,14 +148,16 @@ std::string diff_text(const Job& a, const Job& b, const JobDiff& d, const DiffOu
   if (d.ops.empty()) s += "  (no data-path ops)\n";
 
   // Stalls.
-  s += "stalls    CQs whose longest poll gap is >= " + fmt_ns(d.opt.stall_ns) +
-       " (--stall-ms) in A or B: " + (d.stalls.empty() ? "none" : fmt_count(d.stalls.size())) +
-       "\n";
+  s += "stalls    CQs with a longest poll gap >= " + fmt_ns(d.opt.stall_ns) +
+       " (--stall-ms) in A or B, or whose gaps >= 1 ms changed by " + fmt_ratio(d.opt.threshold) +
+       ": " + (d.stalls.empty() ? std::string("none") : fmt_count(d.stalls.size())) + "\n";
   for (size_t i = 0; i < d.stalls.size() && i < opt.top; ++i) {
     const StallDiff& st = d.stalls[i];
-    s += printf_str("  %-7s ", stall_kind_name(st.kind)) + printable(st.label) + "  " +
-         (st.a ? fmt_ns(st.gap_ns.a) : "-") + " -> " + (st.b ? fmt_ns(st.gap_ns.b) : "-") + "\n";
-    // The cause of the stall in the run that has it (both when both do).
+    s += printf_str("  %-7s ", stall_kind_name(st.kind)) + printable(st.label) + "  longest " +
+         (st.a ? fmt_ns(st.gap_ns.a) : "-") + " -> " + (st.b ? fmt_ns(st.gap_ns.b) : "-") +
+         "  gaps >= 1 ms " + (st.a ? fmt_count(static_cast<uint64_t>(st.long_gaps.a)) : "-") +
+         " -> " + (st.b ? fmt_count(static_cast<uint64_t>(st.long_gaps.b)) : "-") + "\n";
+    // The cause of the longest gap in each run that has a stall.
     for (const Stall* x : {st.a, st.b}) {
       if (!x || x->cq.max_gap_ns < d.opt.stall_ns) continue;
       const std::string why = stall_why(*x);

@@ -239,19 +239,34 @@ void diff_stalls(const Job& a, const Job& b, const Names& na, const Names& nb, J
         return x;
       },
       &all);
-  const double limit = d->opt.stall_ns;
+  const double limit = d->opt.stall_ns, thr = d->opt.threshold;
+  const double enough = static_cast<double>(d->opt.min_ops);
+  const auto long_gaps = [](const Stall* s) {
+    uint64_t n = 0;
+    if (s)
+      for (int k = kFirstLongGapClass; k < kGapClasses; ++k) n += s->cq.gaps[k];
+    return static_cast<double>(n);
+  };
   for (StallDiff& s : all) {
     const double ga = s.a ? s.a->cq.max_gap_ns : 0, gb = s.b ? s.b->cq.max_gap_ns : 0;
+    const double ca = long_gaps(s.a), cb = long_gaps(s.b);
     const bool in_a = ga >= limit, in_b = gb >= limit;
-    if (!in_a && !in_b) continue;
+    // Counts compared as ratios, a count of 0 as 1.
+    const double count_ratio = std::max(cb, 1.0) / std::max(ca, 1.0);
+    const bool counts_moved =
+        std::max(ca, cb) >= enough && (count_ratio >= thr || count_ratio <= 1 / thr);
+    if (!in_a && !in_b && !counts_moved) continue;
     s.gap_ns = {ga, gb};
-    if (!in_a)
+    s.long_gaps = {ca, cb};
+    if (!in_a && in_b)
       s.kind = StallDiff::Kind::kNew;
-    else if (!in_b)
+    else if (in_a && !in_b)
       s.kind = StallDiff::Kind::kGone;
-    else if (gb / ga >= d->opt.threshold)
+    else if (counts_moved)
+      s.kind = count_ratio > 1 ? StallDiff::Kind::kMore : StallDiff::Kind::kFewer;
+    else if (gb / ga >= thr)
       s.kind = StallDiff::Kind::kLonger;
-    else if (gb / ga <= 1 / d->opt.threshold)
+    else if (gb / ga <= 1 / thr)
       s.kind = StallDiff::Kind::kShorter;
     else
       s.kind = StallDiff::Kind::kBoth;
@@ -271,6 +286,10 @@ const char* stall_kind_name(StallDiff::Kind k) {
       return "new";
     case StallDiff::Kind::kGone:
       return "gone";
+    case StallDiff::Kind::kMore:
+      return "more";
+    case StallDiff::Kind::kFewer:
+      return "fewer";
     case StallDiff::Kind::kLonger:
       return "longer";
     case StallDiff::Kind::kShorter:

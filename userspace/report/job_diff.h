@@ -86,16 +86,24 @@ struct OpDiff {
   bool changed = false;
 };
 
-// A CQ that is a stall (longest poll gap >= stall_ns) in at least one run.
+// A CQ whose poll gaps changed: a stall (longest poll gap >= stall_ns) in at
+// least one run, or whose gaps of 1 ms or more (the CQ's own count, the
+// stalls a fabtrace record session explains) went up or down by the
+// threshold, with at least min_ops of them in one run. Kinds, first that
+// applies: new (a stall in B only), gone (in A only), more / fewer (gaps of
+// 1 ms or more), longer / shorter (the longest gap), both (a stall in both,
+// about as long).
 struct StallDiff {
-  enum class Kind { kNew, kGone, kLonger, kShorter, kBoth };
+  enum class Kind { kNew, kGone, kMore, kFewer, kLonger, kShorter, kBoth };
   std::string label;  // "r0 CQ#1"
   const Stall* a = nullptr;
   const Stall* b = nullptr;
   Kind kind = Kind::kBoth;
-  FigurePair gap_ns;
+  FigurePair gap_ns;     // the longest gap
+  FigurePair long_gaps;  // gaps of 1 ms or more
 };
-const char* stall_kind_name(StallDiff::Kind k);  // "new", "gone", "longer", "shorter", "both"
+// "new", "gone", "more", "fewer", "longer", "shorter", "both"
+const char* stall_kind_name(StallDiff::Kind k);
 
 // The CI gate: the figures it looks at are the slowdowns of the compared
 // non-receive link rows (p50, p99, per-op bandwidth) and of the compared
