@@ -208,11 +208,8 @@ CLI::Option* add_ratio(CLI::App* app, const std::string& names, const std::strin
       ok = parse_digits(f, e, &frac, &p) && p - f <= 6;
       if (ok) v += static_cast<double>(frac) / std::pow(10.0, static_cast<double>(p - f));
     }
-    char lo_s[32], hi_s[32];
-    std::snprintf(lo_s, sizeof(lo_s), "%g", lo);
-    std::snprintf(hi_s, sizeof(hi_s), "%g", hi);
     if (!ok || p != e || v < lo || v > hi)
-      throw CLI::ValidationError(shown, std::string("takes a number from ") + lo_s + " to " + hi_s +
+      throw CLI::ValidationError(shown, "takes a number from " + plain(lo) + " to " + plain(hi) +
                                             " (digits, a point, at most 6 decimals), not '" + s +
                                             "'");
     set(v);
