@@ -11,10 +11,13 @@
 // op to a peer sets the connection up on the connection-oriented utility
 // providers (a write would take that time and its EAGAIN refusals), and a
 // read is a row of its own.
-// Each rank times each of its writes, from just before the call to the
-// return of the poll that brought its completion (steady_clock), and records
+// Each rank times each of its writes, from just before the call that took
+// it to the return of the CQ read that brought its completion (steady_clock,
+// the reader's own stamp: cq_reader.cpp), and records
 // the nearest-rank p50 and p99 and the mean as "write_p50_ns", "write_p99_ns"
-// and "write_mean_ns". Each target checks every written slot.
+// and "write_mean_ns", and the time of all its ops (the read and the writes,
+// one at a time: the time its NIC had an op in flight) as "busy_ns". Each
+// target checks every written slot.
 #include <rdma/fi_rma.h>
 
 #include <algorithm>
@@ -51,12 +54,16 @@ void write_all(Env& env, const RemoteMem& rm, size_t size) {
   const size_t n = env.opt.count;
   Buffer* src = f.alloc(size, false);
   const bool delayed = env.rank == 0 && env.opt.gap_ms > 0;
+  int64_t read_took = 0;
   {
     OpCtx* ctx = env.ctxs.make("fi_read", kRead, 0);
+    int64_t t0 = 0;
     env.post("fi_read", ctx, [&] {
+      t0 = now_ns();
       return fi_read(f.ep, src->data, size, src->desc, f.peer, rm.addr, rm.key, ctx);
     });
     env.wait_done(ctx);
+    read_took = ctx->comp.read_ns - t0;
   }
   std::vector<int64_t> took;
   took.reserve(n);
@@ -64,13 +71,14 @@ void write_all(Env& env, const RemoteMem& rm, size_t size) {
     fill_payload(src->data, size, kWrite, 0, seq);
     OpCtx* ctx = env.ctxs.make("fi_write", kWrite, seq);
     const uint64_t raddr = rm.addr + seq * size;
-    const int64_t t0 = now_ns();
+    int64_t t0 = 0;  // of the call that took it (a refused one is tried again)
     env.post("fi_write", ctx, [&] {
+      t0 = now_ns();
       return fi_write(f.ep, src->data, size, src->desc, f.peer, raddr, rm.key, ctx);
     });
     if (delayed) planted_gap(env.opt.gap_kind, env.opt.gap_ms);
     env.wait_done(ctx);
-    took.push_back(now_ns() - t0);
+    took.push_back(ctx->comp.read_ns - t0);
   }
   double sum = 0;
   for (const int64_t t : took) sum += static_cast<double>(t);
@@ -78,6 +86,8 @@ void write_all(Env& env, const RemoteMem& rm, size_t size) {
   env.stats.measured("write_p50_ns", nearest_rank(took, 0.50));
   env.stats.measured("write_p99_ns", nearest_rank(took, 0.99));
   env.stats.measured("write_mean_ns", n ? sum / static_cast<double>(n) : 0);
+  // One op at a time: the time with an op of this rank in flight.
+  env.stats.measured("busy_ns", sum + static_cast<double>(read_took));
 }
 
 // Waits (progressing) until every slot the peer wrote holds its payload.

@@ -5,6 +5,7 @@
 // with ratios that agree with the program's own timings, and the exit
 // status gates on it.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -61,9 +62,10 @@ double ratio_of(const std::string& line, const std::string& figure) {
 // Totals per op of what both ranks issued, by the program's own count.
 std::map<std::string, uint64_t> issued_by_program(const std::string& result) {
   std::map<std::string, uint64_t> by;
-  for (const std::string rank : {"0", "1"})
-    for (const auto& kv : load_json(result + ".r" + rank + ".json").at("issued").items())
-      by[kv.key()] += kv.value().get<uint64_t>();
+  for (const std::string rank : {"0", "1"}) {
+    const nlohmann::json app = load_json(result + ".r" + rank + ".json");
+    for (const auto& kv : app.at("issued").items()) by[kv.key()] += kv.value().get<uint64_t>();
+  }
   return by;
 }
 
@@ -80,18 +82,35 @@ void expect_op_counts(const std::string& text, const std::map<std::string, uint6
   ASSERT_EQ(ops.size(), a.size()) << text;
   for (const auto& [op, n] : a) {
     ASSERT_TRUE(b.count(op)) << op;
-    const std::string want = "    " + op + "  " + with_commas(n) + " -> " + with_commas(b.at(op));
+    // After the mark of a changed op ("  * ") or its blanks.
+    const std::string want = op + "  " + with_commas(n) + " -> " + with_commas(b.at(op));
     bool found = false;
-    for (const std::string& l : ops) found |= l.rfind(want, 0) == 0;
+    for (const std::string& l : ops) found |= l.size() > 4 && l.compare(4, want.size(), want) == 0;
     EXPECT_TRUE(found) << want << "\n" << text;
   }
+}
+
+// argv with both ranks on one CPU (the last this test may use): two ranks
+// free to move between the 2 cores of a loaded machine changed their ops'
+// times by x5 from one run to the next (whether they shared a core or not),
+// on one core they stay within 10% (measured: p50 of 300 writes 7.6 to 8.1
+// us over 6 runs, against 10.7 to 16.3 us unpinned).
+std::vector<std::string> on_one_cpu(std::vector<std::string> argv) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cpu = 0;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpu = c;
+  argv.insert(argv.begin(), {"taskset", "-c", std::to_string(cpu)});
+  return argv;
 }
 
 // A ping-pong traced with the preload only: its FABTRACE_DIR.
 std::string pingpong(const std::string& tag) {
   const std::string dir = make_temp_dir(tag);
-  const RunResult r = run({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "pingpong", "--count", "2000",
-                           "--size", "64", "--result", dir + "/app"},
+  const RunResult r = run(on_one_cpu({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "pingpong",
+                                      "--count", "2000", "--size", "64", "--result", dir + "/app"}),
                           {{"FABTRACE_DIR", dir}});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return dir;
@@ -119,7 +138,14 @@ TEST(Diff, TwoRunsOfTheSamePingPongDifferByLessThanTheThreshold) {
     EXPECT_NE(c.out.find("ranks     2 in both\n"), std::string::npos) << c.out;
     expect_op_counts(c.out, issued_by_program(a + "/app"), issued_by_program(b + "/app"));
     EXPECT_EQ(c.err, "");
-    if (c.rc == 0 || attempt == 3) {
+    // Nothing listed either way (a p99 can move by exactly the threshold:
+    // the histogram's buckets are powers of two apart, and the gate looks
+    // for more than it), and the gate passed.
+    const bool clean = c.rc == 0 &&
+                       c.out.find("slower in B (receives left out): none") != std::string::npos &&
+                       c.out.find("faster in B (receives left out): none") != std::string::npos &&
+                       c.out.find("receives (") == std::string::npos;
+    if (clean || attempt == 3) {
       EXPECT_EQ(c.rc, 0) << c.out;
       EXPECT_NE(c.out.find("slower in B (receives left out): none"), std::string::npos) << c.out;
       EXPECT_NE(c.out.find("faster in B (receives left out): none"), std::string::npos) << c.out;
@@ -138,11 +164,14 @@ TEST(Diff, TwoRunsOfTheSamePingPongDifferByLessThanTheThreshold) {
 }
 
 // The writes family (tests/apps/family_writes.cpp): rank 0 writes to rank 1,
-// then rank 1 to rank 0, each timing its own writes; with --gap rank 0 sleeps
+// then rank 1 to rank 0, each timing its own ops; with --gap rank 0 sleeps
 // inside each of its writes.
 struct Writes {
   std::string dir;
-  double p50[2] = {0, 0}, p99[2] = {0, 0}, mean[2] = {0, 0};  // per rank, the program's own
+  // Per rank, the program's own: its writes' p50, p99 and mean, the time
+  // its NIC had an op in flight, and its CQs' gaps of 1 ms or more.
+  double p50[2] = {0, 0}, p99[2] = {0, 0}, mean[2] = {0, 0}, busy[2] = {0, 0};
+  std::vector<uint64_t> long_gaps[2];
   std::map<std::string, uint64_t> issued;
 };
 constexpr int kWrites = 300;
@@ -155,17 +184,25 @@ Writes writes(const std::string& tag, int gap_ms) {
                                    "writes", "--count",  std::to_string(kWrites), "--size",
                                    "64",     "--result", w.dir + "/app"};
   if (gap_ms) argv.insert(argv.end(), {"--gap", "sleep:" + std::to_string(gap_ms)});
-  const RunResult r = run(argv, {{"FABTRACE_DIR", w.dir}});
+  const RunResult r = run(on_one_cpu(argv), {{"FABTRACE_DIR", w.dir}});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (r.exit_code != 0) return w;
   for (int rank = 0; rank < 2; ++rank) {
-    const auto m = load_json(w.dir + "/app.r" + std::to_string(rank) + ".json").at("measured");
+    const nlohmann::json app = load_json(w.dir + "/app.r" + std::to_string(rank) + ".json");
+    const nlohmann::json& m = app.at("measured");
     w.p50[rank] = m.at("write_p50_ns").get<double>();
     w.p99[rank] = m.at("write_p99_ns").get<double>();
     w.mean[rank] = m.at("write_mean_ns").get<double>();
+    w.busy[rank] = m.at("busy_ns").get<double>();
+    for (const auto& cq : app.at("cqs")) w.long_gaps[rank].push_back(cq.at("long_gaps"));
   }
   w.issued = issued_by_program(w.dir + "/app");
   return w;
+}
+
+uint64_t count_of(std::string v) {
+  v.erase(std::remove(v.begin(), v.end(), ','), v.end());
+  return std::stoull(v);
 }
 
 TEST(Diff, APlantedDelayIsFlaggedOnItsLinkOnlyWithTheProgramsRatio) {
@@ -174,23 +211,24 @@ TEST(Diff, APlantedDelayIsFlaggedOnItsLinkOnlyWithTheProgramsRatio) {
     if (HasFailure()) return;
     // The program's own ratios, B / A, per link (rank).
     const double p50_ratio[2] = {b.p50[0] / a.p50[0], b.p50[1] / a.p50[1]};
+    const double p99_ratio[2] = {b.p99[0] / a.p99[0], b.p99[1] / a.p99[1]};
     const double mean_ratio[2] = {b.mean[0] / a.mean[0], b.mean[1] / a.mean[1]};
+    const double busy_ratio = b.busy[0] / a.busy[0];
     std::printf(
-        "program: r0 -> r1 p50 %.0f -> %.0f ns (x%.1f), mean %.0f -> %.0f ns (x%.1f); "
-        "r1 -> r0 p50 %.0f -> %.0f ns (x%.2f), mean x%.2f\n",
-        a.p50[0], b.p50[0], p50_ratio[0], a.mean[0], b.mean[0], mean_ratio[0], a.p50[1], b.p50[1],
-        p50_ratio[1], mean_ratio[1]);
+        "program: r0 -> r1 p50 %.0f -> %.0f ns (x%.1f), mean %.0f -> %.0f ns (x%.1f), busy "
+        "%.0f -> %.0f ns (x%.2f); r1 -> r0 p50 x%.2f, p99 x%.2f, mean x%.2f\n",
+        a.p50[0], b.p50[0], p50_ratio[0], a.mean[0], b.mean[0], mean_ratio[0], a.busy[0], b.busy[0],
+        busy_ratio, p50_ratio[1], p99_ratio[1], mean_ratio[1]);
     // The planted sleep is inside every write of rank 0's.
     ASSERT_GE(b.p50[0], kGapMs * 1e6);
-    const Cli c =
-        fabtrace_cli({"diff", a.dir, b.dir, "--threshold", kThreshold, "--fail-above", kThreshold,
-                      "--stall-ms", std::to_string(kGapMs - 1), "--html", b.dir + "/diff.html"});
+    const Cli c = fabtrace_cli({"diff", a.dir, b.dir, "--threshold", kThreshold, "--fail-above",
+                                kThreshold, "--html", b.dir + "/diff.html"});
     std::printf("%s", c.out.c_str());
-    // The other link is unchanged by the program's own timing too (else the
-    // machine, not the plant, moved it: run again).
-    const bool quiet =
-        p50_ratio[1] < 2 && p50_ratio[1] > 0.5 && mean_ratio[1] < 2 && mean_ratio[1] > 0.5;
-    if (!quiet && attempt < 3) {
+    // The other link is unchanged by the program's own timing too, well
+    // inside the threshold (else the machine, not the plant, moved it: run
+    // again).
+    const auto near_1 = [](double r) { return r < 3 && r > 1.0 / 3; };
+    if (!(near_1(p50_ratio[1]) && near_1(p99_ratio[1]) && near_1(mean_ratio[1])) && attempt < 3) {
       std::printf("attempt %d: the machine moved the undelayed link's own times: again\n", attempt);
       continue;
     }
@@ -207,47 +245,45 @@ TEST(Diff, APlantedDelayIsFlaggedOnItsLinkOnlyWithTheProgramsRatio) {
     ASSERT_EQ(slower.size(), 1u) << c.out;
     EXPECT_EQ(slower[0].rfind("  r0 -> r1  fi_write 64 B  p50 ", 0), 0u) << slower[0];
     EXPECT_NE(c.out.find("faster in B (receives left out): none"), std::string::npos) << c.out;
-    // The ratios against the program's. p50: the tracer's percentiles are
-    // within 12.5% of the true value (common/histogram.h), and its window of
-    // an op (call to completion read) lies inside the program's (before the
-    // call to the return of its poll): the unplanted run's ops are tens of
-    // microseconds, where the program's own few microseconds around the
-    // call count. Mean (the per-op bandwidth's ratio is its inverse): exact
-    // sums, the same windows.
+    // The ratios against the program's. The tracer's window of an op (its
+    // call to the return of the CQ read that brought its completion) is the
+    // program's, a few hundred ns inside it. p50: the tracer's percentiles
+    // are within 12.5% of the true value (common/histogram.h), in each run.
+    // Mean (the per-op bandwidth's ratio is its inverse): exact sums.
     const double p50 = ratio_of(slower[0], "p50"), bw = ratio_of(slower[0], "bw");
     ASSERT_GT(p50, 0) << slower[0];
     ASSERT_GT(bw, 0) << slower[0];
-    EXPECT_NEAR(p50 / p50_ratio[0], 1.0, 0.35) << slower[0];
-    EXPECT_NEAR((1 / bw) / mean_ratio[0], 1.0, 0.25) << slower[0];
-    // The NIC of that link, alone: one write at a time, so its busy time is
-    // the sum of the writes' times and its bandwidth ratio the inverse of
-    // the mean's.
+    EXPECT_NEAR(p50 / p50_ratio[0], 1.0, 0.25) << slower[0];
+    EXPECT_NEAR((1 / bw) / mean_ratio[0], 1.0, 0.15) << slower[0];
+    // The NIC of that link, alone. One op at a time: its busy time is the
+    // sum of the rank's ops' times (the warm-up read's too), and its
+    // bandwidth's ratio the inverse of that sum's (the same bytes).
     std::string nic_head;
     const std::vector<std::string> nics = section(c.out, "NICs ", &nic_head);
     EXPECT_NE(nic_head.find(": 2 compared, 1 changed"), std::string::npos) << c.out;
     ASSERT_EQ(nics.size(), 1u) << c.out;
     EXPECT_EQ(nics[0].rfind("  r0 ", 0), 0u) << nics[0];
-    EXPECT_NE(nics[0].find("  slower  "), std::string::npos) << nics[0];
-    const std::regex nic_re("GB/s x([0-9.e+-]+)  slower");
+    const std::regex nic_re("/s x([0-9.e+-]+)  slower");
     std::smatch m;
     ASSERT_TRUE(std::regex_search(nics[0], m, nic_re)) << nics[0];
-    EXPECT_NEAR((1 / std::stod(m[1])) / mean_ratio[0], 1.0, 0.25) << nics[0];
-    // Rank 0's CQs went without a poll for each planted sleep, in B: at least
-    // one gap of 1 ms or more per write, where A had few.
-    bool more = false;
+    EXPECT_NEAR((1 / std::stod(m[1])) / busy_ratio, 1.0, 0.15) << nics[0];
+    // Rank 0's CQs went without a poll for each planted sleep, in B: a gap of
+    // 1 ms or more per write, as many as the program's own poll stamps count
+    // (each CQ's; a gap near 1 ms may fall either side of it in each).
+    size_t more = 0;
     const std::regex stall_re(
         "^  more +r0 CQ#\\d+  longest .*  gaps >= 1 ms ([0-9,]+) -> ([0-9,]+)$");
+    const auto [lo, hi] = std::minmax_element(b.long_gaps[0].begin(), b.long_gaps[0].end());
+    ASSERT_NE(lo, b.long_gaps[0].end());
+    ASSERT_GE(*lo, static_cast<uint64_t>(kWrites));
     for (const std::string& l : section(c.out, "stalls ")) {
       std::smatch s;
       if (!std::regex_match(l, s, stall_re)) continue;
-      const auto count = [](std::string v) {
-        v.erase(std::remove(v.begin(), v.end(), ','), v.end());
-        return std::stoull(v);
-      };
-      more |= count(s[2]) >= static_cast<uint64_t>(kWrites) &&
-              count(s[1]) < static_cast<uint64_t>(kWrites) / 4;
+      ++more;
+      EXPECT_GE(count_of(s[2]) + 3, *lo) << l;
+      EXPECT_LE(count_of(s[2]), *hi + 3) << l;
     }
-    EXPECT_TRUE(more) << c.out;
+    EXPECT_EQ(more, b.long_gaps[0].size()) << c.out;
     // The gate: the largest slowdown is that link's; a limit above it passes.
     EXPECT_NE(c.out.find("gate      largest slowdown x"), std::string::npos) << c.out;
     EXPECT_NE(c.out.find("(r0 -> r1  fi_write 64 B "), std::string::npos) << c.out;
