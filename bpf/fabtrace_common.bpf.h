@@ -102,6 +102,19 @@ struct {
   __type(value, struct ft_thread_state);
 } threads SEC(".maps");
 
+/* Each traced process's share of `threads`: the entries its threads hold
+ * (one each, from its first event to its exit) and the events of its threads
+ * refused a place (over the share, or the table full), so that one process
+ * with thousands of threads cannot take the table from the others. LRU: a forgotten process starts
+ * again from zero, which errs towards tracing its threads. */
+#define FT_THREADS_PER_PROC (FT_MAX_THREADS / 8)
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FT_MAX_PROCS);
+  __type(key, __u32);
+  __type(value, struct ft_thread_share);
+} thread_share SEC(".maps");
+
 /* A zeroed state to create threads from (too large for the BPF stack). */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -146,18 +159,40 @@ static __always_inline struct ft_thread_state* ft_thread(__u32 tid) {
   return bpf_map_lookup_elem(&threads, &tid);
 }
 
-static __always_inline struct ft_thread_state* ft_thread_get(__u32 tid, __u64 now) {
+/* The state of thread `tid` of traced process `tgid`, created at its first
+ * event while the process holds less than its share of the table (else NULL,
+ * counted for the process and in FT_CNT_THREADS_OVER_SHARE). */
+static __always_inline struct ft_thread_state* ft_thread_get(__u32 tgid, __u32 tid, __u64 now) {
   struct ft_thread_state* st = bpf_map_lookup_elem(&threads, &tid);
   if (st) return st;
+  const struct ft_thread_share none = {};
+  bpf_map_update_elem(&thread_share, &tgid, &none, BPF_NOEXIST);
+  struct ft_thread_share* share = bpf_map_lookup_elem(&thread_share, &tgid);
+  if (share && share->held >= FT_THREADS_PER_PROC) {
+    __sync_fetch_and_add(&share->over, 1);
+    ft_count(FT_CNT_THREADS_OVER_SHARE);
+    return 0;
+  }
   __u32 zero = 0;
   struct ft_thread_state* z = bpf_map_lookup_elem(&thread_zero, &zero);
   if (!z) return 0;
   z->first_seen = now;
   const long err = bpf_map_update_elem(&threads, &tid, z, BPF_NOEXIST);
   z->first_seen = 0;
+  if (!err && share) __sync_fetch_and_add(&share->held, 1);
   st = bpf_map_lookup_elem(&threads, &tid);
-  if (!st && err) ft_count(FT_CNT_THREADS_FULL);
+  if (!st && err) {
+    ft_count(FT_CNT_THREADS_FULL);
+    if (share) __sync_fetch_and_add(&share->over, 1);
+  }
   return st;
+}
+
+/* Thread `tid` of `tgid` exits: its entry leaves the table and its process's share. */
+static __always_inline void ft_thread_exit(__u32 tgid, __u32 tid) {
+  if (bpf_map_delete_elem(&threads, &tid) != 0) return;
+  struct ft_thread_share* share = bpf_map_lookup_elem(&thread_share, &tgid);
+  if (share && share->held) __sync_fetch_and_add(&share->held, (__u32)-1);
 }
 
 /* Reserves a record of `kind` in the ring buffer with its header filled; counts

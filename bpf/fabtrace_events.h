@@ -162,6 +162,14 @@ struct ft_proc {
   __u64 since; /* CLOCK_MONOTONIC ns when it became traced */
 };
 
+/* A traced process's share of the thread table (map thread_share, key: tgid):
+ * the threads it has there, and the events of its threads refused a place
+ * (over its share, or the table full). */
+struct ft_thread_share {
+  __u32 held;
+  __u32 over;
+};
+
 /* A connection as the kernel's socket sees it (local first). The key of the
  * traced-sockets map, which the collector also fills from /proc for connections
  * that existed before the session. Unused bytes are zero. */
@@ -378,8 +386,9 @@ enum ft_counter {
    * kernel ran it without a sched_switch naming it (seen on these VMs after a
    * real-time task exits). The interval is closed at the CPU's last switch. */
   FT_CNT_IN_UNSEEN,
-  FT_CNT_USDT_OVER_BUDGET, /* a USDT record over its process's budget per second: dropped */
-  FT_CNT_USDT_MALFORMED,   /* a USDT probe's arguments out of range: counted, not recorded */
+  FT_CNT_USDT_OVER_BUDGET,   /* a USDT record over its process's budget per second: dropped */
+  FT_CNT_USDT_MALFORMED,     /* a USDT probe's arguments out of range: counted, not recorded */
+  FT_CNT_THREADS_OVER_SHARE, /* a traced thread not tracked: its process holds its share */
   FT_COUNTERS
 };
 

@@ -36,7 +36,7 @@ static __always_inline void leave(__u32 slot, __u32 irq, __s32 ret, struct irqac
   const __u64 now = bpf_ktime_get_ns();
   const __u64 start = o->start;
   o->start = 0;
-  struct ft_thread_state* st = ft_thread_get(o->tid, now);
+  struct ft_thread_state* st = ft_thread_get(o->tgid, o->tid, now);
   if (st) {
     __u64 n = st->irq_n;
     struct ft_irq_slot* s = &st->irq[n & (FT_IRQ_HIST - 1)];

@@ -38,7 +38,7 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   if (!ft_is_traced(tgid)) return 0;
   const __u32 tid = ft_cur_tid();
   const __u64 now = bpf_ktime_get_ns();
-  struct ft_thread_state* st = ft_thread_get(tid, now);
+  struct ft_thread_state* st = ft_thread_get(tgid, tid, now);
   if (!st) return 0;
   if (!st->flt_count) st->flt_first = now;
   st->flt_count++;

@@ -257,8 +257,11 @@ static __always_inline void analyze(struct ft_window* w, __u32 tgid, __u32 tid) 
     w->flags |= FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ | FT_WIN_PARTIAL_FAULT;
   struct ft_thread_state* st = ft_thread(tid);
   if (!st) {
-    /* No event since the process became traced: it ran all along. */
-    if (!p) w->flags |= FT_WIN_UNKNOWN_THREAD;
+    /* No event since the process became traced: it ran all along. Unless its
+     * process had threads refused a place in the table (its share held, or the
+     * table full): then this may be one of them, and nothing is known. */
+    const struct ft_thread_share* share = bpf_map_lookup_elem(&thread_share, &tgid);
+    if (!p || (share && share->over)) w->flags |= FT_WIN_UNKNOWN_THREAD;
     w->on_cpu_ns = e > s ? e - s : 0;
     return;
   }

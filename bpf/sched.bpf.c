@@ -119,7 +119,7 @@ static __always_inline void switch_out(struct task_struct* prev, struct task_str
   const __u32 tgid = BPF_CORE_READ(prev, tgid);
   if (!ft_is_traced(tgid)) return;
   const __u32 tid = BPF_CORE_READ(prev, pid);
-  struct ft_thread_state* st = ft_thread_get(tid, now);
+  struct ft_thread_state* st = ft_thread_get(tgid, tid, now);
   if (!st) return;
   if (st->off_start) {
     /* Leaving a CPU it was never seen getting: it got it at this CPU's previous
@@ -145,7 +145,7 @@ static __always_inline void switch_in(struct task_struct* prev, struct task_stru
   const __u32 tgid = BPF_CORE_READ(next, tgid);
   if (!ft_is_traced(tgid)) return;
   const __u32 tid = BPF_CORE_READ(next, pid);
-  struct ft_thread_state* st = ft_thread_get(tid, now);
+  struct ft_thread_state* st = ft_thread_get(tgid, tid, now);
   if (!st) return;
   const __u32 cpu = bpf_get_smp_processor_id();
   const bool new_thread = st->first_seen == now;
@@ -215,7 +215,7 @@ int BPF_PROG(ft_sched_exit, struct task_struct* p, bool group_dead) {
     r->faults_total = faults;
     ft_submit(r);
   }
-  bpf_map_delete_elem(&threads, &tid);
+  ft_thread_exit(tgid, tid);
   if (group_dead) bpf_map_delete_elem(&traced, &tgid);
   return 0;
 }

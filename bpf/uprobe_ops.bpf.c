@@ -216,6 +216,28 @@ static __always_inline bool may_add(void* map, const void* key, __u32 tgid, bool
   return true;
 }
 
+/* May process `tgid` put one more op in flight? Yes, charged to it, when it
+ * holds less than its share; no, counted for it and as lost, when it holds it. */
+static __always_inline bool inflight_take(__u32 tgid) {
+  struct ft_up_quota* q = lookup_or_zero(&up_quota, &tgid);
+  if (!q) return true;
+  if (q->inflight >= FT_UP_INFLIGHT_PER_PROC) {
+    __sync_fetch_and_add(&q->inflight_over, 1);
+    lost(FT_UP_LOST_INFLIGHT_QUOTA);
+    return false;
+  }
+  __sync_fetch_and_add(&q->inflight, 1);
+  return true;
+}
+
+/* Deletes `key` from in-flight map `map` and, when it was there, gives its
+ * place back to process `tgid`'s share. */
+static __always_inline void inflight_delete(void* map, const void* key, __u32 tgid) {
+  if (bpf_map_delete_elem(map, key) != 0) return;
+  struct ft_up_quota* q = bpf_map_lookup_elem(&up_quota, &tgid);
+  if (q && q->inflight) __sync_fetch_and_add(&q->inflight, (__u64)-1);
+}
+
 /* Takes (copies out of `map` and deletes) this thread's call in flight (struct
  * ft_up_call, ft_up_poll, ft_up_open: the entry's stack pointer first) when
  * this return is its own, not a nested call's: the return address was popped.
@@ -382,14 +404,19 @@ static __always_inline __u32 park(__u32 tgid, const struct ft_up_call* c) {
                             .site = c->site,
                             .rx = c->cls == FT_UP_RX};
   struct ft_up_pending* head = bpf_map_lookup_elem(&up_pending, &k);
+  /* Over its process's share the op is not parked, so not timed: its
+   * completion finds nothing (unmatched), or, queued behind an older op with
+   * its context, a hole that ends that queue; never another op. */
+  const bool room = inflight_take(tgid);
   if (!head) {
-    bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
+    if (room) bpf_map_update_elem(&up_pending, &k, &p, BPF_ANY);
     return 0;
   }
   /* Not atomic: two threads issuing ops with one context at once are not
    * told apart anyway. */
   const __u32 seq = head->dup_tail;
   head->dup_tail = seq + 1;
+  if (!room) return 0;
   struct ft_up_dup_key dk = {.tgid = tgid, .seq = seq, .ptr = c->ctx};
   bpf_map_update_elem(&up_dup, &dk, &p, BPF_ANY);
   return seq + 1;
@@ -409,11 +436,11 @@ static __always_inline void next_pending(const struct ft_up_key* k, struct ft_up
       *head = *d;
       head->dup_head = h;
       head->dup_tail = t;
-      bpf_map_delete_elem(&up_dup, &dk);
+      inflight_delete(&up_dup, &dk, k->tgid);
       return;
     }
   }
-  bpf_map_delete_elem(&up_pending, k);
+  inflight_delete(&up_pending, k, k->tgid);
 }
 
 /* A refused op's record, taken back from where park() put it. */
@@ -428,7 +455,7 @@ static __always_inline void unpark(__u32 tgid, const struct ft_up_call* c) {
   struct ft_up_dup_key dk = {.tgid = tgid, .seq = c->slot - 1, .ptr = c->ctx};
   const struct ft_up_pending* d = bpf_map_lookup_elem(&up_dup, &dk);
   if (!d || d->start != c->start) return;
-  bpf_map_delete_elem(&up_dup, &dk);
+  inflight_delete(&up_dup, &dk, tgid);
   if (head->dup_tail == c->slot) head->dup_tail -= 1; /* the newest: no hole */
 }
 
@@ -600,6 +627,9 @@ int ft_up_op_ret(struct pt_regs* regs) {
   if (!f) return 0;
   struct ft_up_seq_key sk = {
       .tgid = tgid, .cls = fk.cls, .cq = cq, .seq = __sync_fetch_and_add(&f->tail, 1)};
+  /* Over its process's share the op keeps its turn in the CQ's order but no
+   * record: its completion finds the empty turn (unmatched), never the next op. */
+  if (!inflight_take(tgid)) return 0;
   bpf_map_update_elem(&up_seq_pending, &sk, &p, BPF_ANY);
   return 0;
 }
@@ -873,7 +903,7 @@ static long walk_entry(__u64 i, void* arg) {
   if (k.ptr)
     next_pending(&k, p);
   else
-    bpf_map_delete_elem(&up_seq_pending, &sk);
+    inflight_delete(&up_seq_pending, &sk, tgid);
   struct ft_up_stats* s = stats_of(tgid, op, ep, peer, bytes, posted);
   if (!s) return 0;
   s->completions += 1;

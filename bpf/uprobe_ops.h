@@ -431,7 +431,8 @@ enum ft_up_lost {
   FT_UP_LOST_ADDRS = 1,     /* an AV entry or endpoint name not kept: full */
   FT_UP_LOST_QUOTA = 2,     /* a statistics row not created: its process holds its quota */
   FT_UP_LOST_OBJ_QUOTA = 3, /* a CQ, endpoint or address not kept: its process holds its share */
-  FT_UP_LOST_KINDS = 4
+  FT_UP_LOST_INFLIGHT_QUOTA = 4, /* an op not timed: its process holds its share of ops in flight */
+  FT_UP_LOST_KINDS = 5
 };
 
 /* A process's share of the statistics rows (up_quota, key: tgid): the rows it
@@ -442,17 +443,27 @@ enum ft_up_lost {
  * CQ and endpoint maps (up_cqs, up_eps, up_ep_av, up_fifo: `objs`, at most
  * ft_up_objs_per_proc) and in the address maps (up_av_addrs, up_ep_names,
  * up_ep_conns: `addrs`, at most ft_up_addrs_per_proc), and the new entries
- * refused over either share (`objs_over`). */
+ * refused over either share (`objs_over`). And its ops in flight (up_pending,
+ * up_dup, up_seq_pending: `inflight`, at most FT_UP_INFLIGHT_PER_PROC), so
+ * that a process issuing ops that never complete cannot push the others' out
+ * of those LRU maps, and the ops refused a place over that share
+ * (`inflight_over`: not timed, their completions counted unmatched). An entry
+ * the LRU evicts is not given back: `inflight` then errs high, which only
+ * happens once the maps hold more than the shares of 8 processes. */
 struct ft_up_quota {
   __u64 rows;
   __u64 over;
   __u64 objs;
   __u64 addrs;
   __u64 objs_over;
+  __u64 inflight;
+  __u64 inflight_over;
 };
 /* The shares of the set-up maps: a sixteenth of each, as for the rows. */
 #define FT_UP_OBJS_PER_PROC (FT_UP_MAX_CQS / 16)
 #define FT_UP_ADDRS_PER_PROC (FT_UP_MAX_ADDRS / 16)
+/* Ops in flight: an eighth of one map's entries, across the three. */
+#define FT_UP_INFLIGHT_PER_PROC (FT_UP_MAX_PENDING / 8)
 #define FT_UP_MAX_PROCS 4096 /* processes with rows (LRU: the least recent is forgotten) */
 
 /* floor(log2(x)), 0 for 0 and 1, without a loop the verifier must unroll on

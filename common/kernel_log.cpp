@@ -78,6 +78,14 @@ const char* off_kind_name(uint8_t k) {
 
 }  // namespace kernel_log
 
+uint64_t KernelStats::Process::total() const {
+  uint64_t n = 0;
+#define FT_X(name, what) n += name;
+  FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
+  return n;
+}
+
 uint64_t KernelStats::lost_total() const {
   uint64_t n = 0;
   for (uint64_t v : lost) n += v;
@@ -133,16 +141,17 @@ json stats_json(const KernelStats& s) {
   json procs = json::object();
   for (const auto& [pid, p] : s.per_process) {
     if (procs.size() >= kMaxStatsProcesses) break;
-    procs[std::to_string(pid)] = {{"over_budget", p.over_budget},
-                                  {"malformed", p.malformed},
-                                  {"uprobe_rows_over_quota", p.uprobe_rows_over_quota},
-                                  {"uprobe_objects_over_quota", p.uprobe_objects_over_quota}};
+    json& o = procs[std::to_string(pid)];
+#define FT_X(name, what) o[#name] = p.name;
+    FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
   }
   return json{{"emitted", emitted},
               {"lost", lost},
               {"untraced_retransmits", s.untraced_retrans},
               {"untraced_drops", s.untraced_drops},
               {"threads_full", s.threads_full},
+              {"threads_over_share", s.threads_over_share},
               {"recursion_misses", s.recursion_misses},
               {"in_without_out", s.in_without_out},
               {"in_unseen", s.in_unseen},
@@ -162,6 +171,7 @@ void stats_from(const json& j, KernelStats* s) {
   s->untraced_retrans = u64_of(j, "untraced_retransmits");
   s->untraced_drops = u64_of(j, "untraced_drops");
   s->threads_full = u64_of(j, "threads_full");
+  s->threads_over_share = u64_of(j, "threads_over_share");
   s->recursion_misses = u64_of(j, "recursion_misses");
   s->in_without_out = u64_of(j, "in_without_out");
   s->in_unseen = u64_of(j, "in_unseen");
@@ -175,10 +185,9 @@ void stats_from(const json& j, KernelStats* s) {
     const unsigned long pid = std::strtoul(key.c_str(), &end, 10);
     if (key.empty() || *end || pid == 0 || pid > 0x3fffffff || !v.is_object()) continue;
     KernelStats::Process& p = s->per_process[static_cast<uint32_t>(pid)];
-    p.over_budget = u64_of(v, "over_budget");
-    p.malformed = u64_of(v, "malformed");
-    p.uprobe_rows_over_quota = u64_of(v, "uprobe_rows_over_quota");
-    p.uprobe_objects_over_quota = u64_of(v, "uprobe_objects_over_quota");
+#define FT_X(name, what) p.name = u64_of(v, #name);
+    FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
   }
 }
 

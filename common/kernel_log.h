@@ -119,6 +119,7 @@ struct KernelStats {
   uint64_t emitted[FT_EV_KINDS] = {};
   uint64_t lost[FT_EV_KINDS] = {};
   uint64_t untraced_retrans = 0, untraced_drops = 0, threads_full = 0;
+  uint64_t threads_over_share = 0;  // events of threads not tracked: their process held its share
   // Runs of a program the kernel skipped because another run of it was active
   // on the same CPU (bpf_prog_info.recursion_misses, summed): events not seen.
   uint64_t recursion_misses = 0;
@@ -128,10 +129,21 @@ struct KernelStats {
   // arguments were out of range (not recorded); per process with the uprobe
   // statistics rows a process could not have over its quota.
   uint64_t usdt_over_budget = 0, usdt_malformed = 0;
+  // What one process lost to its budget, quotas and shares: one list for the
+  // struct, the log's JSON (the member's name) and the collector's line.
+#define FT_KERNEL_PROCESS_COUNTS(X)                                                           \
+  X(over_budget, "probe records over its budget (dropped)")                                   \
+  X(malformed, "probes with malformed arguments (not explained)")                             \
+  X(uprobe_rows_over_quota, "uprobe rows refused over its quota")                             \
+  X(uprobe_objects_over_quota, "of its CQs, endpoints and addresses not kept over its share") \
+  X(uprobe_inflight_over_quota, "uprobe ops not timed over its share of ops in flight")       \
+  X(threads_over_share,                                                                       \
+    "events of its threads not tracked (its share of the thread table held, or the table full)")
   struct Process {
-    uint64_t over_budget = 0, malformed = 0, uprobe_rows_over_quota = 0;
-    // --uprobes' CQs, endpoints and addresses not kept over the process's share.
-    uint64_t uprobe_objects_over_quota = 0;
+#define FT_X(name, what) uint64_t name = 0;
+    FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
+    uint64_t total() const;
   };
   std::map<uint32_t, Process> per_process;  // only processes with a count
   uint64_t lost_total() const;

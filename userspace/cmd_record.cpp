@@ -315,6 +315,12 @@ int record_session(const RecordArgs& args) {
                    "statistics map (%u rows), %llu addresses not kept (their map full)\n",
                    static_cast<unsigned long long>(lost[FT_UP_LOST_STATS]), col.uprobe_max_rows(),
                    static_cast<unsigned long long>(lost[FT_UP_LOST_ADDRS]));
+    if (lost.size() > FT_UP_LOST_INFLIGHT_QUOTA && lost[FT_UP_LOST_INFLIGHT_QUOTA])
+      std::fprintf(stderr,
+                   "fabtrace record: uprobes: %llu ops not timed: their process held its share "
+                   "of ops in flight (%u)\n",
+                   static_cast<unsigned long long>(lost[FT_UP_LOST_INFLIGHT_QUOTA]),
+                   static_cast<unsigned>(FT_UP_INFLIGHT_PER_PROC));
     for (const ScannedProcess& p : col.unprobed_later())
       std::fprintf(stderr,
                    "fabtrace record: uprobes: pid %d (%s) started during the session and maps "

@@ -1,5 +1,7 @@
 #include "cq_reader.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -136,6 +138,20 @@ const char* cq_method_name(CqMethod m) {
   }
 }
 
+namespace {
+thread_local bool tl_track_faults = false;
+thread_local ReadFaults tl_read_faults;
+}  // namespace
+
+uint64_t thread_faults() {
+  rusage u{};
+  if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
+  return static_cast<uint64_t>(u.ru_minflt) + static_cast<uint64_t>(u.ru_majflt);
+}
+
+void track_read_faults() { tl_track_faults = true; }
+ReadFaults last_read_faults() { return tl_read_faults; }
+
 size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_ms,
                std::vector<Completion>* out) {
   alignas(16) unsigned char buf[kBatch * sizeof(fi_cq_tagged_entry)];
@@ -143,6 +159,8 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
   for (fi_addr_t& a : src) a = FI_ADDR_NOTAVAIL;
   ssize_t r;
   g_polls.fetch_add(1, std::memory_order_relaxed);
+  const bool track = tl_track_faults;
+  if (track) tl_read_faults.before = thread_faults();
   switch (method) {
     case CqMethod::kReadFrom:
       r = fi_cq_readfrom(cq, buf, kBatch, src);
@@ -155,6 +173,7 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
       r = fi_cq_read(cq, buf, kBatch);
       break;
   }
+  if (track) tl_read_faults.after = thread_faults();
   const int64_t now = method != CqMethod::kSRead ? steady_ns() : 0;
   if (method != CqMethod::kSRead) stamp_poll(cq, now);
   if (r == -FI_EAGAIN || r == -FI_ETIMEDOUT || r == 0) return 0;

@@ -33,4 +33,18 @@ uint64_t cq_polls_made();
 // polls: [{"polls":N,"max_gap_ns":G,"long_gaps":L},...].
 std::string cq_poll_stats_json();
 
+// The calling thread's page faults so far (minor and major, getrusage).
+uint64_t thread_faults();
+
+// The calling thread's faults just before and just after its latest CQ read,
+// once it called track_read_faults() (two getrusage calls per read from then
+// on): the program's own bounds on the faults between two of its polls, from
+// the end of one to the start of the next (inside) and from the start of one
+// to the end of the next (around), whichever instants a tracer stamps.
+struct ReadFaults {
+  uint64_t before = 0, after = 0;
+};
+void track_read_faults();
+ReadFaults last_read_faults();
+
 }  // namespace ftapp

@@ -8,14 +8,15 @@
 // and with --touch-mb N rank 0 touches N MiB of fresh memory between posting
 // round trip #100's send and polling its completion: a slow op with page faults
 // inside its window; and with --gap KIND:MS it spends MS ms there, asleep or
-// blocked reading a pipe. The page faults of rank 0's thread from the end of
-// round trip #99 to the first poll of #100 (its own fault counters) are
-// measured as "gap_faults", the touch's alone as "touch_faults".
+// blocked reading a pipe. The page faults of rank 0's thread between the last
+// CQ read of round trip #99 and the first of #100 (its own fault counters
+// around those reads) are measured as "gap_faults_inside" (from the end of
+// the one to the start of the other) and "gap_faults_around" (from the start
+// of the one to the end of the other), the touch's alone as "touch_faults".
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,13 +103,6 @@ void touch_fresh(size_t mb) {
   munmap(p, len);
 }
 
-// The calling thread's page faults so far (minor and major), by its own counters.
-uint64_t thread_faults() {
-  rusage u{};
-  if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
-  return static_cast<uint64_t>(u.ru_minflt) + static_cast<uint64_t>(u.ru_majflt);
-}
-
 bool stop_file_exists(const Options& o, uint32_t seq) {
   return !o.until.empty() && seq % 64 == 0 && access(o.until.c_str(), F_OK) == 0;
 }
@@ -131,7 +125,11 @@ void round_trips(Env& env, bool busy) {
     for (;; ++seq) {
       const bool last = seq + 1 >= n || (busy && stop_file_exists(env.opt, seq + 1));
       const bool planted = busy && seq == kTouchAt;
-      const uint64_t before = planted ? thread_faults() : 0;
+      // With a touch, the faults of the gap: its reads' bounds (after #99's
+      // last read returned, before #100's first began: inside; from the start
+      // of the one to the end of the other: around).
+      if (busy && env.opt.touch_mb && seq == 0) track_read_faults();
+      const ReadFaults ended = planted ? last_read_faults() : ReadFaults{};
       OpCtx* r = ops.recv(rbuf[0], kPong, seq);
       OpCtx* s = ops.send(sbuf, last ? kLastPing : kPing, seq);
       uint64_t touch_faults = 0;
@@ -141,16 +139,16 @@ void round_trips(Env& env, bool busy) {
         touch_faults = thread_faults() - t0;
       }
       if (planted && env.opt.gap_ms) planted_gap(env.opt.gap_kind, env.opt.gap_ms);
-      // Read last thing before the first poll, and recorded after it: the
-      // recording allocates, and a fault it takes would lie inside the gap
-      // but outside the program's own window.
-      const uint64_t after = planted ? thread_faults() : 0;
+      if (planted && env.opt.touch_mb) {
+        env.progress();  // the first read after the gap
+        const ReadFaults next = last_read_faults();
+        // Recorded only now: recording allocates, and may fault.
+        env.stats.measured("touch_faults", static_cast<double>(touch_faults));
+        env.stats.measured("gap_faults_inside", static_cast<double>(next.before - ended.after));
+        env.stats.measured("gap_faults_around", static_cast<double>(next.after - ended.before));
+      }
       env.wait_done(s);
       env.wait_done(r);
-      if (planted) {
-        if (env.opt.touch_mb) env.stats.measured("touch_faults", static_cast<double>(touch_faults));
-        env.stats.measured("gap_faults", static_cast<double>(after - before));
-      }
       ops.verify(rbuf[0], r, kPong);
       if (last) break;
     }

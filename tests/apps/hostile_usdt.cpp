@@ -10,6 +10,11 @@
 //   malformed N            once attached: fires N probes of each malformed
 //                          kind and N well-formed ones; prints what it fired
 //   swap A B S             exchanges paths A and B (renameat2) for S seconds
+//   threads N S CQ         once attached: starts N threads that wake every
+//                          100 ms for S seconds; the main thread, then the
+//                          last thread started, each sleep 50 ms inside a CQ
+//                          stall window they report (cq CQ, then CQ + 1);
+//                          prints "threads N"
 // Exit 3: no session attached in time.
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -17,11 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 extern "C" {
 int hostile_attached();
@@ -49,10 +58,76 @@ bool wait_attached(double seconds) {
   return true;
 }
 
+// A stall window of cq `cq` with 50 ms asleep inside it.
+void sleep_in_stall(uint64_t cq) {
+  const uint64_t start = mono_ns();
+  usleep(50000);
+  hostile_cq_stall(cq, start, mono_ns());
+}
+
+struct Threads {
+  uint64_t end_ns = 0;
+  uint64_t cq = 0;
+  std::atomic<int> started{0};
+  std::atomic<bool> plant{false};
+};
+
+// Each thread: one sleep at once (its first event), then a wake every 100 ms.
+void* thread_main(void* arg) {
+  auto* t = static_cast<Threads*>(arg);
+  usleep(1000);
+  t->started.fetch_add(1);
+  while (mono_ns() < t->end_ns) usleep(100000);
+  return nullptr;
+}
+
+// The last one started: the same, and its stall window once the main thread says so.
+void* last_thread_main(void* arg) {
+  auto* t = static_cast<Threads*>(arg);
+  usleep(1000);
+  t->started.fetch_add(1);
+  while (!t->plant.load()) usleep(10000);
+  sleep_in_stall(t->cq + 1);
+  while (mono_ns() < t->end_ns) usleep(100000);
+  return nullptr;
+}
+
+int many_threads(int n, double seconds, uint64_t cq) {
+  if (n < 1) return 2;
+  if (!wait_attached(60)) return 3;
+  hostile_thread_start("threads");
+  usleep(200000);  // the collector's scan registers the process too
+  Threads t;
+  t.end_ns = mono_ns() + static_cast<uint64_t>(seconds * 1e9);
+  t.cq = cq;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  std::vector<pthread_t> ids;
+  for (int i = 0; i < n; ++i) {
+    pthread_t id;
+    if (pthread_create(&id, &attr, i + 1 == n ? last_thread_main : thread_main, &t) != 0) {
+      std::fprintf(stderr, "pthread_create failed after %d threads\n", i);
+      t.end_ns = 0;
+      t.plant = true;
+      for (pthread_t j : ids) pthread_join(j, nullptr);
+      return 4;
+    }
+    ids.push_back(id);
+  }
+  while (t.started.load() < n) usleep(10000);
+  usleep(200000);  // every thread has slept once: each has its place, or was refused
+  sleep_in_stall(cq);
+  t.plant = true;
+  for (pthread_t j : ids) pthread_join(j, nullptr);
+  std::printf("threads %d\n", n);
+  return 0;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: hostile_usdt idle S | mark-when-attached S | flood S | malformed N | "
-               "swap A B S\n");
+               "swap A B S | threads N S CQ\n");
   return 2;
 }
 
@@ -94,6 +169,11 @@ int main(int argc, char** argv) {
     }
     std::printf("fired %llu\n", static_cast<unsigned long long>(n));
     return 0;
+  }
+  if (!std::strcmp(mode, "threads")) {
+    if (argc < 5) return usage();
+    return many_threads(std::atoi(argv[2]), std::atof(argv[3]),
+                        std::strtoull(argv[4], nullptr, 10));
   }
   if (!std::strcmp(mode, "malformed")) {
     const long count = std::atol(argv[2]);

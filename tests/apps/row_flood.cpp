@@ -10,11 +10,18 @@
 //   row_flood PROVIDER N cqs
 // Opens N completion queues instead (each an entry of the session's CQ map,
 // never freed while it runs), and prints "cqs A refused R".
+//   row_flood PROVIDER N addrs
+// Inserts N addresses into its AV instead, one per call (127.0.0.1, each
+// port its own; each an entry of the session's address map), and prints
+// "addrs A refused R".
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +39,9 @@ int fail(const char* what, int rc) {
 
 int main(int argc, char** argv) {
   const bool cqs = argc == 4 && std::strcmp(argv[3], "cqs") == 0;
-  if (argc != 3 && !cqs) {
-    std::fprintf(stderr, "usage: row_flood PROVIDER N [cqs]\n");
+  const bool addrs = argc == 4 && std::strcmp(argv[3], "addrs") == 0;
+  if (argc != 3 && !cqs && !addrs) {
+    std::fprintf(stderr, "usage: row_flood PROVIDER N [cqs|addrs]\n");
     return 2;
   }
   const long n = std::atol(argv[2]);
@@ -87,6 +95,20 @@ int main(int argc, char** argv) {
     return close_all();
   }
   if ((rc = fi_av_open(domain, &av_attr, &av, nullptr))) return fail("fi_av_open", rc);
+  if (addrs) {
+    long inserted = 0, refused = 0;
+    for (long i = 0; i < n; ++i) {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK + static_cast<uint32_t>(i / 60000));
+      a.sin_port = htons(static_cast<uint16_t>(1024 + i % 60000));
+      fi_addr_t out = FI_ADDR_NOTAVAIL;
+      (fi_av_insert(av, &a, 1, &out, 0, nullptr) == 1 ? inserted : refused) += 1;
+    }
+    std::printf("addrs %ld refused %ld\n", inserted, refused);
+    std::fflush(stdout);
+    return close_all();
+  }
   if ((rc = fi_endpoint(domain, info, &ep, nullptr))) return fail("fi_endpoint", rc);
   if ((rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV))) return fail("fi_ep_bind cq", rc);
   if ((rc = fi_ep_bind(ep, &av->fid, 0))) return fail("fi_ep_bind av", rc);

@@ -357,32 +357,48 @@ TEST(Record, PipeBlockedPollerNamesRead) {
 
 // A poll gap with 512 MiB of fresh memory touched inside it (131,072 page
 // faults, more than the 65,536 the thread's fault history reached before):
-// the count printed for that gap is exact, and then the program's own (its
-// thread's fault counters from before it posted to after the touch, which
-// lie inside the gap), or it says it is a lower bound ("at least") and is one.
-// It is never an estimate printed as a count.
+// the count printed for that gap is exact, and then lies within the program's
+// own bounds (its thread's fault counters read just around its CQ reads: from
+// the end of the read before the gap to the start of the one after, and from
+// the start of the one to the end of the other); or it says it is a lower
+// bound ("at least") and is one; or it says it is an estimate ("about") and
+// is near. It is never an estimate printed as a count.
 TEST(Record, FaultHeavyGapCountIsExactOrABound) {
   REQUIRE_ROOT();
   StreamSession s("rec-faults-gap", {}, {"--count", "300", "--touch-mb", "512"});
   ASSERT_NO_FATAL_FAILURE(finished_stream(&s));
   const auto app = load_json(s.dir + "/app.r0.json");
-  const uint64_t own = app.at("measured").at("gap_faults").get<uint64_t>();
-  ASSERT_GE(app.at("measured").at("touch_faults").get<uint64_t>(), 131072u);
+  const auto& measured = app.at("measured");
+  const uint64_t inside = measured.at("gap_faults_inside").get<uint64_t>();
+  const uint64_t around = measured.at("gap_faults_around").get<uint64_t>();
+  ASSERT_GE(measured.at("touch_faults").get<uint64_t>(), 131072u);
   std::vector<Event> ev = export_kernel(s.log);
   const Event* st = longest_stall(ev, s.rank0);
   ASSERT_NE(st, nullptr) << "no stall record for rank 0";
   const uint64_t faults = st->num("faults");
   const std::string bound = st->detail.count("faults_bound") ? st->detail.at("faults_bound") : "";
-  std::printf("fault-heavy gap: printed %llu (%s), the program's own %llu\n",
+  std::printf("fault-heavy gap: printed %llu (%s), the program's own %llu to %llu\n",
               static_cast<unsigned long long>(faults), bound.c_str(),
-              static_cast<unsigned long long>(own));
+              static_cast<unsigned long long>(inside), static_cast<unsigned long long>(around));
   if (bound == "exact") {
-    EXPECT_EQ(faults, own) << st->cause;
+    EXPECT_GE(faults, inside) << st->cause;
+    EXPECT_LE(faults, around) << st->cause;
     EXPECT_NE(st->cause.find("; " + std::to_string(faults) + " page faults"), std::string::npos)
+        << st->cause;
+  } else if (bound == "about") {
+    // Faults just outside the window ran together with those inside it in the
+    // kernel's history, and that run was prorated: an estimate, said as one,
+    // near the program's own count (measured under ASan, where the program
+    // faults around its polls too: 1, 1,754 and 2,298 faults under about
+    // 147,458; held within 10%).
+    EXPECT_GE(static_cast<double>(faults), 0.90 * static_cast<double>(inside)) << st->cause;
+    EXPECT_LE(static_cast<double>(faults), 1.10 * static_cast<double>(around)) << st->cause;
+    EXPECT_NE(st->cause.find("; about " + std::to_string(faults) + " page faults"),
+              std::string::npos)
         << st->cause;
   } else {
     EXPECT_EQ(bound, "at_least") << st->cause;
-    EXPECT_LE(faults, own);
+    EXPECT_LE(faults, around);
     EXPECT_NE(st->cause.find("; at least " + std::to_string(faults) + " page faults"),
               std::string::npos)
         << st->cause;

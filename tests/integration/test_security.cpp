@@ -479,6 +479,61 @@ TEST(Security, AProbeFloodIsCappedAndCountedPerProcess) {
   EXPECT_GE(static_cast<long long>(written) + over, fired * 99 / 100) << log;
 }
 
+// Row 8, the thread table ("a quota of rows in every shared map"): the
+// kernel's per-thread history behind every explanation is one shared table
+// (16,384 threads). One process with thousands of threads could fill it, and
+// every other process's stalls were then explained as "on CPU" all along.
+// Now a process may hold an eighth of it (2,048): an unprivileged process
+// with 3,000 threads is refused the rest, counted for it; a thread it had
+// refused says the kernel did not know it instead of a false "on CPU"; and
+// another process's threads keep their places and their explanations.
+TEST(Security, OneProcessCannotTakeTheThreadTable) {
+  REQUIRE_SESSION_SLOT();
+  REQUIRE_HOSTILE();
+  const std::string out = make_temp_dir("sec-threads");
+  const int rec = start_record(out, "record.log", {}, "attach points attached");
+  ASSERT_GT(rec, 0) << slurp(out + "/record.log");
+  constexpr int kThreads = 3000, kShare = 16384 / 8;
+  const int flooder =
+      spawn(as_nobody({HOSTILE_USDT, "threads", std::to_string(kThreads), "4", "10"}), {},
+            out + "/flooder.log", false);
+  const int other =
+      spawn(as_nobody({HOSTILE_USDT, "threads", "2", "4", "20"}), {}, out + "/other.log", false);
+  const int frc = wait_for(flooder, 120), orc = wait_for(other, 120);
+  kill(rec, SIGINT);
+  const int rc = wait_for(rec, 60);
+  const std::string log = slurp(out + "/record.log");
+  ASSERT_EQ(frc, 0) << slurp(out + "/flooder.log");
+  ASSERT_EQ(orc, 0) << slurp(out + "/other.log");
+  ASSERT_EQ(rc, 0) << log;
+  // The flooder's threads past its share (its main thread holds one place),
+  // each refused at least once; the other process refused nothing.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      log, m,
+      std::regex("pid " + std::to_string(flooder) +
+                 ": .*, ([0-9]+) events of its threads not tracked \\(its share")))
+      << log;
+  std::printf("%d threads: %s events of threads refused over the share\n", kThreads,
+              m[1].str().c_str());
+  EXPECT_GE(std::stoll(m[1]), kThreads + 1 - kShare) << log;
+  EXPECT_EQ(log.find("pid " + std::to_string(other) + ":"), std::string::npos) << log;
+  std::map<uint64_t, std::string> cause;  // by cq
+  for (const Event& e : export_kernel(kernel_log_of(out)))
+    if (e.kind == "stall" &&
+        (e.pid == static_cast<uint32_t>(flooder) || e.pid == static_cast<uint32_t>(other)))
+      cause[e.num("cq")] = e.cause;
+  ASSERT_EQ(cause.size(), 4u) << log;
+  const std::string unknown = "(the kernel did not know this thread)";
+  // Tracked threads: their 50 ms asleep seen.
+  for (const uint64_t cq : {10u, 20u, 21u}) {
+    EXPECT_EQ(cause[cq].rfind("sleeping (nanosleep) for ", 0), 0u) << cq << ": " << cause[cq];
+    EXPECT_EQ(cause[cq].find(unknown), std::string::npos) << cq << ": " << cause[cq];
+  }
+  // The flooder's last thread, refused: not explained as running.
+  EXPECT_NE(cause[11].find(unknown), std::string::npos) << cause[11];
+}
+
 // Row 9 (probe arguments): windows reversed, ending an hour from now or
 // starting before any session, and an op error with INT32_MIN as its code
 // were explained ("a stall of 18446744073.710 s"). Now they are counted as
@@ -570,7 +625,7 @@ std::pair<int, int> pingpong_pair(const std::string& dir, int iters, const Env& 
 // `args`; its output holding `says`) runs to its end, then a fi_pingpong pair
 // (200 messages); the session stopped. Its directory and output, the pair's pids.
 struct Flooded {
-  std::string dir, log;
+  std::string dir, log, flood;  // the flood's own output
   int server = -1, client = -1;
 };
 void flood_then_pingpong(const std::string& tag, const std::vector<std::string>& args,
@@ -581,9 +636,12 @@ void flood_then_pingpong(const std::string& tag, const std::vector<std::string>&
   ASSERT_GT(rec, 0) << slurp(f->dir + "/record.log");
   std::vector<std::string> argv = {ROW_FLOOD, "tcp;ofi_rxm"};
   argv.insert(argv.end(), args.begin(), args.end());
-  const RunResult flood = run(as_nobody(argv), {}, false, 300);
+  // rxm's receive queue as deep as 16,384 (2,048 by default): more receives
+  // in flight than a process's share of them.
+  const RunResult flood = run(as_nobody(argv), {{"FI_OFI_RXM_RX_SIZE", "16384"}}, false, 300);
   ASSERT_EQ(flood.exit_code, 0) << flood.output;
   ASSERT_NE(flood.output.find(says), std::string::npos) << flood.output;
+  f->flood = flood.output;
   // The victims: a pingpong pair, without the preload.
   std::tie(f->server, f->client) = pingpong_pair(f->dir, 200);
   ASSERT_GT(f->client, 0) << slurp(f->dir + "/server.log");
@@ -630,6 +688,25 @@ TEST(Security, OneProcessCannotTakeEveryUprobeRow) {
   EXPECT_TRUE(with_rows.count(client)) << log;
   EXPECT_GT(flood_rows, 0u);
   EXPECT_LE(flood_rows, 65536u / 16 + 16) << log;
+  // Its receives stay in flight (never completed, cancelled at its exit): the
+  // first 8,192 (an eighth of one in-flight map) took their places; every
+  // call after, taken by the provider or refused by it, was over its share:
+  // at least the receives it says the provider took past those, at most
+  // every call past them.
+  const long long posted = number_after(f.flood, "posted ");
+  const long long refused = number_after(f.flood, "refused ");
+  constexpr long long kInflightShare = 65536 / 8;
+  ASSERT_GT(posted, kInflightShare) << f.flood;
+  ASSERT_TRUE(std::regex_search(
+      log, m,
+      std::regex("pid " + std::to_string(flooder) +
+                 ": .*, ([0-9]+) uprobe ops not timed over its share of ops in flight")))
+      << log;
+  const long long over = std::stoll(m[1]);
+  std::printf("in flight: %lld receives taken, %lld refused by the provider; %lld over the share\n",
+              posted, refused, over);
+  EXPECT_GE(over, posted - kInflightShare) << f.flood << "\n" << log;
+  EXPECT_LE(over, posted + refused - kInflightShare) << f.flood << "\n" << log;
   for (const int p : {server, client})
     EXPECT_EQ(list_files(dir, "fabtrace.", ".p" + std::to_string(p) + ".json").size(), 1u)
         << "no report for pid " << p << "\n"
@@ -667,6 +744,46 @@ TEST(Security, OneProcessCannotTakeEveryCqEntry) {
       << log;
   // At least the CQs past its share (4096 / 16): the flood counted.
   EXPECT_GE(std::stoll(m[2]), 6000 - 4096 / 16) << log;
+}
+
+// Row 8, the address maps: the addresses a process inserts into its AVs are
+// entries of one shared map (65,536), made from its own calls and never freed
+// while the session runs. A process may hold a sixteenth of the address,
+// endpoint-name and connection maps' entries together (4,096): an
+// unprivileged process inserting 70,000 addresses is refused the rest,
+// counted for it, and a fi_pingpong pair after it still has its peers named
+// (the client's remote, which only its AV insert tells, is the server's
+// local address).
+TEST(Security, OneProcessCannotTakeEveryAddressEntry) {
+  REQUIRE_SESSION_SLOT();
+  Flooded f;
+  ASSERT_NO_FATAL_FAILURE(
+      flood_then_pingpong("sec-addrs", {"70000", "addrs"}, "addrs 70000 refused 0", &f));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      f.log, m,
+      std::regex("pid ([0-9]+): .*, ([0-9]+) of its CQs, endpoints and addresses not kept "
+                 "over its share")))
+      << f.log;
+  std::printf("70000 addresses inserted: %s not kept over the share\n", m[2].str().c_str());
+  EXPECT_GE(std::stoll(m[2]), 70000 - 65536 / 16) << f.log;
+  // Each process's one link (local, remote) in its report.
+  auto link_of = [&f](int pid) {
+    const std::vector<std::string> files =
+        list_files(f.dir, "fabtrace.", ".p" + std::to_string(pid) + ".json");
+    if (files.size() != 1) return std::pair<std::string, std::string>();
+    const auto j = load_json(files[0]);
+    if (j.at("links").size() != 1) return std::pair<std::string, std::string>();
+    const auto& l = j.at("links")[0];
+    return std::make_pair(l.at("local").get<std::string>(), l.at("remote").get<std::string>());
+  };
+  const auto server = link_of(f.server), client = link_of(f.client);
+  std::printf("server %s -> %s, client %s -> %s\n", server.first.c_str(), server.second.c_str(),
+              client.first.c_str(), client.second.c_str());
+  // As the provider prints it (fi_av_straddr: "fi_sockaddr_in://a.b.c.d:port").
+  const std::regex ip_port("(fi_sockaddr_in://)?[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+:[0-9]+");
+  EXPECT_TRUE(std::regex_match(client.second, ip_port)) << client.second << "\n" << f.log;
+  EXPECT_EQ(client.second, server.first) << f.log;
 }
 
 // Row 11: the op-table helper died with a killed collector only after its

@@ -78,6 +78,12 @@ KernelStats sample_stats(uint64_t base) {
   s.recursion_misses = base + 4;
   s.in_without_out = base + 5;
   s.in_unseen = base + 6;
+  s.threads_over_share = base + 7;
+  // Each per-process count a value of its own.
+  uint64_t v = base + 10;
+#define FT_X(name, what) s.per_process[4242].name = v++;
+  FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
   return s;
 }
 
@@ -220,6 +226,12 @@ TEST(KernelLog, RoundTripEveryKindByteExact) {
   EXPECT_EQ(s.recursion_misses, 1004u);
   EXPECT_EQ(s.in_without_out, 1005u);
   EXPECT_EQ(s.in_unseen, 1006u);
+  EXPECT_EQ(s.threads_over_share, 1007u);
+  ASSERT_EQ(s.per_process.count(4242), 1u);
+  uint64_t v = 1010;
+#define FT_X(name, what) EXPECT_EQ(s.per_process.at(4242).name, v++) << #name;
+  FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
   EXPECT_EQ(s.lost_total(), w.stats.lost_total());
   ASSERT_TRUE(r.has_end());
   EXPECT_EQ(r.end_records(), w.records.size());

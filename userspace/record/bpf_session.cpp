@@ -120,7 +120,7 @@ void each_entry(int fd, F&& on) {
 }
 
 // The maps every object shares; the first object that loads owns them.
-const char* const kSharedMaps[] = {"traced", "threads",  "traced_socks",
+const char* const kSharedMaps[] = {"traced", "threads",  "thread_share", "traced_socks",
                                    "events", "counters", "run_log"};
 
 }  // namespace
@@ -751,6 +751,7 @@ KernelStats BpfSession::stats() const {
   s.untraced_retrans = sum(FT_CNT_UNTRACED_RETRANS);
   s.untraced_drops = sum(FT_CNT_UNTRACED_DROP);
   s.threads_full = sum(FT_CNT_THREADS_FULL);
+  s.threads_over_share = sum(FT_CNT_THREADS_OVER_SHARE);
   s.in_without_out = sum(FT_CNT_IN_WITHOUT_OUT);
   s.in_unseen = sum(FT_CNT_IN_UNSEEN);
   s.usdt_over_budget = sum(FT_CNT_USDT_OVER_BUDGET);
@@ -764,12 +765,20 @@ KernelStats BpfSession::stats() const {
             s.per_process[pid].malformed = b.malformed;
           }
         });
+  if (impl_->shared.count("thread_share"))
+    each_entry<__u32, ft_thread_share>(impl_->shared.at("thread_share"),
+                                       [&s](__u32 pid, const ft_thread_share& t) {
+                                         if (t.over && s.per_process.size() < kMaxStatsProcesses)
+                                           s.per_process[pid].threads_over_share = t.over;
+                                       });
   if (impl_->up)
     each_entry<__u32, ft_up_quota>(
         bpf_map__fd(impl_->up->maps.up_quota), [&s](__u32 pid, const ft_up_quota& q) {
-          if ((q.over || q.objs_over) && s.per_process.size() < kMaxStatsProcesses) {
+          if ((q.over || q.objs_over || q.inflight_over) &&
+              s.per_process.size() < kMaxStatsProcesses) {
             s.per_process[pid].uprobe_rows_over_quota = q.over;
             s.per_process[pid].uprobe_objects_over_quota = q.objs_over;
+            s.per_process[pid].uprobe_inflight_over_quota = q.inflight_over;
           }
         });
   for (const Skel& k : impl_->skels) {

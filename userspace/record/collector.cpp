@@ -416,21 +416,17 @@ int report_lost_data(const Collector& col) {
   const KernelStats st = col.stats();
   std::vector<std::pair<uint32_t, KernelStats::Process>> procs(st.per_process.begin(),
                                                                st.per_process.end());
-  auto total = [](const KernelStats::Process& p) {
-    return p.over_budget + p.malformed + p.uprobe_rows_over_quota + p.uprobe_objects_over_quota;
-  };
-  std::stable_sort(procs.begin(), procs.end(),
-                   [&](const auto& a, const auto& b) { return total(a.second) > total(b.second); });
+  std::stable_sort(procs.begin(), procs.end(), [](const auto& a, const auto& b) {
+    return a.second.total() > b.second.total();
+  });
   for (size_t i = 0; i < procs.size() && i < kShown; ++i) {
     const KernelStats::Process& p = procs[i].second;
-    std::fprintf(stderr,
-                 "fabtrace record: pid %u: %llu probe records over its budget (dropped), %llu "
-                 "probes with malformed arguments (not explained), %llu uprobe rows refused over "
-                 "its quota, %llu of its CQs, endpoints and addresses not kept over its share\n",
-                 procs[i].first, static_cast<unsigned long long>(p.over_budget),
-                 static_cast<unsigned long long>(p.malformed),
-                 static_cast<unsigned long long>(p.uprobe_rows_over_quota),
-                 static_cast<unsigned long long>(p.uprobe_objects_over_quota));
+    // Every count, each with what it means (in the list's order: stable for readers).
+    std::string what;
+#define FT_X(name, text) what += (what.empty() ? "" : ", ") + std::to_string(p.name) + " " + text;
+    FT_KERNEL_PROCESS_COUNTS(FT_X)
+#undef FT_X
+    std::fprintf(stderr, "fabtrace record: pid %u: %s\n", procs[i].first, what.c_str());
   }
   if (procs.size() > kShown)
     std::fprintf(stderr,

@@ -100,6 +100,8 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
     };
     add(n.stats.usdt_over_budget, "probe records over their process's budget");
     add(n.stats.usdt_malformed, "probes with malformed arguments");
+    add(n.stats.threads_full, "events of threads not tracked (the thread table full)");
+    add(n.stats.threads_over_share, "events of threads not tracked over their process's share");
     add(n.malformed, "malformed records");
     add(n.over_bounds + n.conns_dropped, "records past the report's bounds");
     if (!dropped.empty()) s += "    not explained: " + dropped + "\n";
