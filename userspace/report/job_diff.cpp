@@ -281,23 +281,11 @@ void diff_stalls(const Job& a, const Job& b, const Names& na, const Names& nb, J
 }  // namespace
 
 const char* stall_kind_name(StallDiff::Kind k) {
-  switch (k) {
-    case StallDiff::Kind::kNew:
-      return "new";
-    case StallDiff::Kind::kGone:
-      return "gone";
-    case StallDiff::Kind::kMore:
-      return "more";
-    case StallDiff::Kind::kFewer:
-      return "fewer";
-    case StallDiff::Kind::kLonger:
-      return "longer";
-    case StallDiff::Kind::kShorter:
-      return "shorter";
-    case StallDiff::Kind::kBoth:
-      break;
-  }
-  return "both";
+  // In the order of StallDiff::Kind.
+  static const char* const names[] = {"new", "gone", "more", "fewer", "longer", "shorter", "both"};
+  static_assert(sizeof(names) / sizeof(names[0]) ==
+                static_cast<size_t>(StallDiff::Kind::kBoth) + 1);
+  return names[static_cast<int>(k)];
 }
 
 std::vector<std::string> process_labels(const Job& job) {
