@@ -58,6 +58,21 @@ struct ReportArgs {
 void add_report_command(cli::Cli& cli, CLI::App& parent);
 int job_report(const ReportArgs& args);
 
+// fabtrace diff A B [options]: two runs compared (report/job_diff.h).
+struct DiffArgs {
+  std::string dir_a, dir_b;
+  double threshold = 1.2;
+  uint64_t min_ops = 10;
+  uint64_t stall_ms = 10;
+  uint64_t top = 10;
+  std::string html;       // "" : no page
+  double fail_above = 0;  // 0 : no gate
+};
+void add_diff_command(cli::Cli& cli, CLI::App& parent);
+// Exit code: 0; 1 when --fail-above is given and a gated figure is above it;
+// 2 when A or B holds no usable report or an output cannot be written.
+int diff_runs(const DiffArgs& args);
+
 // fabtrace export ops|marks|kernel FILE [options]
 void add_export_command(cli::Cli& cli, CLI::App& parent);
 

@@ -34,6 +34,7 @@ struct Completion {
   bool has_tag = false;    // FI_CQ_FORMAT_TAGGED (and error entries)
   bool has_src = false;    // read with fi_cq_readfrom
   fid_cq* cq = nullptr;    // the CQ it was read from
+  int64_t read_ns = 0;  // steady_clock ns when the read that brought it returned (0: fi_cq_sread)
 };
 
 constexpr uint64_t kCtxMagic = 0x4654415050435458ULL;  // "FTAPPCTX"

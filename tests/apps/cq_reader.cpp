@@ -23,6 +23,7 @@ struct CqPolls {
   size_t order = 0;  // of its first poll
   uint64_t polls = 0;
   int64_t last_ns = 0, max_gap_ns = 0;
+  uint64_t long_gaps = 0;  // gaps of 1 ms or more
 };
 std::mutex g_cq_mu;
 std::map<const fid_cq*, CqPolls> g_cqs;
@@ -36,10 +37,11 @@ int64_t steady_ns() {
 void stamp_poll(const fid_cq* cq, int64_t now) {
   std::lock_guard<std::mutex> g(g_cq_mu);
   auto it = g_cqs.find(cq);
-  if (it == g_cqs.end()) it = g_cqs.emplace(cq, CqPolls{g_cqs.size(), 0, 0, 0}).first;
+  if (it == g_cqs.end()) it = g_cqs.emplace(cq, CqPolls{g_cqs.size(), 0, 0, 0, 0}).first;
   CqPolls& p = it->second;
   ++p.polls;
   if (p.last_ns && now - p.last_ns > p.max_gap_ns) p.max_gap_ns = now - p.last_ns;
+  if (p.last_ns && now - p.last_ns >= 1000000) ++p.long_gaps;
   p.last_ns = now;
 }
 
@@ -119,7 +121,8 @@ std::string cq_poll_stats_json() {
   for (size_t i = 0; i < by_order.size(); ++i) {
     if (i) o += ",";
     o += "{\"polls\":" + std::to_string(by_order[i]->polls) +
-         ",\"max_gap_ns\":" + std::to_string(by_order[i]->max_gap_ns) + "}";
+         ",\"max_gap_ns\":" + std::to_string(by_order[i]->max_gap_ns) +
+         ",\"long_gaps\":" + std::to_string(by_order[i]->long_gaps) + "}";
   }
   return o + "]";
 }
@@ -171,7 +174,8 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
       break;
   }
   if (track) tl_read_faults.after = thread_faults();
-  if (method != CqMethod::kSRead) stamp_poll(cq, steady_ns());
+  const int64_t now = method != CqMethod::kSRead ? steady_ns() : 0;
+  if (method != CqMethod::kSRead) stamp_poll(cq, now);
   if (r == -FI_EAGAIN || r == -FI_ETIMEDOUT || r == 0) return 0;
   if (r == -FI_EAVAIL) return read_error(cq, out);
   if (r < 0) {
@@ -184,6 +188,7 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
       c.has_src = true;
     }
     c.cq = cq;
+    c.read_ns = now;
     out->push_back(c);
   }
   return static_cast<size_t>(r);

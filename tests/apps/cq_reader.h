@@ -27,9 +27,10 @@ size_t read_cq(fid_cq* cq, fi_cq_format fmt, CqMethod method, int sread_timeout_
 uint64_t cq_polls_made();
 
 // The same per CQ, with the longest gap between two of its polls (by any
-// thread), each stamped as a tracer stamps it: a read when it returns, a
-// blocking read (fi_cq_sread) when it starts. A JSON list, one object per CQ
-// in the order of their first polls: [{"polls":N,"max_gap_ns":G},...].
+// thread) and the number of gaps of 1 ms or more, each poll stamped as a
+// tracer stamps it: a read when it returns, a blocking read (fi_cq_sread)
+// when it starts. A JSON list, one object per CQ in the order of their first
+// polls: [{"polls":N,"max_gap_ns":G,"long_gaps":L},...].
 std::string cq_poll_stats_json();
 
 // The calling thread's page faults so far (minor and major, getrusage).

@@ -184,6 +184,7 @@ const std::vector<FamilyDef>& families() {
        {},
        run_recvtiming},
       {"marks", FI_TAGGED, {}, 0, FabricSpec(), CqMethod::kRead, {}, run_marks},
+      {"writes", FI_RMA, {}, 0, FabricSpec(), CqMethod::kRead, {"fi_read", "fi_write"}, run_writes},
   };
   return defs;
 }

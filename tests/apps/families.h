@@ -46,6 +46,7 @@ void run_multiep(Env& env);
 void run_bw(Env& env);
 void run_recvtiming(Env& env);
 void run_marks(Env& env);
+void run_writes(Env& env);
 // marks: the fi_tsend count of rank 0 in iteration i.
 size_t marks_sends_in(size_t iteration);
 

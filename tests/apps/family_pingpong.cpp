@@ -20,15 +20,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "env.h"
 #include "families.h"
 #include "payload.h"
+#include "planted_gap.h"
 
 namespace ftapp {
 namespace {
@@ -103,30 +101,6 @@ void touch_fresh(size_t mb) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (size_t off = 0; off < len; off += page) static_cast<volatile char*>(p)[off] = 1;
   munmap(p, len);
-}
-
-// The calling thread's page faults so far (minor and major), by its own counters.
-
-// --gap: `ms` milliseconds off CPU, asleep or blocked in read(2) on a pipe
-// that another thread writes to after that long.
-void planted_gap(const std::string& kind, size_t ms) {
-  if (kind == "sleep") {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    return;
-  }
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    const char b = 1;
-    if (write(fds[1], &b, 1) != 1) return;
-  });
-  char b = 0;
-  while (read(fds[0], &b, 1) < 0 && errno == EINTR) {
-  }
-  writer.join();
-  close(fds[0]);
-  close(fds[1]);
 }
 
 bool stop_file_exists(const Options& o, uint32_t seq) {

@@ -24,7 +24,7 @@ struct Options {
   std::string hold_until;         // wait for this file to exist before exiting (see usage)
   std::string until;              // stream: stop the round trips once this file exists
   size_t touch_mb = 0;            // stream: MiB of fresh memory touched inside one send
-  std::string gap_kind;           // stream: "sleep" or "pipe": a planted gap between two polls
+  std::string gap_kind;           // stream, writes: "sleep" or "pipe": a planted gap between polls
   size_t gap_ms = 0;              // its length
   bool reuse_ctx = false;         // receive windows: each slot's context reused for its receives
   size_t rx_contexts = 0;         // bw: the receives share this many contexts (0: one each)

@@ -16,6 +16,7 @@ struct Parsed {
   std::string dir;
   bool flag = false;
   std::vector<uint64_t> pids;
+  double ratio = 0;
   std::vector<std::string> command;
   int runs = 0;
 };
@@ -28,6 +29,7 @@ int parse(const std::vector<std::string>& args, Parsed* p, std::string* err = nu
   t->add_flag("--flag", p->flag, "a flag");
   add_number(
       t, "--pid", "a pid", 1, 100, [p](uint64_t v) { p->pids.push_back(v); }, true);
+  add_ratio(t, "--ratio", "a ratio", 1, 50, [p](double v) { p->ratio = v; });
   cli.add_traced_command(t, &p->command, true);
   CLI::App* u = cli.add_command(cli.app(), "u", "after -- only", [p] { return ++p->runs, 0; });
   u->add_flag("--flag", p->flag, "a flag");
@@ -69,6 +71,28 @@ TEST(Cli, TheTracedCommandIsSplitOff) {
   std::string err;
   EXPECT_EQ(parse({"u", "app"}, &p, &err), kUsageError);
   EXPECT_EQ(err, "fabtrace u: unexpected argument 'app' (fabtrace u --help)\n");
+}
+
+// A ratio (fabtrace diff --threshold 1.2): digits, a point, at most 6
+// decimals; nothing strtod would also take.
+TEST(Cli, RatiosInDecimalOnly) {
+  Parsed p;
+  std::string err;
+  ASSERT_EQ(parse({"t", "--ratio", "1.25", "app"}, &p), 0);
+  EXPECT_DOUBLE_EQ(p.ratio, 1.25);
+  ASSERT_EQ(parse({"t", "--ratio", "3", "app"}, &p), 0);
+  EXPECT_DOUBLE_EQ(p.ratio, 3);
+  ASSERT_EQ(parse({"t", "--ratio", "1.000001", "app"}, &p), 0);
+  EXPECT_DOUBLE_EQ(p.ratio, 1.000001);
+  ASSERT_EQ(parse({"t", "--ratio", "01.05", "app"}, &p), 0);
+  EXPECT_DOUBLE_EQ(p.ratio, 1.05);
+  for (const char* v : {"1.", ".5", "-1.2", "+1.2", "1e1", "1.2.3", "0x2", " 2", "2 ", "inf", "nan",
+                        "1.0000001", "0.99", "50.1", ""})
+    EXPECT_EQ(parse({"t", "--ratio", v, "app"}, &p), kUsageError) << v;
+  EXPECT_EQ(parse({"t", "--ratio", "1e1", "app"}, &p, &err), kUsageError);
+  EXPECT_EQ(err,
+            "fabtrace t: --ratio: takes a number from 1 to 50 (digits, a point, at most 6 "
+            "decimals), not '1e1' (fabtrace t --help)\n");
 }
 
 TEST(Cli, AWrongCommandLineIsOneLineAndExitCode2) {

@@ -1,6 +1,7 @@
 #include "userspace/cli/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -103,6 +104,16 @@ std::string error_line(const CLI::App& app, const CLI::ParseError& e) {
   return n + ": " + what + " (" + n + " --help)";
 }
 
+// A bound as the user writes one: "1.001", "1000000".
+std::string plain(double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.6f", v);
+  std::string s = b;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
 }  // namespace
 
 std::string full_name(const CLI::App* app) {
@@ -180,6 +191,30 @@ CLI::Option* add_number(CLI::App* app, const std::string& names, const std::stri
     o = app->add_option_function<std::string>(names, parse, description);
   }
   return o->type_name("N");
+}
+
+CLI::Option* add_ratio(CLI::App* app, const std::string& names, const std::string& description,
+                       double lo, double hi, std::function<void(double)> set) {
+  const std::string shown = names.substr(names.rfind(',') + 1);
+  const auto parse = [shown, lo, hi, set](const std::string& s) {
+    // The whole part with the number parser of every flag, then the fraction.
+    const char* const e = s.data() + s.size();
+    const char* p = nullptr;
+    uint64_t whole = 0, frac = 0;
+    bool ok = parse_digits(s.data(), e, &whole, &p) && whole <= 1000000000;
+    double v = static_cast<double>(whole);
+    if (ok && p < e && *p == '.') {
+      const char* f = p + 1;
+      ok = parse_digits(f, e, &frac, &p) && p - f <= 6;
+      if (ok) v += static_cast<double>(frac) / std::pow(10.0, static_cast<double>(p - f));
+    }
+    if (!ok || p != e || v < lo || v > hi)
+      throw CLI::ValidationError(shown, "takes a number from " + plain(lo) + " to " + plain(hi) +
+                                            " (digits, a point, at most 6 decimals), not '" + s +
+                                            "'");
+    set(v);
+  };
+  return app->add_option_function<std::string>(names, parse, description)->type_name("R");
 }
 
 CLI::Option* Cli::add_traced_command(CLI::App* app, std::vector<std::string>* command,

@@ -76,6 +76,12 @@ CLI::Option* add_number(CLI::App* app, const std::string& names, const std::stri
                         uint64_t lo, uint64_t hi, std::function<void(uint64_t)> set,
                         bool repeatable = false);
 
+// A flag taking a ratio: a decimal number, with at most 6 digits after its
+// point ("1", "1.2", "1.25"; no sign, no exponent), from lo to hi. The same
+// rules as add_number otherwise.
+CLI::Option* add_ratio(CLI::App* app, const std::string& names, const std::string& description,
+                       double lo, double hi, std::function<void(double)> set);
+
 // "fabtrace export ops" for that subcommand.
 std::string full_name(const CLI::App* app);
 

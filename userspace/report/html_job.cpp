@@ -11,15 +11,6 @@ namespace fabtrace::report::html_page {
 
 using svg::escape;
 
-namespace {
-
-void card(Html* h, const std::string& v, const std::string& k) {
-  h->raw("<div class=\"card\"><div class=\"v\">" + escape(v) + "</div><div class=\"k\">" +
-         escape(k) + "</div></div>");
-}
-
-}  // namespace
-
 // The job's shape: one card per figure.
 void section_shape(const Job& job, Html* h) {
   h->raw("<div class=\"cards\" id=\"shape\">");

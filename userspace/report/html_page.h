@@ -65,4 +65,15 @@ class Table {
 extern const char* const kStyle;
 extern const char* const kScript;
 
+// A page's start, the same for every page fabtrace writes (html_style.cpp):
+// the document's head with `title` and the style sheet, then the body's
+// header opened with `heading` as its <h1>; the caller goes on with the
+// header's lines and closes it.
+void begin_page(Html* h, const std::string& title, const std::string& heading);
+// A figure on a card: its value large, what it is below.
+inline void card(Html* h, const std::string& v, const std::string& k) {
+  h->raw("<div class=\"card\"><div class=\"v\">" + svg::escape(v) + "</div><div class=\"k\">" +
+         svg::escape(k) + "</div></div>");
+}
+
 }  // namespace fabtrace::report::html_page

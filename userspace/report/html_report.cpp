@@ -20,18 +20,13 @@ namespace fabtrace::report {
 
 using html_page::Html;
 using html_page::kScript;
-using html_page::kStyle;
 using svg::escape;
 
 std::string html_report(const Job& job, const HtmlOptions& opt) {
   Html h;
-  h.raw(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
-  h.text("fabtrace report" + (opt.dir.empty() ? std::string() : " - " + opt.dir));
-  h.raw("</title>\n<style>");
-  h.raw(kStyle);
-  h.raw("</style>\n</head>\n<body>\n<header>\n<h1>fabtrace report</h1>\n<div class=\"sub\">");
+  html_page::begin_page(&h, "fabtrace report" + (opt.dir.empty() ? std::string() : " - " + opt.dir),
+                        "fabtrace report");
+  h.raw("<div class=\"sub\">");
   h.text(opt.dir.empty() ? std::string() : opt.dir + " \u00b7 ");
   h.text(job.first_wall_ns
              ? fmt_wall(job.first_wall_ns, true) + " .. " + fmt_wall(job.last_wall_ns, false)

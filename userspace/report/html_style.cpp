@@ -1,5 +1,5 @@
 // The HTML report's inline style sheet and its one script (the heatmap
-// selector; the page reads fine without it).
+// selector; the page reads fine without it), and the start of every page.
 #include "userspace/report/html_page.h"
 
 namespace fabtrace::report::html_page {
@@ -72,5 +72,17 @@ const char* const kScript = R"JS(
 })();
 document.body.setAttribute('data-script', 'ok');
 )JS";
+
+void begin_page(Html* h, const std::string& title, const std::string& heading) {
+  h->raw(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
+  h->text(title);
+  h->raw("</title>\n<style>");
+  h->raw(kStyle);
+  h->raw("</style>\n</head>\n<body>\n<header>\n<h1>");
+  h->text(heading);
+  h->raw("</h1>\n");
+}
 
 }  // namespace fabtrace::report::html_page

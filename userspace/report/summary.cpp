@@ -19,23 +19,6 @@ namespace fabtrace::report {
 
 namespace {
 
-std::string printf_str(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string printf_str(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  const int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n < 0) return "";
-  if (static_cast<size_t>(n) < sizeof(buf)) return std::string(buf, static_cast<size_t>(n));
-  std::string big(static_cast<size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(&big[0], big.size(), fmt, ap);
-  va_end(ap);
-  big.resize(static_cast<size_t>(n));
-  return big;
-}
-
 std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt_count(n) + " " + (n == 1 ? one : many);
 }
@@ -97,6 +80,22 @@ void top_rows(const std::vector<const LinkRow*>& from, Field field, size_t n, Wr
 }  // namespace
 
 // ---- formats ----------------------------------------------------------------------
+
+std::string printf_str(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < 0) return "";
+  if (static_cast<size_t>(n) < sizeof(buf)) return std::string(buf, static_cast<size_t>(n));
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(&big[0], big.size(), fmt, ap);
+  va_end(ap);
+  big.resize(static_cast<size_t>(n));
+  return big;
+}
 
 std::string fmt_ns(double ns) {
   if (!(ns == ns)) return "?";

@@ -52,6 +52,8 @@ double outlier_median_ns(const LinkRow& row);
 
 // ---- formats ----
 
+// printf into a string, of any length.
+std::string printf_str(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string fmt_ns(double ns);     // "850 ns", "12.3 us", "4.56 ms", "1.234 s"
 std::string fmt_size(uint64_t b);  // message sizes: "64 B", "4 KiB", "1.5 MiB", "1000 B"
 // A row's size: fmt_size, or "size unknown (posted 4 KiB)" for a receive row
