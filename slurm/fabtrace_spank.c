@@ -165,32 +165,29 @@ static int cb_fabtrace(int val, const char *optarg, int remote) {
   return 0;
 }
 
+/* A flag the site may refuse (plugstack.conf: SETTING=0). */
+static int site_permitted_flag(int allowed, const char *name, const char *setting, int *flag) {
+  if (!allowed) {
+    slurm_error("fabtrace: --%s is not permitted on this cluster (plugstack.conf: %s=0)", name,
+                setting);
+    return -1;
+  }
+  opt_on = *flag = 1;
+  return 0;
+}
+
 static int cb_record(int val, const char *optarg, int remote) {
   (void)val;
   (void)optarg;
   (void)remote;
-  if (!site_allow_record) {
-    slurm_error(
-        "fabtrace: --fabtrace-record is not permitted on this cluster (plugstack.conf: "
-        "allow_record=0)");
-    return -1;
-  }
-  opt_on = opt_record = 1;
-  return 0;
+  return site_permitted_flag(site_allow_record, "fabtrace-record", "allow_record", &opt_record);
 }
 
 static int cb_report(int val, const char *optarg, int remote) {
   (void)val;
   (void)optarg;
   (void)remote;
-  if (!site_allow_report) {
-    slurm_error(
-        "fabtrace: --fabtrace-report is not permitted on this cluster (plugstack.conf: "
-        "allow_report=0)");
-    return -1;
-  }
-  opt_on = opt_report = 1;
-  return 0;
+  return site_permitted_flag(site_allow_report, "fabtrace-report", "allow_report", &opt_report);
 }
 
 static int cb_opts(int val, const char *optarg, int remote) {
@@ -433,6 +430,16 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* A child of slurmstepd, before its exec: a session of its own (the step's
+ * signals to its tasks never reach it), no signal blocked or caught. */
+static void child_defaults(void) {
+  setsid();
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+}
+
 static void start_record(void) {
   char log_name[128];
   const int log_fd = record_log(log_name, sizeof(log_name));
@@ -470,12 +477,7 @@ static void start_record(void) {
     return;
   }
   if (pid == 0) {
-    /* Its own session: the step's signals to its tasks never reach it. */
-    setsid();
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+    child_defaults();
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
       _exit(127);
@@ -561,11 +563,7 @@ static void stop_record(void) {
  * before anything is created; the summary and the messages in files of the
  * user's, made through the held descriptor without following a link. */
 static void report_child(char *out) {
-  setsid();
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, NULL);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  child_defaults();
   if (setgroups(0, NULL) != 0 || setgid(job_gid) != 0 || setuid(job_uid) != 0 ||
       getuid() != job_uid || geteuid() != job_uid || getegid() != job_gid ||
       (job_uid != 0 && setuid(0) == 0))

@@ -190,6 +190,20 @@ exec fi_pingpong $args -P "$PORT" 127.0.0.1
     return v;
   }
 
+  // srun -n 2 OPTIONS of the fi_pingpong pair (pingpong.sh), ITERS each way,
+  // the ranks' pids into PIDDIR.
+  static RunResult pingpong(const std::vector<std::string>& options, long iters,
+                            const std::string& piddir) {
+    std::vector<std::string> argv = {"srun", "-n", "2", "-D", user_dir_};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(root_ + "/pingpong.sh");
+    return run(as_user(argv),
+               {{"ITERS", std::to_string(iters)},
+                {"PORT", std::to_string(free_port())},
+                {"PIDDIR", piddir}},
+               false, 180);
+  }
+
   // A fresh directory of the user's under theirs.
   static std::string user_subdir(const std::string& name) {
     const std::string d = user_dir_ + "/" + name;
@@ -244,10 +258,7 @@ exec fi_pingpong $args -P "$PORT" 127.0.0.1
 TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
   const std::string out = user_subdir("plain"), pids = user_subdir("plain-pids");
   const int iters = 500;
-  const RunResult r = run(
-      as_user({"srun", "-n", "2", "-D", user_dir_, "--fabtrace=" + out, root_ + "/pingpong.sh"}),
-      {{"ITERS", std::to_string(iters)}, {"PORT", std::to_string(free_port())}, {"PIDDIR", pids}},
-      false, 180);
+  const RunResult r = pingpong({"--fabtrace=" + out}, iters, pids);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string job, step;
   std::vector<nlohmann::json> r0, r1;
@@ -286,12 +297,8 @@ TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
 // summary, which names the job, its node and both ranks.
 TEST_F(Slurm, SrunFabtraceReportWritesTheStepsReportAsTheUser) {
   const std::string out = user_subdir("report");
-  const RunResult r = run(as_user({"srun", "-n", "2", "-D", user_dir_, "--fabtrace=" + out,
-                                   "--fabtrace-report", root_ + "/pingpong.sh"}),
-                          {{"ITERS", "200"},
-                           {"PORT", std::to_string(free_port())},
-                           {"PIDDIR", user_subdir("report-pids")}},
-                          false, 180);
+  const RunResult r =
+      pingpong({"--fabtrace=" + out, "--fabtrace-report"}, 200, user_subdir("report-pids"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string job;
   const std::string step = step_dir_of(r.output, &job);
@@ -384,11 +391,7 @@ TEST_F(Slurm, SrunFabtraceRecordExplainsAStoppedRank) {
   const std::string out = user_subdir("record"), pids = user_subdir("record-pids");
   // fi_pingpong has no duration: its iterations for about 6 s (two transfers
   // each), from its own time per transfer in a short run here.
-  const RunResult cal = run(as_user({"srun", "-n", "2", "-D", user_dir_, root_ + "/pingpong.sh"}),
-                            {{"ITERS", "200"},
-                             {"PORT", std::to_string(free_port())},
-                             {"PIDDIR", user_subdir("calibrate")}},
-                            false, 180);
+  const RunResult cal = pingpong({}, 200, user_subdir("calibrate"));
   ASSERT_EQ(cal.exit_code, 0) << cal.output;
   std::smatch m;
   ASSERT_TRUE(
