@@ -11,6 +11,22 @@
 #if FABTRACE_HAVE_SDT
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
+#if defined(__x86_64__) && FABTRACE_USDT_NOP5
+// Each probe site a 5-byte nop instead of <sys/sdt.h>'s 1-byte one. Since 6.18
+// the kernel turns a uprobe on this exact nop (0f 1f 44 00 00, x86's nop5)
+// into a call to a trampoline instead of a trap: a cheaper probe hit while a
+// session is attached (docs/performance.md). Unattached, either nop costs the
+// same. The note's layout is unchanged (it records the site's address, not its
+// length), so libbpf, bpftool and readelf read it as before. Spelled as bytes:
+// the assembler shortens `nopl 0(%rax,%rax,1)` to a 4-byte nop. The macro
+// expands where each probe is written, so redefining it here is enough.
+// (-DFABTRACE_USDT_NOP5=OFF builds the 1-byte form, the A side of the
+// benchmark.)
+// clang-format off
+#undef _SDT_NOP
+#define _SDT_NOP .byte 0x0f; .byte 0x1f; .byte 0x44; .byte 0x00; .byte 0x00
+// clang-format on
+#endif
 #define FT_PROBE0(n) DTRACE_PROBE(fabtrace, n)
 #define FT_PROBE1(n, a) DTRACE_PROBE1(fabtrace, n, a)
 #define FT_PROBE2(n, a, b) DTRACE_PROBE2(fabtrace, n, a, b)

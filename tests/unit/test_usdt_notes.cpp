@@ -28,7 +28,7 @@ namespace fabtrace {
 namespace {
 
 struct Section {
-  uint64_t addr = 0, offset = 0, size = 0;
+  uint64_t addr = 0, offset = 0, size = 0, flags = 0;
   uint32_t type = 0;
   bool found = false;
 };
@@ -70,7 +70,7 @@ bool read_elf_notes(const std::string& bytes, ElfNotes* out, std::string* err) {
     if (s.sh_name >= strtab.sh_size) return fail("bad section name");
     const char* n = bytes.data() + strtab.sh_offset + s.sh_name;
     const std::string name(n, strnlen(n, strtab.sh_size - s.sh_name));
-    out->sections[name] = {s.sh_addr, s.sh_offset, s.sh_size, s.sh_type, true};
+    out->sections[name] = {s.sh_addr, s.sh_offset, s.sh_size, s.sh_flags, s.sh_type, true};
   }
   const Section& ns = out->sections[".note.stapsdt"];
   if (!ns.found) return true;
@@ -184,6 +184,40 @@ TEST(UsdtNotes, ProbesMatchTheDocumentedLayouts) {
   std::set<uint64_t> sems;
   for (const auto& s : semaphore_of) sems.insert(s.second);
   EXPECT_EQ(sems.size(), semaphore_of.size());
+}
+
+// Each probe site of the built library is x86's 5-byte nop, the form the
+// kernel probes through a trampoline rather than a trap (preload/probes.cpp).
+TEST(UsdtNotes, ProbeSitesAreFiveByteNops) {
+  if (!FABTRACE_HAVE_SDT_H) GTEST_SKIP() << "built without <sys/sdt.h>";
+#if !defined(__x86_64__) || !FABTRACE_USDT_NOP5
+  GTEST_SKIP() << "the 1-byte nop of <sys/sdt.h> (not x86-64, or FABTRACE_USDT_NOP5=OFF)";
+#endif
+  const std::string bytes = test::read_file_bytes(FABTRACE_LIB);
+  ElfNotes elf;
+  std::string err;
+  ASSERT_TRUE(read_elf_notes(bytes, &elf, &err)) << FABTRACE_LIB << ": " << err;
+  const unsigned char nop5[] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+  size_t sites = 0;
+  for (const UsdtNote& u : elf.notes) {
+    if (u.provider != FT_USDT_PROVIDER) continue;
+    // The site's file offset, through the section that holds its address.
+    bool found = false;
+    for (const auto& [name, s] : elf.sections) {
+      if (s.type != SHT_PROGBITS || !(s.flags & SHF_EXECINSTR) || u.pc < s.addr ||
+          u.pc + 5 > s.addr + s.size)
+        continue;
+      const uint64_t off = s.offset + (u.pc - s.addr);
+      ASSERT_LE(off + 5, bytes.size()) << u.name;
+      EXPECT_EQ(std::memcmp(bytes.data() + off, nop5, 5), 0)
+          << u.name << " at 0x" << std::hex << u.pc << " in " << name;
+      found = true;
+      break;
+    }
+    EXPECT_TRUE(found) << u.name << ": no section holds 0x" << std::hex << u.pc;
+    ++sites;
+  }
+  EXPECT_GE(sites, 9u);  // every probe, some emitted more than once
 }
 
 // A session's own reading of the notes (userspace/record/usdt_libraries.h):
