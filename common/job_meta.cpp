@@ -90,6 +90,7 @@ std::string job_text(const JobMeta& m) {
   if (m.job_id.empty()) return "";
   std::string t = m.launcher + " job " + printable(m.job_id);
   if (!m.step_id.empty()) t += " step " + printable(m.step_id);
+  if (!m.node_list.empty()) t += " on " + printable(m.node_list);
   return t;
 }
 

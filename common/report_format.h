@@ -15,9 +15,10 @@ constexpr const char* kReportFormatName = "fabtrace-report";
 // every domain with ops, receives only included; NIC time windows and peak;
 // "completed_within_50us" is version 1's "imm".
 // 3: "fabtrace_version" (the writer's, common/version.h) and "job" (the
-// command line, the launcher's job and step ids, the process's start, the
-// libfabric version, fabtrace run's id: common/job_meta.h), both optional to
-// a reader: a version 2 report has neither.
+// command line, the launcher's job and step ids, Slurm's node list, the
+// process's start, the libfabric version, fabtrace run's id:
+// common/job_meta.h), both optional to a reader: a version 2 report has
+// neither.
 // Readers accept every version up to theirs.
 constexpr int kReportFormatVersion = 3;
 

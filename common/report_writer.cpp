@@ -42,6 +42,17 @@ void text_row(std::FILE* out, const OpRow& o) {
     if (e.v) std::fprintf(out, "  [%llu %s]", static_cast<unsigned long long>(e.v), e.what);
   std::fputc('\n', out);
 }
+
+// One field of FABTRACE_JOB_META_FIELDS (common/job_meta.h), by its kind.
+void job_field_json(JsonWriter& j, const char* name, const std::string& v, job_field::always) {
+  j.field(name, v);
+}
+void job_field_json(JsonWriter& j, const char* name, const std::string& v, job_field::if_set) {
+  if (!v.empty()) j.field(name, v);
+}
+void job_field_json(JsonWriter& j, const char* name, uint64_t v, job_field::wall_ns) {
+  j.field(name, v);
+}
 }  // namespace
 
 std::string job_line(const ProcessReport& r) {
@@ -118,13 +129,9 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
   j.field("format", kReportFormatName).field("version", kReportFormatVersion);
   j.field("fabtrace_version", r.fabtrace_version.empty() ? version() : r.fabtrace_version);
   j.key("job").begin_object();
-  j.field("command", r.job.command);
-  if (!r.job.launcher.empty()) j.field("launcher", r.job.launcher);
-  if (!r.job.job_id.empty()) j.field("job_id", r.job.job_id);
-  if (!r.job.step_id.empty()) j.field("step_id", r.job.step_id);
-  j.field("start_wall_ns", r.job.start_wall_ns);
-  j.field("libfabric", r.job.libfabric);
-  if (!r.job.run_id.empty()) j.field("run_id", r.job.run_id);
+#define FABTRACE_JOB_FIELD_JSON(name, kind) job_field_json(j, #name, r.job.name, job_field::kind{});
+  FABTRACE_JOB_META_FIELDS(FABTRACE_JOB_FIELD_JSON)
+#undef FABTRACE_JOB_FIELD_JSON
   j.end_object();
   j.field("host", r.host).field("rank", r.rank).field("pid", static_cast<int64_t>(r.pid));
   j.field("providers", r.providers);

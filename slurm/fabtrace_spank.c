@@ -1,35 +1,46 @@
 /* fabtrace's SPANK plugin: `srun --fabtrace[=DIR]` traces a step's tasks with
  * the preload, `--fabtrace-record` adds the node-wide kernel session
  * (`fabtrace record`, started by slurmstepd as root, one per node, for the
- * step's own tasks only), `--fabtrace-opts=K=V,...` passes FABTRACE_* settings.
+ * step's own tasks only), `--fabtrace-report` runs `fabtrace report` at the
+ * step's end on the node of task 0, `--fabtrace-opts=K=V,...` passes
+ * FABTRACE_* settings.
  *
  * Site settings are plugstack.conf arguments (docs/slurm.md); a user's options
  * never override them:
  *   enable=0|1        the options exist at all (default 1)
  *   allow_record=0|1  --fabtrace-record is permitted (default 0)
+ *   allow_report=0|1  --fabtrace-report is permitted (default 1)
  *   dir=PATH          DIR when --fabtrace has none (default: the job's PWD)
- *   preload=PATH      the preload (default: the installed libfabtrace.so)
+ *   preload=[FIRST:]PATH  the preload (default: the installed libfabtrace.so),
+ *                     appended to the task's LD_PRELOAD; FIRST (libraries that
+ *                     must load first, a sanitizer's runtime) goes before it
  *   fabtrace=PATH     the fabtrace command (default: the installed one)
  *
  * Who does what, and as whom (slurmstepd, remote context):
  *   slurm_spank_user_init (the job's user, once per node): opens DIR, which must
  *     be the user's or root's, creates DIR/<jobid>.<stepid> in it (mkdirat,
  *     then openat with O_NOFOLLOW: never through a link) and checks it is the
- *     user's; sets LD_PRELOAD (appended), FABTRACE_DIR and the options in the
- *     tasks' environment. The directory's descriptor is kept for root's use.
+ *     user's; sets LD_PRELOAD (the preload appended, the site's FIRST in
+ *     front), FABTRACE_DIR and the options in the tasks' environment. The
+ *     directory's descriptor is kept for root's use.
  *   slurm_spank_task_post_fork (root, per task; tasks exec only after the
  *     last one): collects the tasks' pids from Slurm; after the last one starts
  *     `fabtrace record --only-pids --pid ... --owner UID:GID -o STEPDIR` and
  *     waits until it is attached. Its messages go to
  *     STEPDIR/fabtrace_record.<host>.log, created through the held descriptor
  *     and given to the user.
- *   slurm_spank_task_exit (root): after the last task, the session is stopped.
+ *   slurm_spank_task_exit (root): after the node's last task, the session is
+ *     stopped; then, with --fabtrace-report on the node of task 0, a child
+ *     that has dropped to the user (setgroups, setgid, setuid) runs
+ *     `fabtrace report STEPDIR -o STEPDIR/report`, its summary into
+ *     STEPDIR/report/summary.txt; its path is said on the step's stderr.
  * In srun (local context), slurm_spank_exit prints where the outputs are and the
- * `fabtrace report` command. */
+ * `fabtrace report` command, when it sees the step's directory. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -54,24 +65,32 @@ SPANK_PLUGIN(fabtrace, 1);
 #define FABTRACE_SPANK_CLI "fabtrace"
 #endif
 
-enum { kMaxTasks = 1024, kMaxOpts = 2048, kRecordReadyS = 60, kRecordStopS = 60 };
+enum {
+  kMaxTasks = 1024,
+  kMaxOpts = 2048,
+  kRecordReadyS = 60,
+  kRecordStopS = 60,
+  kReportS = 300,
+  kMaxPreload = 16384,
+};
 
 /* Site settings (plugstack.conf). */
-static int site_enable = 1, site_allow_record = 0;
+static int site_enable = 1, site_allow_record = 0, site_allow_report = 1;
 static char site_dir[PATH_MAX], site_preload[PATH_MAX] = FABTRACE_SPANK_PRELOAD,
                                 site_cli[PATH_MAX] = FABTRACE_SPANK_CLI;
 
 /* The user's options. */
-static int opt_on, opt_record;
+static int opt_on, opt_record, opt_report;
 static char opt_dir[PATH_MAX], opt_opts[kMaxOpts];
 
 /* The step, on this node (slurmstepd). */
 static int step_fd = -1;
-static char step_dir[PATH_MAX];
+static char step_dir[PATH_MAX], step_name[64];
 static uid_t job_uid;
 static gid_t job_gid;
 static pid_t task_pids[kMaxTasks];
 static uint32_t tasks_forked, tasks_exited, local_tasks;
+static int task0_here; /* global task 0 is one of this node's */
 static pid_t record_pid = -1;
 /* The session's process as a descriptor: slurmstepd reaps any child it sees
  * exit (wait3), so a pid alone could be another process by the time it is
@@ -146,18 +165,29 @@ static int cb_fabtrace(int val, const char *optarg, int remote) {
   return 0;
 }
 
+/* A flag the site may refuse (plugstack.conf: SETTING=0). */
+static int site_permitted_flag(int allowed, const char *name, const char *setting, int *flag) {
+  if (!allowed) {
+    slurm_error("fabtrace: --%s is not permitted on this cluster (plugstack.conf: %s=0)", name,
+                setting);
+    return -1;
+  }
+  opt_on = *flag = 1;
+  return 0;
+}
+
 static int cb_record(int val, const char *optarg, int remote) {
   (void)val;
   (void)optarg;
   (void)remote;
-  if (!site_allow_record) {
-    slurm_error(
-        "fabtrace: --fabtrace-record is not permitted on this cluster (plugstack.conf: "
-        "allow_record=0)");
-    return -1;
-  }
-  opt_on = opt_record = 1;
-  return 0;
+  return site_permitted_flag(site_allow_record, "fabtrace-record", "allow_record", &opt_record);
+}
+
+static int cb_report(int val, const char *optarg, int remote) {
+  (void)val;
+  (void)optarg;
+  (void)remote;
+  return site_permitted_flag(site_allow_report, "fabtrace-report", "allow_report", &opt_report);
 }
 
 static int cb_opts(int val, const char *optarg, int remote) {
@@ -181,6 +211,10 @@ static struct spank_option options[] = {
      "with --fabtrace: also run fabtrace's kernel session (fabtrace record) on each node for "
      "the step's tasks",
      0, 0, cb_record},
+    {"fabtrace-report", NULL,
+     "with --fabtrace: at the step's end, run fabtrace report on the node of task 0 into "
+     "<step dir>/report",
+     0, 0, cb_report},
     {"fabtrace-opts", "K=V,...",
      "FABTRACE_* settings for the tasks, e.g. STALL_US=500,OPS_RANKS=0-7", 1, 0, cb_opts},
     SPANK_OPTIONS_TABLE_END};
@@ -201,6 +235,8 @@ static int site_settings(int ac, char **av) {
       site_enable = atoi(a + 7) != 0;
     } else if (!strncmp(a, "allow_record=", 13)) {
       site_allow_record = atoi(a + 13) != 0;
+    } else if (!strncmp(a, "allow_report=", 13)) {
+      site_allow_report = atoi(a + 13) != 0;
     } else if (!strncmp(a, "dir=", 4)) {
       if (a[4] != '/' || set_path(site_dir, a + 4, "dir")) {
         slurm_error("fabtrace: plugstack.conf: dir= needs an absolute path");
@@ -318,12 +354,25 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
     return 0;
   }
   step_fd = fd;
+  snprintf(step_name, sizeof(step_name), "%s", name);
 
-  char pre[2 * PATH_MAX + 2], old[PATH_MAX] = "";
-  if (spank_getenv(sp, "LD_PRELOAD", old, sizeof(old)) == ESPANK_SUCCESS && old[0])
-    snprintf(pre, sizeof(pre), "%s:%s", old, site_preload);
-  else
-    snprintf(pre, sizeof(pre), "%s", site_preload);
+  /* The preload after the task's own LD_PRELOAD (a sanitized program's
+   * runtime, a tool of the user's); the site's FIRST before both. */
+  char pre[2 * PATH_MAX + kMaxPreload], old[kMaxPreload] = "";
+  const char *last = strrchr(site_preload, ':');
+  const int first_n = last ? (int)(last - site_preload) : 0;
+  const char *preload = last ? last + 1 : site_preload;
+  const spank_err_t got = spank_getenv(sp, "LD_PRELOAD", old, sizeof(old));
+  if (got == ESPANK_NOSPACE) {
+    slurm_error("fabtrace: the task's LD_PRELOAD is longer than %d bytes: the step is not traced",
+                kMaxPreload - 1);
+    close(step_fd);
+    step_fd = -1;
+    return 0;
+  }
+  if (got != ESPANK_SUCCESS) old[0] = '\0';
+  snprintf(pre, sizeof(pre), "%.*s%s%s%s%s", first_n, site_preload, first_n ? ":" : "", old,
+           old[0] ? ":" : "", preload);
   spank_setenv(sp, "LD_PRELOAD", pre, 1);
   spank_setenv(sp, "FABTRACE_DIR", step_dir, 1);
   each_opt(opt_opts, set_opt, sp);
@@ -381,6 +430,16 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* A child of slurmstepd, before its exec: a session of its own (the step's
+ * signals to its tasks never reach it), no signal blocked or caught. */
+static void child_defaults(void) {
+  setsid();
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+}
+
 static void start_record(void) {
   char log_name[128];
   const int log_fd = record_log(log_name, sizeof(log_name));
@@ -418,12 +477,7 @@ static void start_record(void) {
     return;
   }
   if (pid == 0) {
-    /* Its own session: the step's signals to its tasks never reach it. */
-    setsid();
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+    child_defaults();
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
       _exit(127);
@@ -446,8 +500,14 @@ static void start_record(void) {
       char *last = buf[0] ? strrchr(buf, '\n') : NULL;
       if (last && last != buf && last[1] == '\0') *last = '\0';
       last = strrchr(buf, '\n');
-      slurm_error("fabtrace: the kernel session did not start (%s): %s", log_name,
-                  last ? last + 1 : buf);
+      /* Not queued: said in one line, and the step runs with the preload. */
+      if (strstr(buf, "another fabtrace record session runs on this node"))
+        slurm_error(
+            "fabtrace: no kernel session for this step on this node: another fabtrace record "
+            "session runs here (one per node); the preload traces the step all the same");
+      else
+        slurm_error("fabtrace: the kernel session did not start (%s): %s", log_name,
+                    last ? last + 1 : buf);
       close(log_fd);
       return;
     }
@@ -499,10 +559,136 @@ static void stop_record(void) {
   forget_record();
 }
 
+/* The child's side of run_report: the job's user, without root's groups,
+ * before anything is created; the summary and the messages in files of the
+ * user's, made through the held descriptor without following a link. */
+static void report_child(char *out) {
+  child_defaults();
+  if (setgroups(0, NULL) != 0 || setgid(job_gid) != 0 || setuid(job_uid) != 0 ||
+      getuid() != job_uid || geteuid() != job_uid || getegid() != job_gid ||
+      (job_uid != 0 && setuid(0) == 0))
+    _exit(125);
+  const int log_fd = openat(step_fd, "fabtrace_report.log",
+                            O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (log_fd < 0) _exit(124);
+  struct stat st;
+  if (mkdirat(step_fd, "report", 0755) != 0 && errno != EEXIST) {
+    dprintf(log_fd, "fabtrace: cannot create %s/report: %s\n", step_dir, strerror(errno));
+    _exit(126);
+  }
+  const int out_fd = openat(step_fd, "report", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (out_fd < 0 || fstat(out_fd, &st) != 0 || st.st_uid != job_uid) {
+    dprintf(log_fd, "fabtrace: %s/report: %s\n", step_dir,
+            out_fd < 0 ? strerror(errno) : "not a directory of yours");
+    _exit(126);
+  }
+  const int sum_fd =
+      openat(out_fd, "summary.txt", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (sum_fd < 0 || null_fd < 0) {
+    dprintf(log_fd, "fabtrace: %s/report/summary.txt: %s\n", step_dir, strerror(errno));
+    _exit(126);
+  }
+  char *argv[] = {site_cli, "report", step_dir, "-o", out, NULL};
+  char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+  if (fchdir(step_fd) != 0 || dup2(null_fd, 0) < 0 || dup2(sum_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+    _exit(126);
+  closefrom(3);
+  execve(site_cli, argv, envp);
+  dprintf(2, "fabtrace: cannot run %s: %s\n", site_cli, strerror(errno));
+  _exit(127);
+}
+
+/* The last line of the step directory's `name` (read as root through the
+ * held descriptor: a file the user may have replaced is only read). */
+static void last_line_of(const char *name, char *buf, size_t n) {
+  buf[0] = '\0';
+  const int fd = openat(step_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return;
+  }
+  const off_t from = st.st_size > (off_t)n - 1 ? st.st_size - ((off_t)n - 1) : 0;
+  const ssize_t got = pread(fd, buf, n - 1, from);
+  close(fd);
+  buf[got > 0 ? got : 0] = '\0';
+  char *end = buf + strlen(buf);
+  while (end > buf && end[-1] == '\n') *--end = '\0';
+  char *nl = strrchr(buf, '\n');
+  if (nl) memmove(buf, nl + 1, strlen(nl + 1) + 1);
+  for (char *c = buf; *c; ++c)
+    if (!isprint((unsigned char)*c)) *c = '?';
+}
+
+/* Root, after the node's last task ended, on the node of task 0:
+ * `fabtrace report STEPDIR -o STEPDIR/report` run as the user (never as
+ * root), waited for (at most kReportS), and its summary's path said. The
+ * other nodes' outputs are there only when STEPDIR is shared. */
+static void run_report(uint32_t nnodes) {
+  char out[PATH_MAX + 8];
+  snprintf(out, sizeof(out), "%s/report", step_dir);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    slurm_error("fabtrace: fork: %s; no report", strerror(errno));
+    return;
+  }
+  if (pid == 0) report_child(out);
+  const int pidfd = pidfd_open(pid, 0);
+  struct pollfd pf = {pidfd, POLLIN, 0};
+  int status = -1, done = 0;
+  if (pidfd >= 0 && poll(&pf, 1, kReportS * 1000) != 1) {
+    pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
+    poll(&pf, 1, 5000);
+    slurm_error("fabtrace: the report took more than %d s: stopped (%s/fabtrace_report.log)",
+                kReportS, step_dir);
+    done = 1;
+  }
+  /* slurmstepd may have reaped it already: then the files say. */
+  if (waitpid(pid, &status, pidfd >= 0 ? WNOHANG : 0) != pid) status = -1;
+  if (pidfd >= 0) close(pidfd);
+  if (done) return;
+  char last[512];
+  last_line_of("fabtrace_report.log", last, sizeof(last));
+  struct stat st;
+  /* Reaped by slurmstepd before us: the summary says whether it ran. */
+  if (status == -1)
+    status = fstatat(step_fd, "report/summary.txt", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     S_ISREG(st.st_mode) && st.st_size > 0
+                 ? 0
+                 : 1 << 8;
+  if (status != 0) {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    slurm_error("fabtrace: the report did not run: %s",
+                last[0]               ? last
+                : code == 125         ? "could not become the job's user"
+                : code == 124         ? "cannot create fabtrace_report.log in the step's directory"
+                : WIFSIGNALED(status) ? "killed by a signal"
+                                      : "it failed");
+    return;
+  }
+  slurm_spank_log("fabtrace: the report of step %s: %s/report/summary.txt%s", step_name, step_dir,
+                  nnodes > 1 ? " (with the other nodes' outputs only where the directory is "
+                               "shared)"
+                             : "");
+}
+
 int slurm_spank_task_exit(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
-  if (record_pid > 0 && spank_remote(sp) && ++tasks_exited == local_tasks) stop_record();
+  uint32_t global = UINT32_MAX, nnodes = 1;
+  if (step_fd < 0 || !spank_remote(sp)) return 0;
+  if (spank_get_item(sp, S_TASK_GLOBAL_ID, &global) == ESPANK_SUCCESS && global == 0)
+    task0_here = 1;
+  if (!local_tasks && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS)
+    return 0;
+  if (++tasks_exited != local_tasks) return 0;
+  stop_record();
+  if (opt_report && task0_here) {
+    spank_get_item(sp, S_JOB_NNODES, &nnodes);
+    run_report(nnodes);
+  }
   return 0;
 }
 
@@ -516,7 +702,16 @@ int slurm_spank_exit(spank_t sp, int ac, char **av) {
     return 0;
   }
   if (!local_step[0]) return 0;
-  fprintf(stderr, "fabtrace: the outputs of step %s are in %s: fabtrace report %s\n", local_step,
-          local_dir, local_dir);
+  /* What this host sees: the nodes made the directory (or refused it, and
+   * said why on the step's stderr), and it may be on their own disks. */
+  struct stat st;
+  if (lstat(local_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
+    fprintf(stderr, "fabtrace: the outputs of step %s are in %s: fabtrace report %s\n", local_step,
+            local_dir, local_dir);
+  else
+    fprintf(stderr,
+            "fabtrace: step %s: no directory %s of yours on this host: the nodes refused it "
+            "(as they said above) or made it on their own disks\n",
+            local_step, local_dir);
   return 0;
 }

@@ -125,15 +125,20 @@ class Slurm : public ::testing::Test {
       }
       created_user_ = true;
     }
+    // The node's name, as cluster.sh gives it to Slurm (hostname -s).
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    node_ = host;
+    node_ = node_.substr(0, node_.find('.'));
     const passwd* pw = getpwnam(kUser);
     uid_ = pw->pw_uid;
     gid_ = pw->pw_gid;
     // The preload of the build (after the sanitizer runtime when there is one).
     std::string preload = SANITIZER_PRELOAD;
     preload += (preload.empty() ? "" : ":") + std::string(FABTRACE_LIB);
-    const RunResult up = run({CLUSTER_SH, "up", root_ + "/cluster", SPANK_PLUGIN,
-                              "allow_record=1 preload=" + preload + " fabtrace=" + FABTRACE_CLI},
-                             {}, false, 120);
+    plugin_args_ = "allow_record=1 preload=" + preload + " fabtrace=" + FABTRACE_CLI;
+    const RunResult up =
+        run({CLUSTER_SH, "up", root_ + "/cluster", SPANK_PLUGIN, plugin_args_}, {}, false, 120);
     if (up.exit_code != 0) {
       why_ = "this machine cannot run the test's Slurm: " + up.output;
       return;
@@ -185,6 +190,20 @@ exec fi_pingpong $args -P "$PORT" 127.0.0.1
     return v;
   }
 
+  // srun -n 2 OPTIONS of the fi_pingpong pair (pingpong.sh), ITERS each way,
+  // the ranks' pids into PIDDIR.
+  static RunResult pingpong(const std::vector<std::string>& options, long iters,
+                            const std::string& piddir) {
+    std::vector<std::string> argv = {"srun", "-n", "2", "-D", user_dir_};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(root_ + "/pingpong.sh");
+    return run(as_user(argv),
+               {{"ITERS", std::to_string(iters)},
+                {"PORT", std::to_string(free_port())},
+                {"PIDDIR", piddir}},
+               false, 180);
+  }
+
   // A fresh directory of the user's under theirs.
   static std::string user_subdir(const std::string& name) {
     const std::string d = user_dir_ + "/" + name;
@@ -216,22 +235,30 @@ exec fi_pingpong $args -P "$PORT" 127.0.0.1
     ASSERT_EQ(r1->size(), 1u) << output;
   }
 
-  static inline std::string why_, root_, conf_, user_dir_;
+  // The plugin's plugstack.conf line for the steps started meanwhile (srun
+  // and slurmstepd read it at each step); the fixture's own line again after.
+  struct PluginArgs {
+    explicit PluginArgs(const std::string& args) { write(args); }
+    ~PluginArgs() { write(plugin_args_); }
+    static void write(const std::string& args) {
+      std::ofstream(root_ + "/cluster/plugstack.conf")
+          << "required " << SPANK_PLUGIN << " " << args << "\n";
+    }
+  };
+
+  static inline std::string why_, root_, conf_, user_dir_, node_, plugin_args_;
   static inline uid_t uid_ = 0;
   static inline gid_t gid_ = 0;
   static inline bool created_user_ = false;
 };
 
 // srun -n 2 --fabtrace=DIR on a real pair: rank reports r0 and r1 in
-// DIR/<job>.0, with the job's ids, op counts that are fi_pingpong's, every
+// DIR/<job>.0, with the job's ids and node list, op counts that are fi_pingpong's, every
 // file the user's.
 TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
   const std::string out = user_subdir("plain"), pids = user_subdir("plain-pids");
   const int iters = 500;
-  const RunResult r = run(
-      as_user({"srun", "-n", "2", "-D", user_dir_, "--fabtrace=" + out, root_ + "/pingpong.sh"}),
-      {{"ITERS", std::to_string(iters)}, {"PORT", std::to_string(free_port())}, {"PIDDIR", pids}},
-      false, 180);
+  const RunResult r = pingpong({"--fabtrace=" + out}, iters, pids);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string job, step;
   std::vector<nlohmann::json> r0, r1;
@@ -241,6 +268,7 @@ TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
     EXPECT_EQ(j.value("launcher", ""), "slurm");
     EXPECT_EQ(j.value("job_id", ""), job);
     EXPECT_EQ(j.value("step_id", ""), "0");
+    EXPECT_EQ(j.value("node_list", ""), node_);  // the step's nodes, as Slurm set them
     EXPECT_NE(j.value("command", "").find("fi_pingpong"), std::string::npos) << j.dump();
   }
   // fi_pingpong -I N: each side sent N data messages and a few sync ones;
@@ -262,6 +290,42 @@ TEST_F(Slurm, SrunFabtraceTracesEachRankIntoTheStepsDirectory) {
   own[step] = st.st_uid;
   EXPECT_GE(own.size(), 3u);
   for (const auto& [p, u] : own) EXPECT_EQ(u, uid_) << p;
+}
+
+// --fabtrace-report: at the step's end, on the node of task 0, `fabtrace
+// report` runs as the user into <step>/report; srun's stderr names its
+// summary, which names the job, its node and both ranks.
+TEST_F(Slurm, SrunFabtraceReportWritesTheStepsReportAsTheUser) {
+  const std::string out = user_subdir("report");
+  const RunResult r =
+      pingpong({"--fabtrace=" + out, "--fabtrace-report"}, 200, user_subdir("report-pids"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string job;
+  const std::string step = step_dir_of(r.output, &job);
+  ASSERT_EQ(step, out + "/" + job + ".0") << r.output;
+  const std::string summary = step + "/report/summary.txt";
+  EXPECT_NE(r.output.find("fabtrace: the report of step " + job + ".0: " + summary + "\n"),
+            std::string::npos)
+      << r.output;
+  // The report's directory and every file in it, the user's (not root's).
+  std::map<std::string, uid_t> own;
+  owners(step + "/report", &own);
+  struct stat st;
+  ASSERT_EQ(lstat((step + "/report").c_str(), &st), 0) << r.output;
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_uid, uid_);
+  EXPECT_EQ(st.st_gid, gid_);
+  for (const char* f : {"/summary.txt", "/report.html", "/manifest.json"})
+    EXPECT_EQ(own.count(step + "/report" + f), 1u) << f << "\n" << r.output;
+  for (const auto& [p, u] : own) EXPECT_EQ(u, uid_) << p;
+  // The summary: the job with its node, both ranks.
+  const std::string text = slurp(summary);
+  EXPECT_NE(text.find("launcher  slurm job " + job + " step 0 on " + node_ + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", 2 ranks,"), std::string::npos) << text;
+  EXPECT_NE(text.find(" r0 "), std::string::npos) << text;
+  EXPECT_NE(text.find(" r1 "), std::string::npos) << text;
 }
 
 // sbatch --fabtrace: the batch script runs untraced, each srun step in it is
@@ -327,11 +391,7 @@ TEST_F(Slurm, SrunFabtraceRecordExplainsAStoppedRank) {
   const std::string out = user_subdir("record"), pids = user_subdir("record-pids");
   // fi_pingpong has no duration: its iterations for about 6 s (two transfers
   // each), from its own time per transfer in a short run here.
-  const RunResult cal = run(as_user({"srun", "-n", "2", "-D", user_dir_, root_ + "/pingpong.sh"}),
-                            {{"ITERS", "200"},
-                             {"PORT", std::to_string(free_port())},
-                             {"PIDDIR", user_subdir("calibrate")}},
-                            false, 180);
+  const RunResult cal = pingpong({}, 200, user_subdir("calibrate"));
   ASSERT_EQ(cal.exit_code, 0) << cal.output;
   std::smatch m;
   ASSERT_TRUE(
@@ -421,6 +481,9 @@ TEST_F(Slurm, AnotherUsersDirectoryAndAPlantedLinkAreRefused) {
   EXPECT_NE(r.output.find("owned by uid 65534, not by you or root: refused"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("FABTRACE_DIR=unset"), std::string::npos) << r.output;
+  // srun claims no outputs it cannot see.
+  EXPECT_EQ(r.output.find("the outputs of step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no directory " + victim + "/"), std::string::npos) << r.output;
   EXPECT_EQ(snapshot(victim), before);
 
   // The user plants <job>.0 -> the victim's directory for an allocation of
@@ -444,6 +507,11 @@ TEST_F(Slurm, AnotherUsersDirectoryAndAPlantedLinkAreRefused) {
       std::string::npos)
       << s.output;
   EXPECT_NE(s.output.find("FABTRACE_DIR=unset"), std::string::npos) << s.output;
+  EXPECT_EQ(s.output.find("the outputs of step"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("fabtrace: step " + job + ".0: no directory " + out + "/" + job +
+                          ".0 of yours on this host"),
+            std::string::npos)
+      << s.output;
   EXPECT_EQ(snapshot(victim), before);
   struct stat st;
   ASSERT_EQ(lstat((out + "/" + job + ".0").c_str(), &st), 0);
@@ -470,6 +538,77 @@ TEST_F(Slurm, RecordOwnerRefusesADirectoryNotTheOwners) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(snapshot(victim), before);
+}
+
+// The site's preload list: what comes before the preload (a runtime that
+// must load first, here a library of the test's and, in a sanitized build,
+// the sanitizer's runtime) goes before the task's own LD_PRELOAD; the preload
+// is appended after it. Every library of the three is loaded.
+TEST_F(Slurm, SitePreloadFirstGoesFirstAndThePreloadLast) {
+  std::string first = SANITIZER_PRELOAD;
+  first += (first.empty() ? "" : ":") + std::string(SITE_FIRST_LIB);
+  const PluginArgs args("allow_record=1 preload=" + first + ":" + FABTRACE_LIB +
+                        " fabtrace=" + FABTRACE_CLI);
+  const std::string out = user_subdir("preload-order");
+  const RunResult r =
+      run(as_user({"env", std::string("LD_PRELOAD=") + USER_PRELOAD_LIB, "srun", "-n", "1", "-D",
+                   user_dir_, "--fabtrace=" + out, "sh", "-c",
+                   "echo \"LD_PRELOAD=$LD_PRELOAD\"; grep -o 'slurm_[a-z_]*\\.so' /proc/self/maps "
+                   "| sort -u"}),
+          {}, false, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("LD_PRELOAD=" + first + ":" + USER_PRELOAD_LIB + ":" + FABTRACE_LIB + "\n"),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("slurm_site_first.so\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("slurm_user_preload.so\n"), std::string::npos) << r.output;
+}
+
+// A second --fabtrace-record step on a node whose session is taken runs
+// without one, not queued, and the user is told in one line.
+TEST_F(Slurm, ASecondRecordStepOnTheNodeIsToldInOneLine) {
+  SKIP_IF_RECORD_SESSION(kNeedsOwnSession);
+  const std::string out = user_subdir("second"), done = user_dir_ + "/second.done";
+  const std::string log = root_ + "/second-first.log";
+  // The first step holds the node's session until the test lets it end.
+  const int first = spawn(
+      as_user(
+          {"srun", "-n", "1", "-D", user_dir_, "--fabtrace=" + out, "--fabtrace-record", "sh", "-c",
+           "i=0; while [ ! -e " + done + " ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.1; done"}),
+      {}, log, false);
+  ASSERT_GT(first, 0);
+  struct CancelSteps {
+    ~CancelSteps() { run({"scancel", "--full", "-u", kUser}, {{"SLURM_CONF", conf_}}, false, 30); }
+  } cancel_steps;
+  bool attached = false;
+  for (int i = 0; i < 1200 && !attached; ++i) {
+    for (const std::string& d : entries(out))
+      for (const std::string& l : list_files(d, "fabtrace_record.", ".log"))
+        attached |= slurp(l).find("attach points attached") != std::string::npos;
+    if (!attached) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(attached) << slurp(log);
+  const RunResult second = run(as_user({"srun", "-n", "1", "-D", user_dir_, "--fabtrace=" + out,
+                                        "--fabtrace-record", "echo", "the second step ran"}),
+                               {}, false, 120);
+  std::ofstream(done) << "";
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("the second step ran\n"), std::string::npos) << second.output;
+  // One line says it, and nothing else of the session's.
+  const std::string said =
+      ": error: fabtrace: no kernel session for this step on this node: another "
+      "fabtrace record session runs here (one per node); the preload traces the step all the "
+      "same\n";
+  EXPECT_NE(second.output.find(said), std::string::npos) << second.output;
+  size_t lines = 0;
+  for (size_t a = 0; a < second.output.size();) {
+    const size_t b = std::min(second.output.find('\n', a), second.output.size());
+    lines += second.output.substr(a, b - a).find("fabtrace") != std::string::npos;
+    a = b + 1;
+  }
+  EXPECT_EQ(lines, 2u) << second.output;  // that line and srun's "the outputs of step"
+  EXPECT_EQ(wait_for(first, 120), 0) << slurp(log);
 }
 
 }  // namespace

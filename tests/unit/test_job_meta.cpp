@@ -31,6 +31,21 @@ TEST(JobMeta, LauncherIdsInOrder) {
   EXPECT_EQ(m.job_id, "123");
   EXPECT_EQ(m.step_id, "4");
   EXPECT_EQ(job_text(m), "slurm job 123 step 4");
+  EXPECT_EQ(m.node_list, "");
+  // The step's nodes, else the job's, in Slurm's compressed form as given.
+  m = ids_of({{"SLURM_JOB_ID", "123"},
+              {"SLURM_STEP_ID", "4"},
+              {"SLURM_JOB_NODELIST", "n[01-08]"},
+              {"SLURM_STEP_NODELIST", "n[01-03,05]"}});
+  EXPECT_EQ(m.node_list, "n[01-03,05]");
+  EXPECT_EQ(job_text(m), "slurm job 123 step 4 on n[01-03,05]");
+  m = ids_of({{"SLURM_JOB_ID", "123"}, {"SLURM_JOB_NODELIST", "n[01-08]"}});
+  EXPECT_EQ(job_text(m), "slurm job 123 on n[01-08]");
+  m = ids_of({{"SLURM_JOB_ID", "123"}, {"SLURM_STEP_NODELIST", ""}, {"SLURM_JOB_NODELIST", "a,b"}});
+  EXPECT_EQ(m.node_list, "a,b");
+  // Only Slurm's: a node list without a Slurm job is not taken.
+  m = ids_of({{"FLUX_JOB_ID", "f1"}, {"SLURM_JOB_NODELIST", "n1"}});
+  EXPECT_EQ(m.node_list, "");
   m = ids_of({{"FLUX_JOB_ID", "f2BxGx"}, {"PMIX_NAMESPACE", "ns"}});
   EXPECT_EQ(job_text(m), "flux job f2BxGx");
   m = ids_of({{"PMIX_NAMESPACE", "1681457153"}, {"FABTRACE_RUN_ID", "abc"}});
@@ -40,6 +55,15 @@ TEST(JobMeta, LauncherIdsInOrder) {
   // Bounded.
   m = ids_of({{"SLURM_JOB_ID", std::string(1000, '7')}});
   EXPECT_EQ(m.job_id.size(), kMaxJobIdBytes);
+  // A node list beyond its bound is cut and says so.
+  const std::string many = "n[" + std::string(2000, '1') + "]";
+  m = ids_of({{"SLURM_JOB_ID", "1"}, {"SLURM_STEP_NODELIST", many}});
+  EXPECT_EQ(m.node_list.size(), kMaxNodeListBytes);
+  EXPECT_EQ(m.node_list.substr(kMaxNodeListBytes - 3), "...");
+  EXPECT_EQ(m.node_list.substr(0, kMaxNodeListBytes - 3), many.substr(0, kMaxNodeListBytes - 3));
+  // A control character is escaped where it is shown.
+  m = ids_of({{"SLURM_JOB_ID", "1"}, {"SLURM_STEP_NODELIST", "n1\n"}});
+  EXPECT_EQ(job_text(m), "slurm job 1 on n1\\n");
 }
 
 TEST(JobMeta, CommandLineJoinedEscapedAndBounded) {
@@ -91,10 +115,12 @@ TEST(JobMeta, StartTimeOfAProcessIsWhenItWasForked) {
 TEST(JobMeta, OfSelfReadsThisProcess) {
   setenv("SLURM_JOB_ID", "77", 1);
   setenv("SLURM_STEP_ID", "1", 1);
+  setenv("SLURM_STEP_NODELIST", "node7", 1);
   const JobMeta m = job_meta_of_self();
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_STEP_ID");
-  EXPECT_EQ(job_text(m), "slurm job 77 step 1");
+  unsetenv("SLURM_STEP_NODELIST");
+  EXPECT_EQ(job_text(m), "slurm job 77 step 1 on node7");
   EXPECT_NE(m.command.find("fabtrace_unit_tests"), std::string::npos) << m.command;
   EXPECT_GT(m.start_wall_ns, 0u);
 }

@@ -21,6 +21,15 @@ ParsedReport sample() {
   p.why = "why \xff\n";  // any bytes
   p.report = test::make_synthetic_job(o).reports[1];
   p.report.source = "uprobes";
+  JobMeta& j = p.report.job;  // every field (FABTRACE_JOB_META_FIELDS)
+  j.command = "./app -n 4";
+  j.launcher = "slurm";
+  j.job_id = "12";
+  j.step_id = "3";
+  j.node_list = "n[01-02]";
+  j.start_wall_ns = 1767225600000000000ULL;
+  j.libfabric = "1.17";
+  j.run_id = "feed";
   p.link_count = 7;
   p.unlisted_locals = 3;
   double x = 0.125;
@@ -96,6 +105,7 @@ TEST(ParsedReportCodec, RoundTripsEveryField) {
   EXPECT_TRUE(b.ok);
   EXPECT_EQ(b.why, a.why);
   EXPECT_EQ(b.report.source, "uprobes");
+  EXPECT_EQ(b.report.job.node_list, "n[01-02]");
   EXPECT_EQ(test::report_json_text(b.report), test::report_json_text(a.report));
   EXPECT_EQ(b.link_count, 7u);
   EXPECT_EQ(b.unlisted_locals, 3u);

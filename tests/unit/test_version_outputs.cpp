@@ -59,12 +59,14 @@ TEST(VersionOutputs, RankReportTextAndJson) {
   r.job.launcher = "slurm";
   r.job.job_id = "123";
   r.job.step_id = "0";
+  r.job.node_list = "node[01-02]";
   r.job.start_wall_ns = 1767225600000000000ULL;  // 2026-01-01 00:00:00 UTC
   r.job.libfabric = "1.17";
   r.job.run_id = "feed";
   const std::string text = test::report_text(r);
   EXPECT_NE(text.find("[fabtrace] fabtrace " + std::string(version()) +
-                      ", libfabric 1.17, slurm job 123 step 0, started 2026-01-01 00:00:00 UTC, "
+                      ", libfabric 1.17, slurm job 123 step 0 on node[01-02], started 2026-01-01 "
+                      "00:00:00 UTC, "
                       "fabtrace run feed\n"),
             std::string::npos)
       << text;
@@ -78,6 +80,7 @@ TEST(VersionOutputs, RankReportTextAndJson) {
   EXPECT_EQ(back.job.launcher, "slurm");
   EXPECT_EQ(back.job.job_id, "123");
   EXPECT_EQ(back.job.step_id, "0");
+  EXPECT_EQ(back.job.node_list, "node[01-02]");
   EXPECT_EQ(back.job.start_wall_ns, r.job.start_wall_ns);
   EXPECT_EQ(back.job.libfabric, "1.17");
   EXPECT_EQ(back.job.run_id, "feed");
@@ -155,6 +158,7 @@ class ReportOutputs : public ::testing::Test {
       r.job.command = "./solver --size 4096";
       r.job.launcher = "slurm";
       r.job.job_id = "555";
+      r.job.node_list = "n[1-2]";
       r.job.libfabric = "1.17";
       r.job.start_wall_ns = sj_.first_wall_ns - 2000000000ULL;
     }
@@ -181,7 +185,7 @@ TEST_F(ReportOutputs, EveryOutputNamesTheVersionAndTheJob) {
   const std::string summary = report::summary_text(job, so);
   const std::string first = summary.substr(0, summary.find('\n'));
   EXPECT_NE(first.find("by fabtrace " + v), std::string::npos) << first;
-  EXPECT_NE(summary.find("launcher  slurm job 555\n"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("launcher  slurm job 555 on n[1-2]\n"), std::string::npos) << summary;
   EXPECT_NE(summary.find("command   ./solver --size 4096\n"), std::string::npos) << summary;
   EXPECT_NE(summary.find("libfabric 1.17"), std::string::npos) << summary;
   EXPECT_NE(summary.find("started   2025-12-31 23:59:58 UTC"), std::string::npos) << summary;
@@ -189,7 +193,7 @@ TEST_F(ReportOutputs, EveryOutputNamesTheVersionAndTheJob) {
   // The HTML footer.
   const std::string html = report::html_report(job, report::HtmlOptions());
   EXPECT_NE(html.find("<footer>Written by fabtrace " + v), std::string::npos);
-  EXPECT_NE(html.find("slurm job 555"), std::string::npos);
+  EXPECT_NE(html.find("slurm job 555 on n[1-2]"), std::string::npos);
   // The Perfetto trace's metadata.
   std::vector<std::string> files;
   std::string err;
@@ -207,7 +211,7 @@ TEST_F(ReportOutputs, EveryOutputNamesTheVersionAndTheJob) {
     const std::string anchor = slurp(archive);
     EXPECT_NE(anchor.find(v), std::string::npos);
     EXPECT_NE(anchor.find("FABTRACE::VERSION"), std::string::npos);
-    EXPECT_NE(anchor.find("slurm job 555"), std::string::npos);
+    EXPECT_NE(anchor.find("slurm job 555 on n[1-2]"), std::string::npos);
   }
   // manifest.json beside the tables.
   ASSERT_TRUE(report::write_manifest(job, dir_ + "/job", dir_ + "/out",
@@ -217,7 +221,8 @@ TEST_F(ReportOutputs, EveryOutputNamesTheVersionAndTheJob) {
   EXPECT_EQ(m.at("format"), "fabtrace-report-manifest");
   EXPECT_EQ(m.at("fabtrace_version"), v);
   EXPECT_EQ(m.at("ranks"), 4);
-  EXPECT_EQ(m.at("job").at("launchers"), nlohmann::json::parse(R"([["slurm job 555", 4]])"));
+  EXPECT_EQ(m.at("job").at("launchers"),
+            nlohmann::json::parse(R"([["slurm job 555 on n[1-2]", 4]])"));
   EXPECT_EQ(m.at("job").at("rank_versions"), nlohmann::json::array({{v, 4}}));
   EXPECT_EQ(m.at("outputs"), nlohmann::json::parse(R"(["links.csv", "report.html"])"));
 }

@@ -113,12 +113,18 @@ void get(Reader& r, CqReport* c) {
   c->max_gap_end_s = r.num<double>();
 }
 
+// One field of FABTRACE_JOB_META_FIELDS (common/job_meta.h), by its type.
+void put_field(Writer& w, const std::string& v) { w.str(v); }
+void put_field(Writer& w, uint64_t v) { w.num(v); }
+void get_field(Reader& r, std::string* v) { *v = r.str(); }
+void get_field(Reader& r, uint64_t* v) { *v = r.num<uint64_t>(); }
+
 void put(Writer& w, const ProcessReport& p) {
-  for (const std::string* s :
-       {&p.host, &p.rank, &p.providers, &p.source, &p.fabtrace_version, &p.job.command,
-        &p.job.launcher, &p.job.job_id, &p.job.step_id, &p.job.libfabric, &p.job.run_id})
+  for (const std::string* s : {&p.host, &p.rank, &p.providers, &p.source, &p.fabtrace_version})
     w.str(*s);
-  w.num(p.job.start_wall_ns);
+#define FABTRACE_JOB_FIELD_PUT(name, kind) put_field(w, p.job.name);
+  FABTRACE_JOB_META_FIELDS(FABTRACE_JOB_FIELD_PUT)
+#undef FABTRACE_JOB_FIELD_PUT
   w.num<int64_t>(p.pid);
   w.num(p.start_mono_ns);
   w.num(p.start_wall_ns);
@@ -142,11 +148,11 @@ void put(Writer& w, const ProcessReport& p) {
 }
 
 void get(Reader& r, ProcessReport* p) {
-  for (std::string* s :
-       {&p->host, &p->rank, &p->providers, &p->source, &p->fabtrace_version, &p->job.command,
-        &p->job.launcher, &p->job.job_id, &p->job.step_id, &p->job.libfabric, &p->job.run_id})
+  for (std::string* s : {&p->host, &p->rank, &p->providers, &p->source, &p->fabtrace_version})
     *s = r.str();
-  p->job.start_wall_ns = r.num<uint64_t>();
+#define FABTRACE_JOB_FIELD_GET(name, kind) get_field(r, &p->job.name);
+  FABTRACE_JOB_META_FIELDS(FABTRACE_JOB_FIELD_GET)
+#undef FABTRACE_JOB_FIELD_GET
   p->pid = static_cast<long>(r.num<int64_t>());
   p->start_mono_ns = r.num<uint64_t>();
   p->start_wall_ns = r.num<uint64_t>();

@@ -342,6 +342,14 @@ LinkReport read_link(const Node& l, const std::string& w) {
   return x;
 }
 
+// One field of FABTRACE_JOB_META_FIELDS (common/job_meta.h), by its type.
+void read_job_field(const Node& o, const char* name, std::string* v) {
+  *v = get_string(o, name, "job.");
+}
+void read_job_field(const Node& o, const char* name, uint64_t* v) {
+  *v = get_time_ns(o, name, "job.");
+}
+
 void parse_fields(const Node& j, ProcessReport* r) {
   r->host = get_string(j, "host", "", true);
   r->rank = get_string(j, "rank", "", true);
@@ -361,13 +369,9 @@ void parse_fields(const Node& j, ProcessReport* r) {
   if (Node jb; j.find("job", &jb) && !jb.is_null()) {
     const Node& o = as_object(jb, "job");
     JobMeta& m = r->job;
-    m.command = get_string(o, "command", "job.");
-    m.launcher = get_string(o, "launcher", "job.");
-    m.job_id = get_string(o, "job_id", "job.");
-    m.step_id = get_string(o, "step_id", "job.");
-    m.start_wall_ns = get_time_ns(o, "start_wall_ns", "job.");
-    m.libfabric = get_string(o, "libfabric", "job.");
-    m.run_id = get_string(o, "run_id", "job.");
+#define FABTRACE_JOB_FIELD_READ(name, kind) read_job_field(o, #name, &m.name);
+    FABTRACE_JOB_META_FIELDS(FABTRACE_JOB_FIELD_READ)
+#undef FABTRACE_JOB_FIELD_READ
   }
   r->start_mono_ns = get_time_ns(j, "start_mono_ns", "");
   r->start_wall_ns = get_time_ns(j, "start_wall_ns", "");
