@@ -172,14 +172,23 @@ void weak_overlaps(const Job& job, const std::vector<int64_t>& off,
   std::unordered_map<uint32_t, uint32_t> owner;  // local address id -> rank
   for (const LinkRow& l : job.links)
     if (const int64_t r = rank_of(l); r >= 0) owner.emplace(l.local_id(), static_cast<uint32_t>(r));
-  std::set<std::pair<uint32_t, uint32_t>> linked;
+  // Only the pairs of ranks whose gaps overlap are looked for among the rows
+  // (a set of every linked pair would be a million entries at a million rows).
+  const auto pair_key = [](uint32_t a, uint32_t b) {
+    return a < b ? uint64_t{a} << 32 | b : uint64_t{b} << 32 | a;
+  };
+  std::unordered_map<uint64_t, bool> linked;  // candidate pair -> a row links them
+  for (const auto& [i, j] : pairs) linked.emplace(pair_key(gaps[i].rank, gaps[j].rank), false);
   for (const LinkRow& l : job.links) {
     const int64_t r = rank_of(l);
     const auto o = owner.find(l.remote_id());
-    if (r >= 0 && o != owner.end()) linked.insert({static_cast<uint32_t>(r), o->second});
+    if (r < 0 || o == owner.end()) continue;
+    const auto c = linked.find(pair_key(static_cast<uint32_t>(r), o->second));
+    if (c != linked.end()) c->second = true;
   }
   const auto is_linked = [&](uint32_t a, uint32_t b) {
-    return linked.count({a, b}) || linked.count({b, a});
+    const auto c = linked.find(pair_key(a, b));
+    return c != linked.end() && c->second;
   };
   // Per gap, the longer overlapping gap of a linked rank that overlaps it most.
   std::vector<std::pair<int64_t, size_t>> best(gaps.size(), {0, 0});
