@@ -2,7 +2,7 @@
 // generator the report tests use) into a directory, for bench/report-scale:
 //
 //   make_synthetic_job DIR NODES RANKS_PER_NODE [--peers P] [--oplogs] [--counters]
-//                      [--ops-per-link K] [--varied] [--recvs]
+//                      [--ops-per-link K] [--varied] [--recvs] [--chains L [--chain-rounds R]]
 //
 // Without options only the ranks' report JSONs are written ("reports only"):
 // every rank has a fi_tsend row to every other rank, a fi_write row to the next
@@ -12,6 +12,10 @@
 // N * (P + 2) link rows.
 // --oplogs adds per-op timelines (K fi_tsend records per link, default 10;
 // --varied: of differing lengths; --recvs: with the receives from "(any)").
+// --chains L plants chains of waits for the wait-state analysis: the ranks in
+// chains of L, in each of R rounds (default 20) every rank of a chain waiting
+// about 100 ms on its last (per-op timelines of those ops only, without
+// --oplogs); it prints the waits planted and their sum.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,7 +27,7 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: %s DIR NODES RANKS_PER_NODE [--peers P] [--oplogs] [--counters]\n"
-                 "       [--ops-per-link K] [--varied] [--recvs]\n",
+                 "       [--ops-per-link K] [--varied] [--recvs] [--chains L [--chain-rounds R]]\n",
                  argv[0]);
     return 2;
   }
@@ -45,6 +49,18 @@ int main(int argc, char** argv) {
       opt.peers = std::atoi(argv[++i]);
       if (opt.peers < 2 || opt.peers > 65535) {
         std::fprintf(stderr, "%s: --peers takes 2 .. 65535\n", argv[0]);
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "--chains") && i + 1 < argc) {
+      opt.chain_length = std::atoi(argv[++i]);
+      if (opt.chain_length < 2 || opt.chain_length > 65536) {
+        std::fprintf(stderr, "%s: --chains takes 2 .. 65536\n", argv[0]);
+        return 2;
+      }
+    } else if (!std::strcmp(argv[i], "--chain-rounds") && i + 1 < argc) {
+      opt.chain_rounds = std::atoi(argv[++i]);
+      if (opt.chain_rounds < 1 || opt.chain_rounds > 25) {
+        std::fprintf(stderr, "%s: --chain-rounds takes 1 .. 25\n", argv[0]);
         return 2;
       }
     } else if (!std::strcmp(argv[i], "--ops-per-link") && i + 1 < argc) {
@@ -69,8 +85,15 @@ int main(int argc, char** argv) {
     size_t rows = 0;
     for (const auto& r : job.reports)
       for (const auto& l : r.links) rows += l.rows.size();
-    std::printf("%s: %zu ranks, %zu link rows, %zu files\n", argv[1], job.reports.size(), rows,
+    std::printf("%s: %zu ranks, %zu link rows, %zu files", argv[1], job.reports.size(), rows,
                 files);
+    if (!job.chain_waits.empty()) {
+      double sum = 0;
+      for (const auto& w : job.chain_waits) sum += static_cast<double>(w.ns);
+      std::printf("; %zu chains, %zu waits planted, %.3f s waited", job.chain_roots.size(),
+                  job.chain_waits.size(), sum / 1e9);
+    }
+    std::printf("\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

@@ -122,7 +122,8 @@ std::vector<uint64_t*> counts_of(report::PerfettoStats* s) {
           &s->error_instants,  &s->overlap_dropped, &s->late_ops,       &s->bad_times,
           &s->stall_instants,  &s->marks,           &s->counter_tracks, &s->counter_values,
           &s->nic_tracks,      &s->nic_values,      &s->kernel_tracks,  &s->kernel_slices,
-          &s->kernel_instants, &s->kernel_flows};
+          &s->kernel_instants, &s->kernel_flows,    &s->wait_slices,    &s->root_instants,
+          &s->wait_flows};
 }
 
 void reduce_stats(report::PerfettoStats* s, int rank) {

@@ -2,11 +2,18 @@
 // (tests/apps/wait_chain.cpp) under `fabtrace record`, its tail stopped with
 // SIGSTOP for 200 ms in the measured round. The report names the stopped rank
 // as the root of every wait, with the kernel's "stopped", and charges it the
-// waits the ranks measured.
+// waits the ranks measured. And the demo's planted stop (scripts/demo-record):
+// the client's gap reads as waiting for the stopped server, with the cause,
+// in the summary and as a flow in the Perfetto trace.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "fixtures/perfetto_decode.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/record_session.h"
 #include "tests/integration/waits_truth.h"
@@ -50,6 +57,103 @@ TEST(Record, AStoppedRankIsTheRootOfTheChainsWaitsWithTheKernelsCause) {
     sum += root.by_waiter.at(k);
   }
   EXPECT_NEAR(root.cost_ns, sum, 0.001 * sum + 0.1e6) << cli.out;
+}
+
+// The lines of the summary's "longest CQ poll gaps" under each gap of a rank:
+// "host rK CQ#N" -> the lines under it.
+std::map<std::string, std::vector<std::string>> gap_lines(const std::string& summary) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::istringstream in(summary);
+  std::string line, cur;
+  bool in_section = false;
+  const std::regex gap("^  (\\S+ r\\d+ CQ#\\d+)  .*");
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (line.rfind("longest CQ poll gaps", 0) == 0) {
+      in_section = true;
+      continue;
+    }
+    if (!in_section) continue;
+    if (line.empty() || line[0] != ' ') break;
+    if (std::regex_match(line, m, gap)) {
+      cur = m[1];
+      out[cur];
+    } else if (!cur.empty()) {
+      out[cur].push_back(line);
+    }
+  }
+  return out;
+}
+
+// The demo's node-wide run, as scripts/demo runs it: fi_pingpong over
+// tcp;ofi_rxm on loopback under a session, the server (rank 1) stopped with
+// SIGSTOP for 200 ms while the client (rank 0) polls for its pong. The
+// client's gap over the stop says it waited for the server, stopped; the
+// server is the root of the client's waiting, charged at least 150 ms of it
+// (the 200 ms stop less the time the client took to take the last pong and
+// send its ping, which a loaded machine stretches); and in the Perfetto trace
+// a flow runs from the client's wait to the server's "root cause: stopped"
+// instant.
+TEST(Record, DemoClientWaitsForTheStoppedServer) {
+  REQUIRE_SESSION_SLOT();
+  const std::string dir = make_temp_dir("rec-demo") + "/record";
+  const RunResult r = run({"bash", DEMO_RECORD, BUILD_DIR, dir},
+                          {{"FABTRACE_DEMO_PRELOAD", preload_list()}}, false, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t at = r.output.find("== fabtrace report ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string summary = r.output.substr(at);
+  // The client's gaps (its transmit CQ and its receive CQ both span the stop)
+  // whose line under them names whom they waited for, and the kernel's verdict
+  // of the server then (stopped is its largest part unless a loaded machine
+  // kept it waiting for a CPU longer; the verdict names the stop either way).
+  const std::regex waited(
+      "^      waiting for (\\S+) r1 \\(\\1 r1 .*stopped \\(SIGSTOP or a debugger\\) .*\\)$");
+  size_t named = 0;
+  for (const auto& [gap, lines] : gap_lines(summary)) {
+    if (gap.find(" r0 CQ#") == std::string::npos) continue;
+    for (const std::string& l : lines) named += std::regex_match(l, waited);
+  }
+  EXPECT_GE(named, 1u) << summary;
+  const auto roots = root_lines(summary);
+  ASSERT_FALSE(roots.empty()) << summary;
+  EXPECT_EQ(roots[0].rank, 1) << summary;
+  EXPECT_NE(roots[0].cause.find("stopped (SIGSTOP or a debugger) "), std::string::npos) << summary;
+  ASSERT_TRUE(roots[0].by_waiter.count(0)) << summary;
+  EXPECT_GE(roots[0].by_waiter.at(0), 150e6) << summary;
+
+  // Perfetto: the client's wait slice flows to the server's root instant.
+  const Decoded d = decode_trace(dir + "/report/trace.pftrace");
+  ASSERT_TRUE(d.ok) << d.problem;
+  std::map<uint64_t, const Descriptor*> by_uuid;
+  for (const Descriptor& x : d.descs) by_uuid[x.uuid] = &x;
+  const auto process_of = [&](uint64_t track) -> std::string {
+    for (int hops = 0; hops < 8; ++hops) {
+      const auto it = by_uuid.find(track);
+      if (it == by_uuid.end()) return "";
+      if (it->second->process) return it->second->name;
+      track = it->second->parent;
+    }
+    return "";
+  };
+  std::map<uint64_t, const TraceEvent*> ends;
+  for (const TraceEvent& e : d.events)
+    for (uint64_t f : e.flow_ends) ends[f] = &e;
+  size_t flows = 0;
+  for (const TraceEvent& e : d.events) {
+    if (e.type != 1 || e.name.rfind("waiting for rank 1 ", 0) != 0) continue;
+    if (process_of(e.track).rfind("rank 0 ", 0) != 0) continue;
+    for (uint64_t f : e.flows) {
+      ASSERT_TRUE(ends.count(f)) << "flow " << f << " never ends";
+      const TraceEvent& to = *ends.at(f);
+      EXPECT_EQ(process_of(to.track).rfind("rank 1 ", 0), 0u) << process_of(to.track);
+      EXPECT_EQ(to.name.rfind("root cause: ", 0), 0u) << to.name;
+      EXPECT_NE(to.name.find("stopped (SIGSTOP or a debugger) "), std::string::npos) << to.name;
+      EXPECT_GT(to.ts, e.ts);
+      ++flows;
+    }
+  }
+  EXPECT_GE(flows, 1u) << summary;
 }
 
 }  // namespace

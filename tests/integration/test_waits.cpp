@@ -150,11 +150,16 @@ TEST(WaitChainMpi, TheSameRootsAsOneProcess) {
   }
 }
 
-// The Perfetto trace: a flow from each send to its matched receive. The
-// measured round's timeline holds 3 messages (r3 -> r2 -> r1 -> r0), so 3
-// flows, each starting on an fi_tsend slice of 64 bytes of rank k and ending
-// on an fi_trecv slice of 64 bytes of rank k - 1.
-TEST_P(WaitChain, PerfettoFlowsFromEachSendToItsReceive) {
+// The Perfetto trace: a flow from each send to its matched receive, and one
+// from each wait to its root. The measured round's timeline holds 3 messages
+// (r3 -> r2 -> r1 -> r0), so 3 message flows, each starting on an fi_tsend
+// slice of 64 bytes of rank k and ending on an fi_trecv slice of 64 bytes of
+// rank k - 1. r3 sleeps before it sends: r2, r1 and r0 each wait (the programs
+// measured it), so 3 wait flows, each starting on a "waiting for rank k + 1"
+// slice of rank k that lasts as long as the wait the rank measured (within
+// 1%), and all three ending on r3's "root cause: late to post" instant, after
+// the waits began.
+TEST_P(WaitChain, PerfettoFlowsFromEachSendToItsReceiveAndEachWaitToItsRoot) {
   std::vector<RootLine> roots;
   std::map<int, int64_t> waits;
   std::string summary, out;
@@ -162,6 +167,7 @@ TEST_P(WaitChain, PerfettoFlowsFromEachSendToItsReceive) {
   if (HasFatalFailure()) return;
   const Decoded d = decode_trace(out + "/trace.pftrace");
   ASSERT_TRUE(d.ok) << d.problem;
+  EXPECT_EQ(check_tracks(d), "");
   // Each track's rank: its process descriptor's pid, up the parents.
   std::map<uint64_t, const Descriptor*> by_uuid;
   for (const Descriptor& x : d.descs) by_uuid[x.uuid] = &x;
@@ -174,30 +180,58 @@ TEST_P(WaitChain, PerfettoFlowsFromEachSendToItsReceive) {
     }
     return "";
   };
+  const auto rank_of = [&](uint64_t track) {
+    const std::string p = process_of(track);
+    EXPECT_EQ(p.rfind("rank ", 0), 0u) << p;
+    return p.rfind("rank ", 0) == 0 ? std::stoi(p.substr(5)) : -1;
+  };
+  // Slices (BEGIN) start flows; a message's and a wait's end on a slice or an
+  // instant. (The kernel's flows need a session: none here.)
   std::map<uint64_t, const TraceEvent*> starts, ends;
+  std::map<const TraceEvent*, uint64_t> slice_end;  // BEGIN -> its END's ts
+  std::map<uint64_t, const TraceEvent*> open;       // track -> its open BEGIN
   for (const TraceEvent& e : d.events) {
-    if (e.type != 1) continue;
+    if (e.type == 1) open[e.track] = &e;
+    if (e.type == 2 && open.count(e.track)) slice_end[open[e.track]] = e.ts;
     for (uint64_t f : e.flows) EXPECT_TRUE(starts.emplace(f, &e).second) << "flow " << f;
     for (uint64_t f : e.flow_ends) EXPECT_TRUE(ends.emplace(f, &e).second) << "flow " << f;
   }
-  // (the kernel's flows need a session: none here)
-  ASSERT_EQ(starts.size(), 3u) << summary;
-  ASSERT_EQ(ends.size(), 3u);
-  std::set<std::string> senders;
-  for (const auto& [f, send] : starts) {
+  size_t messages = 0, wait_flows = 0;
+  std::set<int> senders, waiters;
+  for (const auto& [f, from] : starts) {
     ASSERT_TRUE(ends.count(f)) << "flow " << f << " never ends";
-    const TraceEvent& recv = *ends.at(f);
-    EXPECT_EQ(send->name, "fi_tsend");
-    EXPECT_EQ(recv.name, "fi_trecv");
-    EXPECT_EQ(send->args.at("bytes"), "64");
-    EXPECT_EQ(recv.args.at("bytes"), "64");
-    const std::string from = process_of(send->track), to = process_of(recv.track);
-    ASSERT_EQ(from.rfind("rank ", 0), 0u) << from;
-    ASSERT_EQ(to.rfind("rank ", 0), 0u) << to;
-    EXPECT_EQ(std::stoi(from.substr(5)) - 1, std::stoi(to.substr(5))) << from << " -> " << to;
-    senders.insert(from);
+    const TraceEvent& to = *ends.at(f);
+    ASSERT_EQ(from->type, 1u) << from->name;
+    if (from->name == "fi_tsend") {
+      ++messages;
+      EXPECT_EQ(to.name, "fi_trecv");
+      EXPECT_EQ(from->args.at("bytes"), "64");
+      EXPECT_EQ(to.args.at("bytes"), "64");
+      EXPECT_EQ(rank_of(from->track) - 1, rank_of(to.track));
+      senders.insert(rank_of(from->track));
+      continue;
+    }
+    ++wait_flows;
+    const int k = rank_of(from->track);
+    EXPECT_EQ(from->name.rfind("waiting for rank " + std::to_string(k + 1) + " (", 0), 0u)
+        << from->name;
+    ASSERT_TRUE(waits.count(k)) << "rank " << k << " measured no wait";
+    ASSERT_TRUE(slice_end.count(from));
+    const double len = static_cast<double>(slice_end.at(from) - from->ts);
+    EXPECT_NEAR(len, static_cast<double>(waits.at(k)), 0.01 * static_cast<double>(waits.at(k)))
+        << "r" << k;
+    waiters.insert(k);
+    // The root: r3's delay, marked after the wait began.
+    EXPECT_EQ(rank_of(to.track), 3) << to.name;
+    EXPECT_EQ(to.type, 3u) << to.name;
+    EXPECT_EQ(to.name.rfind("root cause: late to post", 0), 0u) << to.name;
+    EXPECT_GT(to.ts, from->ts);
+    EXPECT_EQ(to.args.at("waits"), "3");
   }
-  EXPECT_EQ(senders.size(), 3u);
+  EXPECT_EQ(messages, 3u) << summary;
+  EXPECT_EQ(senders, (std::set<int>{1, 2, 3}));
+  EXPECT_EQ(wait_flows, 3u) << summary;
+  EXPECT_EQ(waiters, (std::set<int>{0, 1, 2}));
 }
 
 // The OTF2 archive: each matched message as an MPI send on its sender's

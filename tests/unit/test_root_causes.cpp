@@ -6,10 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 
+#include "fixtures/perfetto_decode.h"
+#include "fixtures/synthetic_job.h"
 #include "userspace/report/html_report.h"
 #include "userspace/report/job.h"
+#include "userspace/report/perfetto_trace.h"
 
 namespace fabtrace::report {
 namespace {
@@ -152,6 +158,107 @@ TEST(RootCauses, TheHtmlReportHasTheRootTableAndTheWaitMatrix) {
                       m),
             std::string::npos)
       << html.substr(m, 800);
+}
+
+// The synthetic job's planted chains (bench/report-scale -g "--chains L", small
+// here): 3 chains of 4 ranks over 2 nodes, 3 rounds, each chain's last rank
+// sending 100 ms late. Every wait planted is found, whole; each chain's last
+// rank is the root charged all of it but the 40 us each rank in between took
+// to pass the message on (exactly (L - 1) * rounds * (100 ms + 30 us)); the
+// roots' costs add up to the waits. In the Perfetto trace each wait is a slice
+// of its rank as long as the wait planted, with a flow to an instant of its
+// chain's last rank, one per round, after the waits began.
+TEST(RootCauses, SyntheticChainsHaveTheirLastRanksAsRootsAndFlowsToThem) {
+  test::SyntheticOptions o;
+  o.nodes = 2;
+  o.ranks_per_node = 6;
+  o.oplogs = false;
+  o.counters = false;
+  o.chain_length = 4;
+  o.chain_rounds = 3;
+  const test::SyntheticJob sj = test::make_synthetic_job(o);
+  const std::string dir = test::make_fixture_dir("chains");
+  test::write_synthetic_job(sj, dir);
+  Job job;
+  std::string err;
+  ASSERT_TRUE(load_job(dir, &job, &err)) << err;
+  ASSERT_EQ(job.ranks.size(), 12u);
+  ASSERT_EQ(sj.chain_waits.size(), 3u * 3 * 3);
+  std::map<std::string, int> index;  // rank string -> index in job.ranks
+  for (size_t i = 0; i < job.ranks.size(); ++i) index[job.ranks[i].rank] = static_cast<int>(i);
+  const auto idx = [&](int g) { return index.at(std::to_string(g)); };
+
+  // The waits: as planted.
+  std::multiset<std::tuple<int, int, int64_t>> planted, found;
+  int64_t sum = 0;
+  for (const auto& w : sj.chain_waits) {
+    planted.insert({idx(w.rank), idx(w.on), w.ns});
+    sum += w.ns;
+  }
+  for (const Wait& w : job.waits.list)
+    found.insert({static_cast<int>(w.rank), static_cast<int>(w.on), w.length()});
+  EXPECT_EQ(found, planted);
+
+  const WaitAnalysis wa = analyze_waits(job);
+  int64_t total = 0;
+  std::set<int> named;
+  for (const RootCause& rc : wa.roots) {
+    total += rc.cost_ns;
+    if (rc.cost_ns >= kMinRootCostNs) named.insert(static_cast<int>(rc.rank));
+  }
+  EXPECT_EQ(total, sum);
+  std::set<int> tails;
+  for (int g : sj.chain_roots) tails.insert(idx(g));
+  EXPECT_EQ(named, tails);
+  for (const RootCause& rc : wa.roots)
+    if (tails.count(static_cast<int>(rc.rank))) {
+      EXPECT_EQ(rc.cost_ns, 3 * 3 * (100 * kMs + 30000)) << job.ranks[rc.rank].rank;
+      EXPECT_EQ(rc.cause, "late to post (no kernel log of its node)");
+    }
+
+  const std::string out = dir + "/out";
+  std::vector<std::string> files;
+  ASSERT_TRUE(write_perfetto(job, out, PerfettoOptions(), &files, &err)) << err;
+  const test::Decoded d = test::decode_trace(out + "/trace.pftrace");
+  ASSERT_TRUE(d.ok) << d.problem;
+  EXPECT_EQ(test::check_tracks(d), "");
+  std::map<uint64_t, int> rank_of_track;  // process tracks' pids are 1000 + g
+  for (const test::Descriptor& x : d.descs)
+    if (x.process) rank_of_track[x.uuid] = static_cast<int>(x.pid) - 1000;
+  for (const test::Descriptor& x : d.descs)
+    if (!x.process && rank_of_track.count(x.parent))
+      rank_of_track[x.uuid] = rank_of_track[x.parent];
+  std::map<uint64_t, const test::TraceEvent*> ends;
+  std::map<uint64_t, uint64_t> open;  // track -> its open slice's start
+  std::multiset<std::tuple<int, int64_t>> slices;
+  std::map<const test::TraceEvent*, int> roots;  // instant -> flows ending at it
+  for (const test::TraceEvent& e : d.events)
+    for (uint64_t f : e.flow_ends) ends[f] = &e;
+  size_t flows = 0;
+  for (const test::TraceEvent& e : d.events) {
+    if (e.type == 1 && e.name.rfind("waiting for ", 0) == 0) {
+      open[e.track] = e.ts;
+      ASSERT_EQ(e.flows.size(), 1u);
+      ASSERT_TRUE(ends.count(e.flows[0]));
+      const test::TraceEvent& to = *ends.at(e.flows[0]);
+      const int g = rank_of_track.at(e.track);
+      EXPECT_EQ(rank_of_track.at(to.track), (g / 4) * 4 + 3) << e.name;
+      EXPECT_EQ(to.name, "root cause: late to post (no kernel log of its node)");
+      EXPECT_GT(to.ts, e.ts);
+      ++roots[&to];
+      ++flows;
+    } else if (e.type == 2 && open.count(e.track)) {
+      slices.insert({idx(rank_of_track.at(e.track)), static_cast<int64_t>(e.ts - open[e.track])});
+      open.erase(e.track);
+    }
+  }
+  std::multiset<std::tuple<int, int64_t>> planted_lengths;
+  for (const auto& w : sj.chain_waits) planted_lengths.insert({idx(w.rank), w.ns});
+  EXPECT_EQ(slices, planted_lengths);
+  EXPECT_EQ(flows, sj.chain_waits.size());
+  EXPECT_EQ(roots.size(), 3u * 3);  // a chain's root per round
+  for (const auto& [ev, n] : roots) EXPECT_EQ(n, 3) << ev->name;
+  test::remove_tree(dir);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The Perfetto trace's builder (perfetto_trace.h), internal to its files:
 // perfetto_trace.cpp (the run over ranks and nodes, the files and their
 // parts), perfetto_ops.cpp (a rank's ops and marks from its oplog) and
-// perfetto_series.cpp (its poll gaps, NIC counters and NIC bandwidth).
+// perfetto_series.cpp (its poll gaps, NIC counters and NIC bandwidth) and
+// perfetto_waits.cpp (who waited on whom, and why).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include "userspace/report/perfetto_reorder.h"
 #include "userspace/report/perfetto_trace.h"
 #include "userspace/report/perfetto_writer.h"
+#include "userspace/report/root_causes.h"
 #include "userspace/report/summary.h"
 
 namespace fabtrace::report::perfetto_build {
@@ -29,6 +31,10 @@ inline constexpr size_t kEventBytes = 512;
 inline constexpr size_t kDescriptorBytes = 64;
 // The flow id of Job::waits.messages[i] (apart from the stalls' hashed ids).
 uint64_t message_flow_id(uint32_t i);
+// The flow id from Job::waits.list[i] to its root cause.
+uint64_t wait_flow_id(size_t i);
+// "rank R (host)": a rank's process track.
+std::string rank_label(const Rank& r);
 
 // One link of the rank being written: its track (lane 0) and overlap lanes.
 struct Link {
@@ -51,6 +57,8 @@ struct RankTrack {
   uint32_t gen = 0;
   uint64_t gap_uuid = 0;
   uint32_t gap_gen = 0;
+  uint64_t wait_uuid = 0;
+  uint32_t wait_gen = 0;
   int64_t wall_offset = 0;  // wall ns = mono ns + wall_offset
   uint64_t dropped = 0;
   int64_t last_ts = 0;
@@ -126,10 +134,20 @@ class Builder {
     }
     return r.gap_uuid;
   }
+  uint64_t need_wait_track(RankTrack& r) {
+    need_process(r);
+    if (r.wait_uuid == 0) r.wait_uuid = next_uuid_++;
+    if (r.wait_gen != w_.generation()) {
+      w_.child_track(r.wait_uuid, r.uuid, "waits (who waited on whom, and why)", -1, false);
+      r.wait_gen = w_.generation();
+    }
+    return r.wait_uuid;
+  }
 
   // ---- interned names (cached per file generation)
   uint64_t arg_iid(int which) {
-    static const char* const kNames[] = {"bytes", "error", "gap_ms", "polls", "cq", "why"};
+    static const char* const kNames[] = {"bytes", "error", "gap_ms", "polls",
+                                         "cq",    "why",   "root",   "waits"};
     if (arg_gen_[which] != w_.generation()) {
       arg_iid_[which] = w_.annotation_name(kNames[which]);
       arg_gen_[which] = w_.generation();
@@ -154,6 +172,8 @@ class Builder {
   bool write_mark(RankTrack& r, const OplogReader& rd, const OplogCalib& cal,
                   const oplog::OpEntry& m);
   bool write_stalls(RankTrack& r);
+  void index_waits();
+  bool write_waits(RankTrack& r);
   bool write_counters(RankTrack& r);
   bool write_nic_windows(RankTrack& r);
   bool write_kernel(const KernelNode& n, int32_t order, const std::vector<RankTrack>& ranks);
@@ -179,13 +199,27 @@ class Builder {
   uint64_t preamble_bytes_ = 0;
   uint64_t next_uuid_ = 1;
 
-  uint64_t arg_iid_[6] = {};
-  uint32_t arg_gen_[6] = {};
+  uint64_t arg_iid_[8] = {};
+  uint32_t arg_gen_[8] = {};
   uint64_t op_iid_[512] = {};
   uint32_t op_gen_[512] = {};
   std::vector<std::string> op_names_;
 
   std::unordered_map<std::string, std::vector<const Stall*>> stalls_by_rank_;
+
+  // Who waited on whom (index_waits; not in a trace split per rank, whose
+  // files a flow cannot cross): per rank, its waits (indices into
+  // Job::waits.list) and the delays of its that were the root of waits.
+  struct RootMark {
+    int64_t ts = 0;  // on the trace's clock: after the delay and every wait's start
+    std::string cause;
+    std::vector<uint64_t> flows;
+  };
+  WaitAnalysis waits_;
+  std::vector<std::vector<size_t>> waits_by_rank_;
+  std::vector<std::vector<RootMark>> roots_by_rank_;
+  std::vector<int64_t> wait_to_trace_;  // per rank: job clock -> trace clock
+  std::vector<std::string> rank_labels_;
 
   // Per rank (reset for each).
   std::vector<Link> links_;

@@ -1,7 +1,7 @@
 // The Perfetto trace (perfetto_trace.h): the run over every rank and node
 // with a kernel log, and the files it is written in (parts under
 // max_file_bytes). A rank's ops and marks are in perfetto_ops.cpp, its series
-// in perfetto_series.cpp.
+// in perfetto_series.cpp, its waits in perfetto_waits.cpp.
 #include "userspace/report/perfetto_trace.h"
 
 #include "common/safe_output.h"
@@ -26,12 +26,6 @@ namespace {
 // pids <= 0 (unknown) get a synthetic one above Linux's pid_max (4194304).
 constexpr int32_t kSyntheticPidBase = 0x40000000;
 
-std::string rank_label(const Rank& r) {
-  std::string s = "rank " + (r.rank.empty() ? std::string("NA") : r.rank);
-  if (!r.host.empty()) s += " (" + r.host + ")";
-  return s;
-}
-
 // A file-name-safe rendering of a rank string.
 std::string file_token(const std::string& s) {
   std::string out;
@@ -44,6 +38,12 @@ std::string file_token(const std::string& s) {
 }
 
 }  // namespace
+
+std::string rank_label(const Rank& r) {
+  std::string s = "rank " + (r.rank.empty() ? std::string("NA") : r.rank);
+  if (!r.host.empty()) s += " (" + r.host + ")";
+  return s;
+}
 
 bool Builder::open_base(const std::string& base, uint64_t snapshot_ns) {
   base_ = base;
@@ -122,6 +122,7 @@ bool Builder::write_rank(RankTrack& r) {
   ++stats_->ranks;
   if (!r.rank->oplog_path.empty() && !write_ops(r)) return false;
   if (!write_stalls(r)) return false;
+  if (!write_waits(r)) return false;
   if (!r.rank->counters_path.empty() && !write_counters(r)) return false;
   if (!write_nic_windows(r)) return false;
   if (r.dropped > 0) {
@@ -168,6 +169,7 @@ bool Builder::run(std::string* error) {
   const std::string prefix = dir_ + (dir_.back() == '/' ? "" : "/") + "trace";
   bool ok = true;
   if (!opt_.split_per_rank) {
+    index_waits();
     ok = open_base(prefix, snap);
     for (size_t i = 0; ok && i < ranks.size(); ++i) ok = write_rank(ranks[i]);
     for (size_t i = 0; ok && i < job_.kernel.size(); ++i)

@@ -26,7 +26,12 @@
 //     carries its cause ("why") and the flows from the intervals behind it;
 //   - a flow from each send to its receive where the per-op timelines matched
 //     them (post_evidence.h; Job::waits.messages, at most kMaxMessages), in
-//     a trace not split per rank (a flow does not cross files).
+//     a trace not split per rank (a flow does not cross files);
+//   - in a trace not split per rank, who waited on whom (root_causes.h): a
+//     track "waits (who waited on whom, and why)" per rank with a slice per
+//     wait for a peer ("waiting for rank R (host)", its root and cause as
+//     args) and an instant "root cause: CAUSE" at the end of each delay that
+//     was the root of waits, a flow from each of those waits to it.
 // Nothing is held per op: oplogs are streamed through a bounded reorder window.
 //
 // Files: <out_dir>/trace.pftrace; when that would pass max_file_bytes it is
@@ -86,6 +91,9 @@ struct PerfettoStats {
   uint64_t bad_times = 0;        // ops whose end preceded their start (drawn with zero length), or
                                  // whose times are beyond any clock (not drawn)
   uint64_t stall_instants = 0;   // long CQ poll gaps
+  uint64_t wait_slices = 0;      // waits for a peer (root_causes.h)
+  uint64_t root_instants = 0;    // delays that were the root of waits
+  uint64_t wait_flows = 0;       // from a wait to its root's instant
   uint64_t marks = 0;            // the application's marks, phase ends and capture changes drawn
   uint64_t counter_tracks = 0;
   uint64_t counter_values = 0;

@@ -55,8 +55,11 @@ struct Analyzer {
   }
 
   // What the kernel log says of rank r over [s, e] (job clock): the verdict of
-  // its process's stall or slow op record covering most of it.
-  std::string cause(uint32_t r, int64_t s, int64_t e, bool transit) const {
+  // its process's stall or slow op record covering most of it (its span on
+  // the job's clock in *win, else [s, e]).
+  std::string cause(uint32_t r, int64_t s, int64_t e, bool transit,
+                    std::pair<int64_t, int64_t>* win = nullptr) const {
+    if (win) *win = {s, e};
     const std::string none = transit
                                  ? "sent, the message in transit (the provider, the network, or " +
                                        name_of(job, r) + " not progressing)"
@@ -70,7 +73,12 @@ struct Analyzer {
       const int64_t o = std::min(e, we) - std::max(s, ws);
       if (o > most) most = o, best = w;
     }
-    if (best && 2 * most >= e - s) return printable(best->verdict);
+    if (best && 2 * most >= e - s) {
+      if (win)
+        *win = {static_cast<int64_t>(best->w.start) + off[r],
+                static_cast<int64_t>(best->w.end) + off[r]};
+      return printable(best->verdict);
+    }
     return none + (transit ? "" : " (the kernel shows no stall of it then: computing)");
   }
 
@@ -101,6 +109,20 @@ struct Analyzer {
       cur = oe;
     }
     if (cur < e) root_part(on, waiter, cur, e, sent, out);
+  }
+
+  // The root charged most of `parts`, and its longest part (nullptr: none).
+  static const Part* top_part(const std::vector<Part>& parts) {
+    std::map<uint32_t, int64_t> per_root;
+    for (const Part& p : parts) per_root[p.root] += p.e - p.s;
+    const auto top =
+        std::max_element(per_root.begin(), per_root.end(),
+                         [](const auto& x, const auto& y) { return x.second < y.second; });
+    if (top == per_root.end()) return nullptr;
+    const Part* longest = nullptr;
+    for (const Part& p : parts)
+      if (p.root == top->first && (!longest || p.e - p.s > longest->e - longest->s)) longest = &p;
+    return longest;
   }
 };
 
@@ -150,14 +172,23 @@ void weak_overlaps(const Job& job, const std::vector<int64_t>& off,
   std::unordered_map<uint32_t, uint32_t> owner;  // local address id -> rank
   for (const LinkRow& l : job.links)
     if (const int64_t r = rank_of(l); r >= 0) owner.emplace(l.local_id(), static_cast<uint32_t>(r));
-  std::set<std::pair<uint32_t, uint32_t>> linked;
+  // Only the pairs of ranks whose gaps overlap are looked for among the rows
+  // (a set of every linked pair would be a million entries at a million rows).
+  const auto pair_key = [](uint32_t a, uint32_t b) {
+    return a < b ? uint64_t{a} << 32 | b : uint64_t{b} << 32 | a;
+  };
+  std::unordered_map<uint64_t, bool> linked;  // candidate pair -> a row links them
+  for (const auto& [i, j] : pairs) linked.emplace(pair_key(gaps[i].rank, gaps[j].rank), false);
   for (const LinkRow& l : job.links) {
     const int64_t r = rank_of(l);
     const auto o = owner.find(l.remote_id());
-    if (r >= 0 && o != owner.end()) linked.insert({static_cast<uint32_t>(r), o->second});
+    if (r < 0 || o == owner.end()) continue;
+    const auto c = linked.find(pair_key(static_cast<uint32_t>(r), o->second));
+    if (c != linked.end()) c->second = true;
   }
   const auto is_linked = [&](uint32_t a, uint32_t b) {
-    return linked.count({a, b}) || linked.count({b, a});
+    const auto c = linked.find(pair_key(a, b));
+    return c != linked.end() && c->second;
   };
   // Per gap, the longer overlapping gap of a linked rank that overlaps it most.
   std::vector<std::pair<int64_t, size_t>> best(gaps.size(), {0, 0});
@@ -205,11 +236,14 @@ WaitAnalysis analyze_waits(const Job& job) {
   std::map<uint32_t, RootCause> roots;
   std::map<std::pair<uint32_t, std::string>, int64_t> cause_cost;  // (root, cause) -> ns
   std::vector<Analyzer::Part> parts;
-  for (const Wait& w : job.waits.list) {
+  wa.waits.resize(job.waits.list.size());
+  for (size_t i = 0; i < job.waits.list.size(); ++i) {
+    const Wait& w = job.waits.list[i];
     if (w.rank >= job.ranks.size() || w.on >= job.ranks.size()) continue;
     wa.matrix[{w.rank, w.on}] += w.length();
     parts.clear();
     an.charge(w.on, w.start, w.end, w.sent, w.rank, 0, &parts);
+    const Analyzer::Part* top = Analyzer::top_part(parts);
     std::map<uint32_t, bool> seen;
     for (const Analyzer::Part& p : parts) {
       RootCause& rc = roots[p.root];
@@ -217,7 +251,16 @@ WaitAnalysis analyze_waits(const Job& job) {
       rc.cost_ns += p.e - p.s;
       rc.by_waiter[p.waiter] += p.e - p.s;
       if (!seen[p.root]) ++rc.waits, seen[p.root] = true;
-      cause_cost[{p.root, an.cause(p.root, p.s, p.e, p.transit)}] += p.e - p.s;
+      std::pair<int64_t, int64_t> win;
+      std::string why = an.cause(p.root, p.s, p.e, p.transit, &win);
+      if (&p == top) {
+        WaitRoot& wr = wa.waits[i];
+        wr.known = true;
+        wr.root = p.root;
+        std::tie(wr.delay_start, wr.delay_end) = win;
+        wr.cause = why;
+      }
+      cause_cost[{p.root, std::move(why)}] += p.e - p.s;
     }
   }
   for (const auto& [key, ns] : cause_cost) {
@@ -252,20 +295,13 @@ WaitAnalysis analyze_waits(const Job& job) {
       parts.clear();
       an.charge(best->on, std::max(s, best->start), std::min(e, best->end), best->sent, a, 0,
                 &parts);
-      std::map<uint32_t, int64_t> per_root;
-      for (const Analyzer::Part& p : parts) per_root[p.root] += p.e - p.s;
-      const auto top =
-          std::max_element(per_root.begin(), per_root.end(),
-                           [](const auto& x, const auto& y) { return x.second < y.second; });
-      if (top == per_root.end()) continue;
       // The root's cause in its longest part of this gap.
-      const Analyzer::Part* longest = nullptr;
-      for (const Analyzer::Part& p : parts)
-        if (p.root == top->first && (!longest || p.e - p.s > longest->e - longest->s)) longest = &p;
+      const Analyzer::Part* longest = Analyzer::top_part(parts);
+      if (!longest) continue;
       StallWait& sw = wa.stalls[i];
       sw.known = true;
       sw.on = best->on;
-      sw.root = top->first;
+      sw.root = longest->root;
       sw.cause = an.cause(longest->root, longest->s, longest->e, longest->transit);
     }
   } else if (!job.stalls.empty()) {

@@ -46,9 +46,22 @@ struct StallWait {
   std::string cause;  // the root's
 };
 
+// What a wait (Job::waits.list[i]) is charged to: the root that carries most
+// of it and that root's delay, for the Perfetto trace's flow from the wait to
+// its root cause.
+struct WaitRoot {
+  bool known = false;
+  uint32_t root = 0;
+  // The root's delay on the job's clock: its stall or slow op record that
+  // names the cause, else the part of the wait charged to it.
+  int64_t delay_start = 0, delay_end = 0;
+  std::string cause;
+};
+
 struct WaitAnalysis {
   std::vector<RootCause> roots;                             // costliest first
   std::vector<StallWait> stalls;                            // per Job::stalls
+  std::vector<WaitRoot> waits;                              // per Job::waits.list
   std::map<std::pair<uint32_t, uint32_t>, int64_t> matrix;  // (waiter, on) -> ns waited
 };
 
