@@ -30,7 +30,7 @@ uint64_t raw_record_start(const ft_hdr& h, const uint8_t* rec) {
     default:
       break;
   }
-  return std::min(s, h.ts);
+  return std::min<uint64_t>(s, h.ts);
 }
 
 void RawWindows::add(Intervals* m, uint64_t start, uint64_t end) {
