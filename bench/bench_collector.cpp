@@ -24,8 +24,8 @@ using fabtrace::KernelLogWriter;
 using fabtrace::RawSummaries;
 using fabtrace::RawWindows;
 
-constexpr uint64_t kGapNs = 5000;     // between two events
-constexpr uint64_t kBatch = 4096;     // events drained at once (a 250 ms drain on a busy node)
+constexpr uint64_t kGapNs = 5000;       // between two events
+constexpr uint64_t kBatch = 4096;       // events drained at once (a 250 ms drain on a busy node)
 constexpr uint64_t kWindowEvery = 100;  // --raw windows: one event in this many is in a window
 
 std::vector<ft_offcpu> events(size_t n) {
@@ -93,8 +93,7 @@ void BM_CollectorRawEvent(benchmark::State& state) {
       windows.release(
           t, [&](const void* d, size_t len) { log.w.append_raw(d, len); },
           [&](const ft_hdr&) { ++given; });
-    if (mode != kPlain)
-      sums.drain(t, [&](const ft_summary& r) { log.w.append(&r, sizeof(r)); });
+    if (mode != kPlain) sums.drain(t, [&](const ft_summary& r) { log.w.append(&r, sizeof(r)); });
   }
   benchmark::DoNotOptimize(given);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kBatch));

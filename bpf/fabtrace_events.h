@@ -384,14 +384,14 @@ struct ft_uprobe_cq {
  * else 0). Summing a key's records gives its totals over the session. */
 struct ft_summary {
   struct ft_hdr h;
-  __u16 of;       /* the kind summarised (FT_EV_OFFCPU, ...) */
-  __u8 off_kind;  /* off-CPU: enum ft_off_kind */
-  __u8 wait_on;   /* off-CPU: enum ft_wait_on */
-  __s32 code;     /* off-CPU: the syscall (-1: none); IRQ: its number; softirq: its vector */
-  __u64 func;     /* cxi work: the function's address */
-  __u64 count;    /* events */
-  __u64 ns;       /* their summed durations (faults: 0) */
-  __u64 faults;   /* fault summaries: the faults they counted */
+  __u16 of;      /* the kind summarised (FT_EV_OFFCPU, ...) */
+  __u8 off_kind; /* off-CPU: enum ft_off_kind */
+  __u8 wait_on;  /* off-CPU: enum ft_wait_on */
+  __s32 code;    /* off-CPU: the syscall (-1: none); IRQ: its number; softirq: its vector */
+  __u64 func;    /* cxi work: the function's address */
+  __u64 count;   /* events */
+  __u64 ns;      /* their summed durations (faults: 0) */
+  __u64 faults;  /* fault summaries: the faults they counted */
   /* Off-CPU: the intervals in which the collector itself took the thread's CPU
    * or held it longest while the thread waited, and the time it held it. */
   __u64 self_count;

@@ -33,9 +33,9 @@ bool parse_byte_size(const std::string& s, uint64_t* out) {
   static const struct {
     const char* name;
     unsigned shift;
-  } units[] = {{"", 0},    {"B", 0},    {"K", 10},  {"KB", 10}, {"KiB", 10}, {"M", 20},
-               {"MB", 20}, {"MiB", 20}, {"G", 30},  {"GB", 30}, {"GiB", 30},  {"T", 40},
-               {"TB", 40}, {"TiB", 40}};
+  } units[] = {{"", 0},     {"B", 0},   {"K", 10},   {"KB", 10}, {"KiB", 10},
+               {"M", 20},   {"MB", 20}, {"MiB", 20}, {"G", 30},  {"GB", 30},
+               {"GiB", 30}, {"T", 40},  {"TB", 40},  {"TiB", 40}};
   for (const auto& u : units) {
     if (unit != u.name) continue;
     if (u.shift && v > (UINT64_MAX >> u.shift)) return false;

@@ -75,9 +75,9 @@ bool around_windows(uint16_t kind) { return is_raw(kind) && kind != FT_EV_POLL; 
 
 std::string kind_name(uint16_t kind) {
   static const char* const names[FT_EV_KINDS] = {
-      nullptr,    "offcpu",   "irq",     "softirq", "faults",     "retransmit",
-      "drop",     "cxi_work", "cxi_err", "thread",  "stall",      "slow_op",
-      "op_error", "poll",     "exit",    "mark",    "uprobe_ops", "uprobe_cq", "summary"};
+      nullptr,    "offcpu",  "irq",        "softirq",   "faults",  "retransmit", "drop",
+      "cxi_work", "cxi_err", "thread",     "stall",     "slow_op", "op_error",   "poll",
+      "exit",     "mark",    "uprobe_ops", "uprobe_cq", "summary"};
   if (kind < FT_EV_KINDS && names[kind]) return names[kind];
   return "kind" + std::to_string(kind);
 }
@@ -112,7 +112,6 @@ uint64_t KernelStats::lost_total() const {
   for (uint64_t v : lost) n += v;
   return n;
 }
-
 
 namespace {
 
@@ -318,8 +317,7 @@ bool KernelLogWriter::append_raw(const void* record, size_t len) {
 
 bool KernelLogWriter::flush_raw() {
   if (raw_buf_.empty()) return file_.is_open() && file_.error().empty();
-  const bool ok =
-      block(kernel_log::kEvents, raw_buffered_, raw_buf_.data(), raw_buf_.size(), true);
+  const bool ok = block(kernel_log::kEvents, raw_buffered_, raw_buf_.data(), raw_buf_.size(), true);
   (ok ? written_ : lost_) += raw_buffered_;
   raw_buf_.clear();
   raw_buffered_ = 0;

@@ -117,8 +117,10 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
        [a](const std::string& v) {
          uint64_t b = 0;
          if (!parse_byte_size(v, &b) || b < (1ULL << 20))
-           throw CLI::ValidationError("--max-size", "takes a size of at least 1M (4096M, 2G, "
-                                                    "1TiB: powers of 1024), not '" + v + "'");
+           throw CLI::ValidationError("--max-size",
+                                      "takes a size of at least 1M (4096M, 2G, "
+                                      "1TiB: powers of 1024), not '" +
+                                          v + "'");
          a->max_size = b;
        },
        "the kernel log's bound (default 1G): stalls and slow ops with their breakdowns, "

@@ -369,10 +369,10 @@ void expect_every_sleep_summed(const Sleeps& sl, uint64_t lost) {
 // threads, and the sums, which hold every sleep the program counted.
 TEST(Record, AFloodStaysWithinMaxSizeAndKeepsWhatIsAlwaysKept) {
   REQUIRE_SESSION_SLOT();
-  StreamSession s("rec-bound", {},
-                  {"--count", "1000000", "--sleepers", "4", "--gap", "sleep:300", "--touch-mb",
-                   "16"},
-                  {}, "", {"--max-size", "2M", "--raw", "all"});
+  StreamSession s(
+      "rec-bound", {},
+      {"--count", "1000000", "--sleepers", "4", "--gap", "sleep:300", "--touch-mb", "16"}, {}, "",
+      {"--max-size", "2M", "--raw", "all"});
   ASSERT_TRUE(s.wait_polling()) << s.record_log();
   // Until the log has made room at least once (its stats block says so) and
   // rank 0 is past its planted gap (its mark is in the log).

@@ -79,10 +79,10 @@ TEST(RawWindows, KeepsTheEventsAroundAWindowOfTheirProcessOnly) {
   const uint64_t t = 100000 * kMs;
   // Process 7's stall over [t, t + 50 ms]; events of 7 and of 8 before,
   // inside, at the margins and past them.
-  for (const auto& e : {offcpu(7, 70, t - 30 * kMs, t - 20 * kMs),  // before the margin
-                        offcpu(7, 70, t - 15 * kMs, t - 5 * kMs),   // inside the margin
-                        offcpu(7, 71, t + 10 * kMs, t + 20 * kMs),  // inside (another thread)
-                        offcpu(8, 80, t + 10 * kMs, t + 20 * kMs),  // another process
+  for (const auto& e : {offcpu(7, 70, t - 30 * kMs, t - 20 * kMs),   // before the margin
+                        offcpu(7, 70, t - 15 * kMs, t - 5 * kMs),    // inside the margin
+                        offcpu(7, 71, t + 10 * kMs, t + 20 * kMs),   // inside (another thread)
+                        offcpu(8, 80, t + 10 * kMs, t + 20 * kMs),   // another process
                         offcpu(7, 70, t - 100 * kMs, t + 1 * kMs)})  // long, overlapping
     w.hold(&e, sizeof(e), t);
   w.keep(7, t, t + 50 * kMs);  // the stall arrives at its end
@@ -94,8 +94,8 @@ TEST(RawWindows, KeepsTheEventsAroundAWindowOfTheirProcessOnly) {
   judge(&w, t + 1000 * kMs, &j);
   EXPECT_TRUE(j.written.empty() && j.given.empty()) << "judged before their hold";
   judge(&w, UINT64_MAX, &j);
-  EXPECT_EQ(j.written, (std::vector<uint64_t>{t - 5 * kMs, t + 20 * kMs, t + 1 * kMs,
-                                              t + 58 * kMs}));
+  EXPECT_EQ(j.written,
+            (std::vector<uint64_t>{t - 5 * kMs, t + 20 * kMs, t + 1 * kMs, t + 58 * kMs}));
   EXPECT_EQ(j.given, (std::vector<uint64_t>{t - 20 * kMs, t + 20 * kMs, t + 80 * kMs}));
   EXPECT_EQ(w.held_bytes(), 0u);
 }
@@ -221,8 +221,7 @@ TEST(RawSummaries, TheCollectorsOwnPreemptionsAreCounted) {
   other.out_pid = 9999;
   auto slept = offcpu(7, 70, t + 6 * kMs, t + 7 * kMs, FT_OFF_SLEEP, 202);
   slept.out_pid = 555;  // asleep: the collector ran next, it took nothing
-  for (const auto& e : {took, held, other, slept})
-    s.add(e.h, reinterpret_cast<const uint8_t*>(&e));
+  for (const auto& e : {took, held, other, slept}) s.add(e.h, reinterpret_cast<const uint8_t*>(&e));
   EXPECT_EQ(s.self_count(), 2u);
   EXPECT_EQ(s.self_ns(), 400000u);
   uint64_t count = 0, ns = 0;
@@ -274,8 +273,8 @@ TEST(KernelLogCompaction, DropsTheOldestRawBlocksOnlyAndCountsThem) {
       const auto o = offcpu(7, 70, t + r * 1000 * kMs + i, t + r * 1000 * kMs + i + 1);
       ASSERT_TRUE(w.append_raw(&o, sizeof(o)));
       if (i % 2 == 0) {
-        const auto q = irq(FT_EV_IRQ, 7, 0, t + r * 1000 * kMs + i, t + r * 1000 * kMs + i + 1,
-                           "eth0");
+        const auto q =
+            irq(FT_EV_IRQ, 7, 0, t + r * 1000 * kMs + i, t + r * 1000 * kMs + i + 1, "eth0");
         ASSERT_TRUE(w.append_raw(&q, sizeof(q)));
         ++raw_written;
       }

@@ -332,9 +332,7 @@ uint64_t BpfSession::ring_bytes_for(unsigned cpus) {
   return size;
 }
 
-uint64_t BpfSession::ring_bytes() const {
-  return impl_ ? impl_->ring_size : 0;
-}
+uint64_t BpfSession::ring_bytes() const { return impl_ ? impl_->ring_size : 0; }
 
 KernelStats BpfSession::stats() const {
   KernelStats s;

@@ -323,7 +323,8 @@ bool Collector::room(size_t len) {
   const uint64_t budget = opt_.max_log_bytes > reserve ? opt_.max_log_bytes - reserve : 0;
   // Each buffer may become a block of its own: two block headers.
   const auto fits = [&] {
-    return log_.bytes_written() + log_.buffered_bytes() + len + 2 * sizeof(blockfile::BlockHeader) <=
+    return log_.bytes_written() + log_.buffered_bytes() + len +
+               2 * sizeof(blockfile::BlockHeader) <=
            budget;
   };
   return fits() || (compact() && fits());
@@ -544,8 +545,9 @@ void Collector::snapshot_uprobes() {
 }
 
 void Collector::step(int wait_ms) {
-  session_.poll(wait_ms, [this](const void* d, size_t n) { on_record(d, n); },
-                [this] { arrival_ = mono_ns(); });
+  session_.poll(
+      wait_ms, [this](const void* d, size_t n) { on_record(d, n); },
+      [this] { arrival_ = mono_ns(); });
   const uint64_t now = mono_ns();
   windows_.release(
       now, [this](const void* d, size_t n) { write_raw(d, n); },

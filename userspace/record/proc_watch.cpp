@@ -35,8 +35,7 @@ std::string ProcWatch::identity_of(pid_t pid) const {
   if (open == std::string::npos || close == std::string::npos || close < open) return s;
   // Field 22 (starttime) is the 20th after the name's closing parenthesis.
   size_t at = close + 1;
-  for (int field = 3; field < 22 && at != std::string::npos; ++field)
-    at = s.find(' ', at + 1);
+  for (int field = 3; field < 22 && at != std::string::npos; ++field) at = s.find(' ', at + 1);
   if (at == std::string::npos) return s.substr(open, close - open + 1);
   return s.substr(open, close - open + 1) + s.substr(at, s.find(' ', at + 1) - at);
 }

@@ -62,8 +62,8 @@ class RawWindows {
   using Intervals = std::map<uint64_t, uint64_t>;  // start -> end, disjoint
   void add(Intervals* m, uint64_t start, uint64_t end);
   static bool overlaps(const Intervals& m, uint64_t start, uint64_t end);
-  void forget(uint64_t now);                // windows that ended forget_ns before now
-  void forget_before(uint64_t cutoff);     // windows that ended before cutoff
+  void forget(uint64_t now);            // windows that ended forget_ns before now
+  void forget_before(uint64_t cutoff);  // windows that ended before cutoff
 
   Options opt_;
   std::deque<Chunk> chunks_;
@@ -83,8 +83,8 @@ template <typename W, typename G>
 void RawWindows::release(uint64_t now, W&& write, G&& give_way) {
   while (!chunks_.empty()) {
     Chunk& c = chunks_.front();
-    const bool due = now == UINT64_MAX || c.last_arrival + opt_.hold_ns <= now ||
-                     held_bytes_ > opt_.max_bytes;
+    const bool due =
+        now == UINT64_MAX || c.last_arrival + opt_.hold_ns <= now || held_bytes_ > opt_.max_bytes;
     // The newest chunk still takes records: judged only when due as a whole.
     if (!due) break;
     size_t off = 0;

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <tuple>
 
-#include "common/kernel_classify.h"
 #include "common/input_limits.h"
+#include "common/kernel_classify.h"
 #include "common/kernel_explain.h"
 #include "common/kernel_log.h"
 #include "userspace/report/job.h"
@@ -133,8 +133,8 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
       case FT_EV_IRQ:
       case FT_EV_SOFTIRQ: {
         const auto e = record_as<ft_irq>(rec);
-        irq_load(h.kind, h.cpu, record_str(e.name, FT_NAME_LEN), h.ts > e.start ? h.ts - e.start : 0,
-                 1);
+        irq_load(h.kind, h.cpu, record_str(e.name, FT_NAME_LEN),
+                 h.ts > e.start ? h.ts - e.start : 0, 1);
         break;
       }
       case FT_EV_OFFCPU: {

@@ -38,13 +38,13 @@ std::string collector_line(const KernelNode& n) {
   const KernelStats& st = n.stats;
   if (!st.collector_wall_ns) return "";  // a log of a collector that did not say
   char b[160];
-  std::snprintf(b, sizeof(b), "%.2f%% of a core over %s",
-                100.0 * static_cast<double>(st.collector_cpu_ns) /
-                    static_cast<double>(st.collector_wall_ns),
-                fmt_ns(static_cast<double>(st.collector_wall_ns)).c_str());
-  std::string s = "    the collector (fabtrace record): " +
-                  fmt_ns(static_cast<double>(st.collector_cpu_ns)) + " CPU (" + b + ") for " +
-                  fmt_count(st.collector_events) + " events";
+  std::snprintf(
+      b, sizeof(b), "%.2f%% of a core over %s",
+      100.0 * static_cast<double>(st.collector_cpu_ns) / static_cast<double>(st.collector_wall_ns),
+      fmt_ns(static_cast<double>(st.collector_wall_ns)).c_str());
+  std::string s =
+      "    the collector (fabtrace record): " + fmt_ns(static_cast<double>(st.collector_cpu_ns)) +
+      " CPU (" + b + ") for " + fmt_count(st.collector_events) + " events";
   if (!printable(st.collector_sched).empty()) s += ", " + printable(st.collector_sched);
   if (n.summed)
     s += "; it took or held a traced thread's CPU " + fmt_count(n.collector_took) + " times (" +
