@@ -3,6 +3,7 @@
 #include "common/input_limits.h"
 #include "common/version.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -382,9 +383,17 @@ bool KernelLogWriter::copy_compacted(int fd, uint64_t target, Compaction* c, std
     ++c->blocks_dropped;
     for (uint16_t k = 0; k < FT_EV_KINDS; ++k) c->evicted[k] += index_[i].kinds[k];
   }
+  // The log is written through a write-only descriptor: read through another
+  // one on the same file (its descriptor's link, never its name).
+  const int in =
+      ::open(("/proc/self/fd/" + std::to_string(file_.fd())).c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    *error = file_.path() + ": compacting: cannot read it back: " + std::strerror(errno);
+    return false;
+  }
   // The file header, then every block kept, each run of them in one copy.
   const uint64_t header = index_.empty() ? file_.bytes_written() : index_.front().off;
-  int err = copy_range(file_.fd(), 0, fd, header);
+  int err = copy_range(in, 0, fd, header);
   c->bytes = header;
   for (size_t i = 0; i < index_.size() && !err;) {
     if (drop[i]) {
@@ -397,9 +406,10 @@ bool KernelLogWriter::copy_compacted(int fd, uint64_t target, Compaction* c, std
       len += index_[i].bytes;
       c->records += index_[i].records;
     }
-    err = copy_range(file_.fd(), from, fd, len);
+    err = copy_range(in, from, fd, len);
     c->bytes += len;
   }
+  ::close(in);
   if (err) {
     *error = file_.path() + ": compacting: " + std::strerror(err);
     return false;
