@@ -295,8 +295,14 @@ static __always_inline void ft_runners(struct ft_run_log* rl, __u64 from, __u64 
 
 /* Submits without waking the collector: its wakeups would be context switches
  * of their own, preempting the very threads it traces (each record would beget
- * another). The collector drains the ring on a timer instead. */
-#define ft_submit(r) bpf_ringbuf_submit((r), BPF_RB_NO_WAKEUP)
+ * another). The collector drains the ring on a timer instead, unless the ring
+ * is half full: then it is woken, so that a collector that runs seldom (it
+ * drains every few hundred ms, at a low priority) loses nothing. */
+static __always_inline void ft_submit(void* r) {
+  const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+  const __u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+  bpf_ringbuf_submit(r, avail > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
 
 /* The current task's tgid and tid. */
 static __always_inline __u32 ft_cur_tgid(void) { return bpf_get_current_pid_tgid() >> 32; }

@@ -76,7 +76,8 @@ enum ft_kind {
   FT_EV_MARK = 15,       /* the application's phase mark (include/fabtrace.h, USDT) */
   FT_EV_UPROBE_OPS = 16, /* --uprobes: one link's ops of one kind, paired in BPF */
   FT_EV_UPROBE_CQ = 17,  /* --uprobes: one application CQ's polls and poll gaps */
-  FT_EV_KINDS = 18       /* one past the last kind: sizes the counter arrays */
+  FT_EV_SUMMARY = 18,    /* the collector's: one thread's raw events of one kind and cause */
+  FT_EV_KINDS = 19       /* one past the last kind: sizes the counter arrays */
 };
 
 struct ft_hdr {
@@ -374,6 +375,30 @@ struct ft_uprobe_cq {
   __u64 max_gap_end; /* CLOCK_MONOTONIC ns of the poll that ended the longest gap */
 };
 
+/* FT_EV_SUMMARY: written by the collector, never by a program. The raw events
+ * (off-CPU intervals, IRQs, softirqs, fault summaries, cxi work items, polls)
+ * of one thread with one cause since the previous summary of that key, whether
+ * the log holds them or not: the raw events give way to the log's bound
+ * (`record --max-size`, `--raw`), their sums never do. h.ts = when written,
+ * h.pid/h.tid = the thread (0 for cxi work), h.cpu = the CPU (IRQs and softirqs;
+ * else 0). Summing a key's records gives its totals over the session. */
+struct ft_summary {
+  struct ft_hdr h;
+  __u16 of;      /* the kind summarised (FT_EV_OFFCPU, ...) */
+  __u8 off_kind; /* off-CPU: enum ft_off_kind */
+  __u8 wait_on;  /* off-CPU: enum ft_wait_on */
+  __s32 code;    /* off-CPU: the syscall (-1: none); IRQ: its number; softirq: its vector */
+  __u64 func;    /* cxi work: the function's address */
+  __u64 count;   /* events */
+  __u64 ns;      /* their summed durations (faults: 0) */
+  __u64 faults;  /* fault summaries: the faults they counted */
+  /* Off-CPU: the intervals in which the collector itself took the thread's CPU
+   * or held it longest while the thread waited, and the time it held it. */
+  __u64 self_count;
+  __u64 self_ns;
+  char name[FT_NAME_LEN]; /* IRQ: its action's name */
+};
+
 /* Counters the collector reads from the `counters` map (per CPU, summed): for
  * kind k, [k] records emitted and [FT_EV_KINDS + k] records lost because the
  * ring buffer was full; then the slots below. */
@@ -447,6 +472,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
 FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (15 + FT_UP_HIST), "ft_uprobe_ops");
+FT_STATIC_ASSERT(sizeof(struct ft_summary) == 24 + 16 + 8 * 5 + FT_NAME_LEN, "ft_summary");
 FT_STATIC_ASSERT(sizeof(struct ft_uprobe_cq) == 24 + 8 * (5 + FT_UP_GAP_CLASSES), "ft_uprobe_cq");
 #endif
 

@@ -124,6 +124,12 @@ bool BlockFileWriter::write_block(uint16_t type, uint32_t count, const void* pay
   return write_all(iov, n);
 }
 
+void BlockFileWriter::adopt(int fd, uint64_t bytes) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  bytes_ = bytes;
+}
+
 bool BlockFileWriter::close() {
   if (fd_ < 0) return !failed_;
   const int rc = ::close(fd_);

@@ -80,6 +80,10 @@ class BlockFileWriter {
   // False when close(2) failed (an NFS server's late write error), said in error().
   bool close();
   bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  // Goes on writing on `fd`, a copy of this file `bytes` long that the caller
+  // made (and renamed over it); the old descriptor is closed.
+  void adopt(int fd, uint64_t bytes);
   uint64_t bytes_written() const { return bytes_; }
   const std::string& error() const { return error_; }
   const std::string& path() const { return path_; }

@@ -16,4 +16,12 @@ bool parse_digits(const char* b, const char* e, uint64_t* out, const char** stop
 // The whole of `s` is a decimal number.
 bool parse_decimal(const std::string& s, uint64_t* out);
 
+// A size in bytes: a decimal number, then optionally K, M, G or T (powers of
+// 1024), each optionally followed by "iB" or "B" ("4096", "512M", "1GiB",
+// "2GB"; no fraction, no sign, no blank). False for anything else or a value
+// past UINT64_MAX.
+bool parse_byte_size(const std::string& s, uint64_t* out);
+// The other way: "1 GiB", "512 MiB", "1.5 GiB", "4097 B".
+std::string byte_size_text(uint64_t bytes);
+
 }  // namespace fabtrace

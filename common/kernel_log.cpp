@@ -3,7 +3,11 @@
 #include "common/input_limits.h"
 #include "common/version.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -47,16 +51,34 @@ size_t record_size(uint16_t kind) {
       return sizeof(ft_uprobe_ops);
     case FT_EV_UPROBE_CQ:
       return sizeof(ft_uprobe_cq);
+    case FT_EV_SUMMARY:
+      return sizeof(ft_summary);
     default:
       return 0;
   }
 }
 
+bool is_raw(uint16_t kind) {
+  switch (kind) {
+    case FT_EV_OFFCPU:
+    case FT_EV_IRQ:
+    case FT_EV_SOFTIRQ:
+    case FT_EV_FAULTS:
+    case FT_EV_WORK:
+    case FT_EV_POLL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool around_windows(uint16_t kind) { return is_raw(kind) && kind != FT_EV_POLL; }
+
 std::string kind_name(uint16_t kind) {
   static const char* const names[FT_EV_KINDS] = {
-      nullptr,    "offcpu",   "irq",     "softirq", "faults",     "retransmit",
-      "drop",     "cxi_work", "cxi_err", "thread",  "stall",      "slow_op",
-      "op_error", "poll",     "exit",    "mark",    "uprobe_ops", "uprobe_cq"};
+      nullptr,    "offcpu",  "irq",        "softirq",   "faults",  "retransmit", "drop",
+      "cxi_work", "cxi_err", "thread",     "stall",     "slow_op", "op_error",   "poll",
+      "exit",     "mark",    "uprobe_ops", "uprobe_cq", "summary"};
   if (kind < FT_EV_KINDS && names[kind]) return names[kind];
   return "kind" + std::to_string(kind);
 }
@@ -133,10 +155,13 @@ long long_of(const json& j, const char* key) {
 }
 
 json stats_json(const KernelStats& s) {
-  json emitted = json::object(), lost = json::object();
+  json emitted = json::object(), lost = json::object(), given = json::object(),
+       evicted = json::object();
   for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
     if (s.emitted[k]) emitted[kernel_log::kind_name(k)] = s.emitted[k];
     if (s.lost[k]) lost[kernel_log::kind_name(k)] = s.lost[k];
+    if (s.given_way[k]) given[kernel_log::kind_name(k)] = s.given_way[k];
+    if (s.evicted[k]) evicted[kernel_log::kind_name(k)] = s.evicted[k];
   }
   json procs = json::object();
   for (const auto& [pid, p] : s.per_process) {
@@ -157,6 +182,14 @@ json stats_json(const KernelStats& s) {
               {"in_unseen", s.in_unseen},
               {"usdt_over_budget", s.usdt_over_budget},
               {"usdt_malformed", s.usdt_malformed},
+              {"given_way", given},
+              {"evicted", evicted},
+              {"over_size", s.over_size},
+              {"collector",
+               {{"cpu_ns", s.collector_cpu_ns},
+                {"events", s.collector_events},
+                {"wall_ns", s.collector_wall_ns},
+                {"sched", s.collector_sched}}},
               {"processes", procs}};
 }
 
@@ -164,9 +197,20 @@ void stats_from(const json& j, KernelStats* s) {
   *s = KernelStats{};
   for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
     const std::string n = kernel_log::kind_name(k);
-    if (j.contains("emitted") && j["emitted"].is_object())
-      s->emitted[k] = u64_of(j["emitted"], n.c_str());
-    if (j.contains("lost") && j["lost"].is_object()) s->lost[k] = u64_of(j["lost"], n.c_str());
+    const std::pair<const char*, uint64_t*> by_kind[] = {{"emitted", s->emitted},
+                                                         {"lost", s->lost},
+                                                         {"given_way", s->given_way},
+                                                         {"evicted", s->evicted}};
+    for (const auto& [key, out] : by_kind)
+      if (j.contains(key) && j[key].is_object()) out[k] = u64_of(j[key], n.c_str());
+  }
+  s->over_size = u64_of(j, "over_size");
+  if (j.contains("collector") && j["collector"].is_object()) {
+    const json& c = j["collector"];
+    s->collector_cpu_ns = u64_of(c, "cpu_ns");
+    s->collector_events = u64_of(c, "events");
+    s->collector_wall_ns = u64_of(c, "wall_ns");
+    s->collector_sched = str_of(c, "sched");
   }
   s->untraced_retrans = u64_of(j, "untraced_retransmits");
   s->untraced_drops = u64_of(j, "untraced_drops");
@@ -227,7 +271,30 @@ bool KernelLogWriter::write_meta(const KernelLogMeta& m) {
 }
 
 bool KernelLogWriter::json_block(uint16_t type, const std::string& text) {
-  return file_.write_block(type, 0, text.data(), text.size());
+  return block(type, 0, text.data(), text.size(), false);
+}
+
+bool KernelLogWriter::block(uint16_t type, uint32_t count, const void* payload, size_t len,
+                            bool raw) {
+  const uint64_t off = file_.bytes_written();
+  if (!file_.write_block(type, count, payload, len)) return false;
+  const uint64_t bytes = file_.bytes_written() - off;
+  if (!raw && !index_.empty() && !index_.back().raw) {
+    index_.back().bytes += bytes;  // a run of blocks that are not raw: one entry
+    index_.back().records += type == kernel_log::kEvents ? count : 0;
+    return true;
+  }
+  Block b;
+  b.off = off;
+  b.bytes = bytes;
+  b.records = type == kernel_log::kEvents ? count : 0;
+  b.raw = raw;
+  if (raw) {
+    std::memcpy(b.kinds, raw_kinds_, sizeof(b.kinds));
+    raw_bytes_ += bytes;
+  }
+  index_.push_back(b);
+  return true;
 }
 
 bool KernelLogWriter::append(const void* record, size_t len) {
@@ -238,13 +305,144 @@ bool KernelLogWriter::append(const void* record, size_t len) {
   return buf_.size() < kernel_log::kEventsBlockBytes || flush();
 }
 
-bool KernelLogWriter::flush() {
-  if (buf_.empty()) return file_.is_open() && file_.error().empty();
-  const bool ok = file_.write_block(kernel_log::kEvents, buffered_, buf_.data(), buf_.size());
-  (ok ? written_ : lost_) += buffered_;
-  buf_.clear();
-  buffered_ = 0;
+bool KernelLogWriter::append_raw(const void* record, size_t len) {
+  ft_hdr h;
+  std::memcpy(&h, record, sizeof(h));
+  const size_t at = raw_buf_.size();
+  raw_buf_.resize(at + len);
+  std::memcpy(raw_buf_.data() + at, record, len);
+  ++raw_buffered_;
+  if (h.kind < FT_EV_KINDS) ++raw_kinds_[h.kind];
+  return raw_buf_.size() < kernel_log::kEventsBlockBytes || flush_raw();
+}
+
+bool KernelLogWriter::flush_raw() {
+  if (raw_buf_.empty()) return file_.is_open() && file_.error().empty();
+  const bool ok = block(kernel_log::kEvents, raw_buffered_, raw_buf_.data(), raw_buf_.size(), true);
+  (ok ? written_ : lost_) += raw_buffered_;
+  raw_buf_.clear();
+  raw_buffered_ = 0;
+  std::memset(raw_kinds_, 0, sizeof(raw_kinds_));
   return ok;
+}
+
+bool KernelLogWriter::flush() {
+  bool ok = true;
+  if (!buf_.empty()) {
+    ok = block(kernel_log::kEvents, buffered_, buf_.data(), buf_.size(), false);
+    (ok ? written_ : lost_) += buffered_;
+    buf_.clear();
+    buffered_ = 0;
+  }
+  return flush_raw() && ok && file_.is_open() && file_.error().empty();
+}
+
+namespace {
+
+// Copies `len` bytes at `off` of `in` to the end of `out`: in the kernel where
+// it can (copy_file_range), else through a buffer. 0, or the errno.
+int copy_range(int in, uint64_t off, int out, uint64_t len) {
+  while (len > 0) {
+    loff_t o = static_cast<loff_t>(off);
+    const ssize_t n = ::copy_file_range(in, &o, out, nullptr, len, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<uint64_t>(n);
+    len -= static_cast<uint64_t>(n);
+  }
+  std::vector<char> buf(len ? std::min<uint64_t>(len, 1u << 20) : 0);
+  while (len > 0) {
+    const ssize_t r =
+        ::pread(in, buf.data(), std::min<uint64_t>(len, buf.size()), static_cast<off_t>(off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return r == 0 ? EIO : errno;
+    iovec v{buf.data(), static_cast<size_t>(r)};
+    uint64_t w = 0;
+    if (const int err = blockfile::writev_all(out, &v, 1, &w)) return err;
+    off += static_cast<uint64_t>(r);
+    len -= static_cast<uint64_t>(r);
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool KernelLogWriter::copy_compacted(int fd, uint64_t target, Compaction* c, std::string* error) {
+  *c = Compaction{};
+  if (!flush()) {
+    *error = file_.error();
+    return false;
+  }
+  uint64_t size = file_.bytes_written();
+  // The oldest raw blocks go until the rest fits.
+  std::vector<bool> drop(index_.size(), false);
+  for (size_t i = 0; i < index_.size() && size > target; ++i) {
+    if (!index_[i].raw) continue;
+    drop[i] = true;
+    size -= index_[i].bytes;
+    ++c->blocks_dropped;
+    for (uint16_t k = 0; k < FT_EV_KINDS; ++k) c->evicted[k] += index_[i].kinds[k];
+  }
+  // The log is written through a write-only descriptor: read through another
+  // one on the same file (its descriptor's link, never its name).
+  const int in =
+      ::open(("/proc/self/fd/" + std::to_string(file_.fd())).c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    *error = file_.path() + ": compacting: cannot read it back: " + std::strerror(errno);
+    return false;
+  }
+  // The file header, then every block kept, each run of them in one copy.
+  const uint64_t header = index_.empty() ? file_.bytes_written() : index_.front().off;
+  int err = copy_range(in, 0, fd, header);
+  c->bytes = header;
+  for (size_t i = 0; i < index_.size() && !err;) {
+    if (drop[i]) {
+      ++i;
+      continue;
+    }
+    const uint64_t from = index_[i].off;
+    uint64_t len = 0;
+    for (; i < index_.size() && !drop[i]; ++i) {
+      len += index_[i].bytes;
+      c->records += index_[i].records;
+    }
+    err = copy_range(in, from, fd, len);
+    c->bytes += len;
+  }
+  ::close(in);
+  if (err) {
+    *error = file_.path() + ": compacting: " + std::strerror(err);
+    return false;
+  }
+  return true;
+}
+
+void KernelLogWriter::adopt(int fd, const Compaction& c) {
+  std::vector<Block> kept;
+  uint64_t off = index_.empty() ? 0 : index_.front().off;
+  uint64_t dropped = c.blocks_dropped;
+  raw_bytes_ = 0;
+  for (const Block& b : index_) {
+    if (b.raw && dropped > 0) {  // the oldest raw blocks are the ones dropped
+      --dropped;
+      continue;
+    }
+    Block n = b;
+    n.off = off;
+    off += b.bytes;
+    if (b.raw) raw_bytes_ += b.bytes;
+    if (!n.raw && !kept.empty() && !kept.back().raw) {
+      kept.back().bytes += n.bytes;
+      kept.back().records += n.records;
+    } else {
+      kept.push_back(n);
+    }
+  }
+  index_ = std::move(kept);
+  uint64_t evicted = 0;
+  for (uint64_t v : c.evicted) evicted += v;
+  written_ -= std::min(written_, evicted);
+  file_.adopt(fd, c.bytes);
 }
 
 bool KernelLogWriter::write_tasks(const std::vector<KernelTask>& tasks) {
@@ -278,8 +476,8 @@ bool KernelLogWriter::write_uprobe_rows(const void* records, size_t n, size_t re
   const auto* p = static_cast<const uint8_t*>(records);
   for (size_t i = 0; i < n; i += per) {
     const size_t k = std::min(per, n - i);
-    if (!file_.write_block(kernel_log::kUprobeRows, static_cast<uint32_t>(k), p + i * record_bytes,
-                           k * record_bytes))
+    if (!block(kernel_log::kUprobeRows, static_cast<uint32_t>(k), p + i * record_bytes,
+               k * record_bytes, false))
       return false;
   }
   return true;

@@ -13,7 +13,11 @@
 //   kTasks    JSON array: processes and threads as they were discovered
 //             ({"pid","tid","comm","rank","preload","exe"})
 //   kEvents   `count` records of bpf/fabtrace_events.h, back to back, each as the
-//             BPF program wrote it (its header's size says how long it is)
+//             BPF program wrote it (its header's size says how long it is); the
+//             raw events (kernel_log::is_raw) in blocks of their own, which the
+//             writer may drop, oldest first, to keep the log within its bound
+//             (`record --max-size`); the collector's FT_EV_SUMMARY records keep
+//             their sums
 //   kSymbols  JSON array: addresses the records name ({"addr","name","class"}),
 //             e.g. the cxi driver's work functions; with --uprobes, the probed
 //             provider functions (class kUprobeSiteClass: addr = file offset,
@@ -68,6 +72,20 @@ constexpr size_t kMaxSymbols = 1u << 18;
 constexpr size_t kEventsBlockBytes = 1u << 20;
 // The symbol class of a --uprobes attach site (not a kernel address).
 constexpr const char* kUprobeSiteClass = "uprobe_site";
+
+// The raw events: off-CPU intervals, IRQs, softirqs, fault summaries, cxi work
+// items and --polls' polls. They give way to the log's bound, oldest first and
+// counted (KernelStats::given_way, evicted); their sums never do (FT_EV_SUMMARY).
+// Every other kind is always kept: stalls and slow ops with their breakdowns,
+// op errors, marks, retransmits and drops, cxi errors, threads and their exits,
+// the --uprobes rows, the summaries.
+bool is_raw(uint16_t kind);
+// The raw kinds `record --raw windows` (the default) writes only around stalls
+// and slow ops: all of them but polls (--polls asks for every one).
+bool around_windows(uint16_t kind);
+// The meta option a writer of FT_EV_SUMMARY records sets ("1"): a reader then
+// takes the raw events' totals from the summaries, not from the raw records.
+constexpr const char* kSummaryOption = "summaries";
 
 // The size of a whole record of `kind`, 0 for a kind this build does not know.
 size_t record_size(uint16_t kind);
@@ -159,6 +177,17 @@ struct KernelStats {
   };
   std::map<uint32_t, Process> per_process;  // only processes with a count
   uint64_t lost_total() const;
+  // Raw events (kernel_log::is_raw) the log does not hold, by kind: never
+  // written (outside the windows kept, or past the bound), and written, then
+  // dropped oldest first to keep the log within its bound. Both are in the
+  // FT_EV_SUMMARY records' sums. Not lost: given way by design.
+  uint64_t given_way[FT_EV_KINDS] = {};
+  uint64_t evicted[FT_EV_KINDS] = {};
+  uint64_t over_size = 0;  // records always kept that the bound refused (lost: said)
+  // The collector itself (the observer's effect): its CPU time, all threads,
+  // user + system; the events it drained; its own scheduling policy.
+  uint64_t collector_cpu_ns = 0, collector_events = 0, collector_wall_ns = 0;
+  std::string collector_sched;
 };
 // The processes a stats block keeps (those with the largest counts).
 constexpr size_t kMaxStatsProcesses = 1024;
@@ -174,7 +203,24 @@ class KernelLogWriter {
   // Buffers one record (its header's size bytes); writes a kEvents block when
   // the buffer reaches kEventsBlockBytes.
   bool append(const void* record, size_t len);
-  bool flush();  // writes the buffered records as one block
+  // The same for a raw event (kernel_log::is_raw): in blocks of their own, so
+  // that compaction can drop them.
+  bool append_raw(const void* record, size_t len);
+  bool flush();  // writes the buffered records (kept, then raw) as blocks
+  uint64_t buffered_bytes() const { return buf_.size() + raw_buf_.size(); }
+  uint64_t raw_bytes() const { return raw_bytes_; }  // raw blocks in the file
+
+  // Compaction, which keeps the log within a bound by dropping its oldest raw
+  // blocks (flushed first): copy_compacted() writes the log without them into
+  // `fd`, a new file the caller made, until it holds at most `target` bytes or
+  // no raw block is left; the caller renames it over this one, then adopt()s
+  // it and the writer goes on there. A failed copy leaves the writer as it was.
+  struct Compaction {
+    uint64_t bytes = 0, records = 0, blocks_dropped = 0;
+    uint64_t evicted[FT_EV_KINDS] = {};
+  };
+  bool copy_compacted(int fd, uint64_t target, Compaction* c, std::string* error);
+  void adopt(int fd, const Compaction& c);
   bool write_tasks(const std::vector<KernelTask>& tasks);
   bool write_symbols(const std::vector<KernelSymbol>& syms);
   bool write_stats(const KernelStats& s);
@@ -194,10 +240,23 @@ class KernelLogWriter {
  private:
   bool json_block(uint16_t type, const std::string& text);
   bool write_meta(const KernelLogMeta& meta);
+  // Writes one block and keeps its place in the index.
+  bool block(uint16_t type, uint32_t count, const void* payload, size_t len, bool raw);
+  bool flush_raw();
   BlockFileWriter file_;
-  std::vector<uint8_t> buf_;
-  uint32_t buffered_ = 0;
-  uint64_t written_ = 0, lost_ = 0;
+  std::vector<uint8_t> buf_, raw_buf_;
+  uint32_t buffered_ = 0, raw_buffered_ = 0;
+  uint32_t raw_kinds_[FT_EV_KINDS] = {};  // of raw_buf_
+  uint64_t written_ = 0, lost_ = 0, raw_bytes_ = 0;
+  // Every block in the file, in order (header and JSON blocks too); a run of
+  // blocks that are not raw is one entry.
+  struct Block {
+    uint64_t off = 0, bytes = 0;
+    uint32_t records = 0;
+    bool raw = false;
+    uint32_t kinds[FT_EV_KINDS] = {};  // raw blocks: their records by kind
+  };
+  std::vector<Block> index_;
 };
 
 // Reads a kernel log written by KernelLogWriter, streaming the records. Memory

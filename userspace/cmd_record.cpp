@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/comma_list.h"
+#include "common/decimal.h"
 #include "common/env.h"
 #include "common/path_template.h"
 #include "common/printable.h"
@@ -34,6 +35,11 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
+
+// How often the collector drains the ring buffer (the programs wake it sooner
+// when the ring is half full): each drain is a wakeup that takes a CPU from
+// whatever runs there, a rank on a busy node.
+constexpr int kDrainMs = 250;
 
 }  // namespace
 
@@ -106,10 +112,30 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
                   "poll records apart); the rest are counted per process",
                   1, 1ULL << 30, [a](uint64_t v) { a->usdt_rate = v; })
       ->type_name("N");
-  cli::add_number(c, "--max-log-mb",
-                  "the kernel log's bound in MiB (default 4096): later events are counted", 1,
-                  1ULL << 30, [a](uint64_t v) { a->max_log_mb = v; })
+  c->add_option_function<std::string>(
+       "--max-size",
+       [a](const std::string& v) {
+         uint64_t b = 0;
+         if (!parse_byte_size(v, &b) || b < (1ULL << 20))
+           throw CLI::ValidationError("--max-size",
+                                      "takes a size of at least 1M (4096M, 2G, "
+                                      "1TiB: powers of 1024), not '" +
+                                          v + "'");
+         a->max_size = b;
+       },
+       "the kernel log's bound (default 1G): stalls and slow ops with their breakdowns, "
+       "marks, errors, retransmits and drops, and the per-thread sums of the raw events are "
+       "always kept; the raw events themselves (off-CPU intervals, IRQs, faults) make room, "
+       "oldest first, and are counted")
+      ->type_name("SIZE");
+  cli::add_number(c, "--max-log-mb", "--max-size in MiB (its older name)", 1, 1ULL << 30,
+                  [a](uint64_t v) { a->max_size = v << 20; })
       ->type_name("N");
+  c->add_option("--raw", a->raw,
+                "which raw events are written (all are summed per thread): windows (the "
+                "default: those around each stall and slow op, 10 ms on each side), all, none")
+      ->type_name("WHICH")
+      ->check(CLI::IsMember({"windows", "all", "none"}));
   c->add_flag("--list", a->list,
               "print every program and attach point and whether it attaches here, then exit");
   cli.add_traced_command(c, &a->command, false);
@@ -153,7 +179,11 @@ int record_session(const RecordArgs& args) {
   opt.uprobe_by_name = args.uprobe_by_name;
   opt.bpf.uprobes.perf_events = args.uprobe_perf_events;
   if (args.usdt_rate) opt.bpf.usdt_rate = static_cast<uint32_t>(args.usdt_rate);
-  if (args.max_log_mb) opt.max_log_bytes = args.max_log_mb << 20;
+  if (args.max_size) opt.max_log_bytes = args.max_size;
+  if (args.raw == "all")
+    opt.raw = CollectorOptions::Raw::kAll;
+  else if (args.raw == "none")
+    opt.raw = CollectorOptions::Raw::kNone;
   const uint64_t duration_s = args.duration_s;
   const bool list = args.list, preload = !args.no_preload;
   const std::vector<std::string>& cmd = args.command;
@@ -259,11 +289,17 @@ int record_session(const RecordArgs& args) {
       return 127;
     }
   }
+  // Out of the ranks' way from here (the child has its own priority).
+  const std::string sched = col.background();
+  if (sched.empty())
+    std::fprintf(stderr,
+                 "fabtrace record: could not lower the collector's priority: it may preempt "
+                 "traced threads when it wakes\n");
   const uint64_t t0 = mono_ns();
   int status = 0;
   bool child_done = child < 0;
   while (!g_stop) {
-    col.step(50);
+    col.step(kDrainMs);
     if (!child_done && waitpid(child, &status, WNOHANG) == child) {
       child_done = true;
       break;
@@ -285,6 +321,21 @@ int record_session(const RecordArgs& args) {
                static_cast<unsigned long long>(s.lost_total()),
                static_cast<unsigned long long>(col.malformed()), col.traced_processes(),
                col.log_path().c_str());
+  {
+    const uint64_t cpu = col.run_cpu_ns(), wall = col.run_wall_ns(), ev = col.events();
+    const RawSummaries& sums = col.summaries();
+    std::fprintf(stderr,
+                 "fabtrace record: collector: %.3f s CPU (%.2f%% of a core over %.1f s) for %llu "
+                 "events (%.2f us each) from its start to its end, set-up apart; it took or "
+                 "held a traced thread's CPU %llu times (%.3f ms held); %s\n",
+                 static_cast<double>(cpu) / 1e9,
+                 wall ? 100.0 * static_cast<double>(cpu) / static_cast<double>(wall) : 0.0,
+                 static_cast<double>(wall) / 1e9, static_cast<unsigned long long>(ev),
+                 ev ? static_cast<double>(cpu) / 1e3 / static_cast<double>(ev) : 0.0,
+                 static_cast<unsigned long long>(sums.self_count()),
+                 static_cast<double>(sums.self_ns()) / 1e6,
+                 sched.empty() ? "at the priority it was started with" : sched.c_str());
+  }
   const int lost_rc = report_lost_data(col);
   if (!col.counters_path().empty())
     std::fprintf(stderr, "fabtrace record: node NIC counters -> %s\n", col.counters_path().c_str());

@@ -36,7 +36,8 @@ struct RecordArgs {
   std::vector<uint64_t> pids;
   bool only_pids = false, polls = false, net_all = false, no_preload = false, list = false;
   uint64_t min_offcpu_us = 0;
-  uint64_t usdt_rate = 0, max_log_mb = 0;  // 0: the collector's defaults
+  uint64_t usdt_rate = 0, max_size = 0;  // 0: the collector's defaults
+  std::string raw;                       // --raw: "" (the default), windows, all, none
   bool uprobes = false, uprobe_by_name = false, uprobe_perf_events = false;
   std::string uprobe_providers, symbols;
   std::string owner;  // --owner UID:GID

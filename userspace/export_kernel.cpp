@@ -132,6 +132,21 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
                  static_cast<unsigned long long>(s.untraced_retrans),
                  static_cast<unsigned long long>(s.untraced_drops),
                  r.has_end() ? "" : "; no end block: the collector did not stop cleanly");
+  uint64_t given = 0, evicted = 0;
+  for (uint16_t k = 0; k < FT_EV_KINDS; ++k) {
+    given += s.given_way[k];
+    evicted += s.evicted[k];
+  }
+  if (!csv && given + evicted)
+    std::fprintf(out,
+                 "# %llu raw events not in the log (%llu outside the windows kept around stalls "
+                 "and slow ops, %llu dropped oldest first to stay within its bound): their sums "
+                 "are the summary rows\n",
+                 static_cast<unsigned long long>(given + evicted),
+                 static_cast<unsigned long long>(given), static_cast<unsigned long long>(evicted));
+  if (!csv && s.over_size)
+    std::fprintf(out, "# %llu events past the log's bound were not written (--max-size)\n",
+                 static_cast<unsigned long long>(s.over_size));
   if (r.truncated())
     std::fprintf(stderr, "fabtrace: %s: cut short (%s); the events before it are shown\n",
                  in.c_str(), r.truncation().c_str());

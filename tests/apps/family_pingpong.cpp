@@ -13,17 +13,28 @@
 // around those reads) are measured as "gap_faults_inside" (from the end of
 // the one to the start of the other) and "gap_faults_around" (from the start
 // of the one to the end of the other), the touch's alone as "touch_faults".
+// With --sleepers N, rank 0 runs N threads meanwhile that sleep 1 us at a time
+// (each sleep one off-CPU interval: the kernel's timer slack makes it sleep),
+// counting their sleeps ("sleeps") and naming their tids ("sleeper_tid_I"),
+// and marks round trip #100 ("round trip 100", fabtrace_mark).
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "env.h"
+#include "fabtrace.h"
 #include "families.h"
 #include "payload.h"
 #include "planted_gap.h"
@@ -103,6 +114,45 @@ void touch_fresh(size_t mb) {
   munmap(p, len);
 }
 
+// Threads that sleep 1 us at a time until stopped, each counting its sleeps.
+class Sleepers {
+ public:
+  explicit Sleepers(size_t n) : counts_(n), tids_(n) {
+    for (size_t i = 0; i < n; ++i)
+      threads_.emplace_back([this, i] {
+        tids_[i] = static_cast<long>(syscall(SYS_gettid));
+        started_.fetch_add(1);
+        uint64_t k = 0;
+        const timespec us{0, 1000};
+        while (!stop_.load(std::memory_order_relaxed)) {
+          nanosleep(&us, nullptr);
+          ++k;
+        }
+        counts_[i] = k;
+      });
+    while (started_.load() < n) std::this_thread::yield();
+  }
+  // Stops them and says what they did.
+  void finish(Env& env) {
+    stop_.store(true);
+    uint64_t total = 0;
+    for (size_t i = 0; i < threads_.size(); ++i) {
+      threads_[i].join();
+      total += counts_[i];
+      env.stats.measured(("sleeper_tid_" + std::to_string(i)).c_str(),
+                         static_cast<double>(tids_[i]));
+    }
+    env.stats.measured("sleeps", static_cast<double>(total));
+  }
+
+ private:
+  std::vector<uint64_t> counts_;
+  std::vector<long> tids_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> started_{0};
+};
+
 bool stop_file_exists(const Options& o, uint32_t seq) {
   return !o.until.empty() && seq % 64 == 0 && access(o.until.c_str(), F_OK) == 0;
 }
@@ -121,6 +171,8 @@ void round_trips(Env& env, bool busy) {
   // of its last ping; rank 1's receives accept either kind.
   if (env.rank == 0) {
     env.recv("ready");
+    std::unique_ptr<Sleepers> sleepers;
+    if (busy && env.opt.sleepers) sleepers = std::make_unique<Sleepers>(env.opt.sleepers);
     uint32_t seq = 0;
     for (;; ++seq) {
       const bool last = seq + 1 >= n || (busy && stop_file_exists(env.opt, seq + 1));
@@ -138,6 +190,7 @@ void round_trips(Env& env, bool busy) {
         touch_fresh(env.opt.touch_mb);
         touch_faults = thread_faults() - t0;
       }
+      if (planted && sleepers) fabtrace_mark("round trip 100");
       if (planted && env.opt.gap_ms) planted_gap(env.opt.gap_kind, env.opt.gap_ms);
       if (planted && env.opt.touch_mb) {
         env.progress();  // the first read after the gap
@@ -152,6 +205,7 @@ void round_trips(Env& env, bool busy) {
       ops.verify(rbuf[0], r, kPong);
       if (last) break;
     }
+    if (sleepers) sleepers->finish(env);
     env.stats.note("round trips: " + std::to_string(seq + 1));
   } else {
     OpCtx* r = ops.recv(rbuf[0], kPing, 0, true);

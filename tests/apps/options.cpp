@@ -31,7 +31,7 @@ void print_usage(FILE* f) {
                "              [--ep-type rdm|msg] [--av-type table|map] [--window W]\n"
                "              [--timeout SEC] [--hold-until FILE] [--until FILE] [--touch-mb N]\n"
                "              [--toggle-at I,J,...] [--own-usr2 1] [--gap sleep|pipe:MS]\n"
-               "              [--reuse-ctx 1] [--rx-contexts N]\n"
+               "              [--reuse-ctx 1] [--rx-contexts N] [--sleepers N]\n"
                "  NAME: msg tagged rma atomic inject cancel threads pingpong stream multirecv\n"
                "        peek sep srx trigger sizes multiep bw recvtiming marks writes all\n"
                "  marks: --count iterations of known ops between fabtrace_mark()s;\n"
@@ -46,7 +46,10 @@ void print_usage(FILE* f) {
                "  file exists; --touch-mb N: rank 0 touches N MiB of fresh memory inside\n"
                "  round trip #100's send (a slow op with page faults); --gap KIND:MS: rank 0\n"
                "  spends MS ms between two polls of round trip #100, asleep (sleep) or\n"
-               "  blocked reading a pipe another thread writes after MS ms (pipe).\n"
+               "  blocked reading a pipe another thread writes after MS ms (pipe);\n"
+               "  --sleepers N: meanwhile, N threads of rank 0 sleep 1 us in a loop (many\n"
+               "  off-CPU intervals), counting their sleeps (\"sleeps\", their tids as\n"
+               "  \"sleeper_tid_I\"); rank 0 marks round trip #100 (fabtrace_mark).\n"
                "  writes: rank 0 writes --count messages to rank 1, one at a time, then\n"
                "  rank 1 to rank 0, each timing its own; --gap KIND:MS: rank 0 spends MS ms\n"
                "  so between posting each of its writes and polling for it.\n"
@@ -134,6 +137,11 @@ bool parse_options(int argc, char** argv, Options* out, std::string* err) {
           !parse_size(val.substr(colon + 1).c_str(), &o.gap_ms) || o.gap_ms == 0 ||
           o.gap_ms > 60000) {
         *err = "bad --gap (sleep:MS or pipe:MS)";
+        return false;
+      }
+    } else if (key == "--sleepers") {
+      if (!parse_size(val.c_str(), &o.sleepers) || o.sleepers > 64) {
+        *err = "bad --sleepers (0 to 64)";
         return false;
       }
     } else if (key == "--reuse-ctx") {

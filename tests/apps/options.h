@@ -26,6 +26,7 @@ struct Options {
   size_t touch_mb = 0;            // stream: MiB of fresh memory touched inside one send
   std::string gap_kind;           // stream, writes: "sleep" or "pipe": a planted gap between polls
   size_t gap_ms = 0;              // its length
+  size_t sleepers = 0;            // stream: rank 0's threads that sleep 1 us in a loop meanwhile
   bool reuse_ctx = false;         // receive windows: each slot's context reused for its receives
   size_t rx_contexts = 0;         // bw: the receives share this many contexts (0: one each)
   std::vector<size_t> toggle_at;  // marks: rank 0 raises SIGUSR2 before these iterations

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -307,6 +308,149 @@ TEST(Record, PageFaultsInsideASlowOp) {
   for (const Event& e : ev)
     if (e.kind == "faults" && e.tid == rank0) faults += e.num("count");
   EXPECT_GE(faults, 16384u);
+}
+
+// ---- the log's bound (record --max-size, --raw) ----
+
+// What rank 0's sleepers (ft_app --sleepers) did by their own count, and the
+// off-CPU intervals in nanosleep the log's sums give their threads.
+struct Sleeps {
+  uint64_t app = 0, summed = 0;
+  std::set<uint32_t> tids;
+};
+
+Sleeps sleeps_of(const StreamSession& s, const std::vector<Event>& ev) {
+  Sleeps out;
+  const auto app = load_json(s.dir + "/app.r0.json");
+  const auto& m = app.at("measured");
+  out.app = m.at("sleeps").get<uint64_t>();
+  for (auto it = m.begin(); it != m.end(); ++it)
+    if (it.key().rfind("sleeper_tid_", 0) == 0) out.tids.insert(it.value().get<uint32_t>());
+  for (const Event& e : ev)
+    if (e.kind == "summary" && e.detail.count("of") && e.detail.at("of") == "offcpu" &&
+        out.tids.count(e.tid) && e.cause.find("nanosleep") != std::string::npos)
+      out.summed += e.num("count");
+  return out;
+}
+
+// The export's closing lines: raw events given way (outside the windows) and
+// dropped oldest first (the bound), and records lost in the kernel.
+struct GivenWay {
+  uint64_t outside = 0, dropped = 0, lost = 0;
+};
+
+GivenWay given_way_of(const std::string& log) {
+  const RunResult r = run({FABTRACE_CLI, "export", "kernel", log, "--kind", "mark"}, {}, false);
+  GivenWay g;
+  std::smatch m;
+  if (std::regex_search(r.output, m,
+                        std::regex("\\(([0-9]+) outside the windows kept around stalls and slow "
+                                   "ops, ([0-9]+) dropped oldest first")))
+    g = {std::stoull(m[1]), std::stoull(m[2]), 0};
+  if (std::regex_search(r.output, m, std::regex("events; ([0-9]+) lost in the kernel")))
+    g.lost = std::stoull(m[1]);
+  return g;
+}
+
+// The sums hold every sleep the program made, whatever the log kept of the
+// intervals themselves (less what the ring buffer lost, counted).
+void expect_every_sleep_summed(const Sleeps& sl, uint64_t lost) {
+  EXPECT_GT(sl.app, 10000u) << "not a flood";
+  EXPECT_EQ(sl.tids.size(), 4u);
+  EXPECT_LE(sl.summed, sl.app);
+  EXPECT_GE(sl.summed + lost, sl.app - sl.app / 100);
+}
+
+// A flood of raw events (four threads of rank 0 sleeping 1 us at a time,
+// tens of thousands of off-CPU intervals a second) under `--max-size 2M --raw
+// all`: the log never passes its bound, its oldest raw blocks give way and are
+// counted, and what is always kept is there: the planted stall with its
+// explanation (the preload's own gap, to 1%), the slow op, the mark, the
+// threads, and the sums, which hold every sleep the program counted.
+TEST(Record, AFloodStaysWithinMaxSizeAndKeepsWhatIsAlwaysKept) {
+  REQUIRE_SESSION_SLOT();
+  StreamSession s(
+      "rec-bound", {},
+      {"--count", "1000000", "--sleepers", "4", "--gap", "sleep:300", "--touch-mb", "16"}, {}, "",
+      {"--max-size", "2M", "--raw", "all"});
+  ASSERT_TRUE(s.wait_polling()) << s.record_log();
+  // Until the log has made room at least once (its stats block says so) and
+  // rank 0 is past its planted gap (its mark is in the log).
+  ASSERT_TRUE(eventually([&] {
+    bool marked = false;
+    for (const Event& e : export_kernel(s.log))
+      marked = marked || (e.kind == "mark" && static_cast<int>(e.pid) == s.rank0);
+    return marked && given_way_of(s.log).dropped > 0;
+  })) << s.record_log();
+  ASSERT_EQ(s.finish(), 0) << s.record_log();
+  struct stat st {};
+  ASSERT_EQ(stat(s.log.c_str(), &st), 0);
+  EXPECT_LE(static_cast<uint64_t>(st.st_size), 2u << 20);
+  EXPECT_EQ(s.record_log().find("later events are counted, not written"), std::string::npos)
+      << s.record_log();
+
+  std::vector<Event> ev;
+  const Event* stall = checked_stall(s, 300e6, &ev);
+  ASSERT_NE(stall, nullptr);
+  EXPECT_NE(stall->cause.find("nanosleep"), std::string::npos) << stall->cause;
+  size_t marks = 0, threads = 0, slow = 0;
+  for (const Event& e : ev) {
+    if (static_cast<int>(e.pid) != s.rank0) continue;
+    marks += e.kind == "mark" && e.cause == "round trip 100";
+    threads += e.kind == "thread";
+    slow += e.kind == "slow_op" && e.num("faults") > 0;
+  }
+  EXPECT_EQ(marks, 1u);
+  EXPECT_GE(threads, 2u);
+  EXPECT_GE(slow, 1u) << "the touch's slow op";
+  const GivenWay g = given_way_of(s.log);
+  EXPECT_GT(g.dropped, 0u);
+  expect_every_sleep_summed(sleeps_of(s, ev), g.lost);
+}
+
+// By default the raw events of a process are written only around its stalls
+// and slow ops (the window and 10 ms on each side); the rest are summed and
+// counted. The sleepers' intervals inside the planted gap are there.
+TEST(Record, ByDefaultRawEventsAreWrittenOnlyAroundStallsAndSlowOps) {
+  REQUIRE_SESSION_SLOT();
+  StreamSession s("rec-windows", {},
+                  {"--count", "1000000", "--sleepers", "4", "--gap", "sleep:200"});
+  ASSERT_TRUE(s.wait_polling()) << s.record_log();
+  ASSERT_TRUE(eventually([&] {
+    for (const Event& e : export_kernel(s.log))
+      if (e.kind == "mark" && static_cast<int>(e.pid) == s.rank0) return true;
+    return false;
+  })) << s.record_log();
+  ASSERT_EQ(s.finish(), 0) << s.record_log();
+
+  std::vector<Event> ev;
+  const Event* stall = checked_stall(s, 200e6, &ev);
+  ASSERT_NE(stall, nullptr);
+  const Sleeps sl = sleeps_of(s, ev);
+  std::vector<std::pair<uint64_t, uint64_t>> windows;  // rank 0's, widened by 10 ms
+  for (const Event& e : ev)
+    if (static_cast<int>(e.pid) == s.rank0 &&
+        (e.kind == "stall" || e.kind == "slow_op" || e.kind == "op_error"))
+      windows.emplace_back(e.start - 10000000, e.start + e.dur + 10000000);
+  size_t raw = 0, outside = 0, in_gap = 0;
+  for (const Event& e : ev) {
+    if (static_cast<int>(e.pid) != s.rank0) continue;
+    if (e.kind != "offcpu" && e.kind != "irq" && e.kind != "softirq" && e.kind != "faults")
+      continue;
+    ++raw;
+    bool inside = false;
+    for (const auto& [a, b] : windows) inside = inside || (e.start <= b && e.start + e.dur >= a);
+    outside += !inside;
+    in_gap += e.kind == "offcpu" && sl.tids.count(e.tid) && e.start >= stall->start &&
+              e.start + e.dur <= stall->start + stall->dur;
+  }
+  EXPECT_EQ(outside, 0u) << "of " << raw << " raw events of rank 0";
+  // 200 ms of four threads sleeping 1 us at a time (at least the kernel's
+  // 50 us timer slack each): thousands; a loaded machine runs them less.
+  EXPECT_GE(in_gap, 100u);
+  const GivenWay g = given_way_of(s.log);
+  EXPECT_GT(g.outside, sl.app / 2) << "most sleeps fall outside the windows";
+  expect_every_sleep_summed(sl, g.lost);
 }
 
 // Rank 0 of a stream session that ran to its end (--count): its pid from its

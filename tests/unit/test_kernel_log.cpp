@@ -71,7 +71,14 @@ KernelStats sample_stats(uint64_t base) {
   for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
     s.emitted[k] = base + 100u * k;
     s.lost[k] = k % 3 ? base + k : 0;
+    s.given_way[k] = kernel_log::is_raw(k) ? base + 200u * k : 0;
+    s.evicted[k] = kernel_log::is_raw(k) ? base + 300u * k : 0;
   }
+  s.over_size = base + 8;
+  s.collector_cpu_ns = base + 9;
+  s.collector_events = base + 10;
+  s.collector_wall_ns = base + 11;
+  s.collector_sched = "SCHED_BATCH, nice 19";
   s.untraced_retrans = base + 1;
   s.untraced_drops = base + 2;
   s.threads_full = base + 3;
@@ -219,7 +226,14 @@ TEST(KernelLog, RoundTripEveryKindByteExact) {
   for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
     EXPECT_EQ(s.emitted[k], w.stats.emitted[k]) << k;
     EXPECT_EQ(s.lost[k], w.stats.lost[k]) << k;
+    EXPECT_EQ(s.given_way[k], w.stats.given_way[k]) << k;
+    EXPECT_EQ(s.evicted[k], w.stats.evicted[k]) << k;
   }
+  EXPECT_EQ(s.over_size, w.stats.over_size);
+  EXPECT_EQ(s.collector_cpu_ns, w.stats.collector_cpu_ns);
+  EXPECT_EQ(s.collector_events, w.stats.collector_events);
+  EXPECT_EQ(s.collector_wall_ns, w.stats.collector_wall_ns);
+  EXPECT_EQ(s.collector_sched, "SCHED_BATCH, nice 19");
   EXPECT_EQ(s.untraced_retrans, 1001u);
   EXPECT_EQ(s.untraced_drops, 1002u);
   EXPECT_EQ(s.threads_full, 1003u);
@@ -250,6 +264,17 @@ TEST(KernelLog, RecordSizesAndNames) {
     EXPECT_EQ(kernel_log::record_size(k) % 8, 0u) << k;
     EXPECT_EQ(kernel_log::kind_name(k).rfind("kind", 0), std::string::npos) << k;
   }
+  EXPECT_EQ(kernel_log::record_size(FT_EV_SUMMARY), sizeof(ft_summary));
+  EXPECT_EQ(kernel_log::kind_name(FT_EV_SUMMARY), "summary");
+  // What gives way to the log's bound, and what is always kept.
+  for (uint16_t k : {FT_EV_OFFCPU, FT_EV_IRQ, FT_EV_SOFTIRQ, FT_EV_FAULTS, FT_EV_WORK, FT_EV_POLL})
+    EXPECT_TRUE(kernel_log::is_raw(k)) << k;
+  for (uint16_t k :
+       {FT_EV_RETRANS, FT_EV_DROP, FT_EV_CXI_ERR, FT_EV_THREAD, FT_EV_STALL, FT_EV_SLOW_OP,
+        FT_EV_OP_ERROR, FT_EV_EXIT, FT_EV_MARK, FT_EV_UPROBE_OPS, FT_EV_UPROBE_CQ, FT_EV_SUMMARY})
+    EXPECT_FALSE(kernel_log::is_raw(k)) << k;
+  EXPECT_TRUE(kernel_log::around_windows(FT_EV_OFFCPU));
+  EXPECT_FALSE(kernel_log::around_windows(FT_EV_POLL)) << "--polls asks for every poll";
   EXPECT_EQ(kernel_log::kind_name(FT_EV_WORK), "cxi_work");
   EXPECT_EQ(kernel_log::kind_name(FT_EV_RETRANS), "retransmit");
   EXPECT_EQ(kernel_log::kind_name(0), "kind0");

@@ -1,6 +1,7 @@
 // Discovery of the traced processes in /proc (userspace/record/proc_scan.*): the
 // parsers on exact /proc texts, and ProcScanner on a /proc tree the test builds.
 #include "userspace/record/proc_scan.h"
+#include "userspace/record/proc_watch.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -197,6 +198,7 @@ class FakeProc {
     dir_.symlink("1234", "self");
   }
   std::string root() const { return dir_.path(); }
+  const ScratchDir& dir() const { return dir_; }
 
  private:
   void add_process(int pid, const std::string& exe, const std::string& maps, const std::string& e,
@@ -296,6 +298,80 @@ TEST(ProcScan, MissingRoot) {
   ScannedProcess p;
   EXPECT_FALSE(scanner.inspect(1, &p));
   EXPECT_TRUE(scanner.tcp_conns(1).empty());
+}
+
+// ---- ProcWatch: the scan made cheap where nothing changed ----
+
+constexpr uint64_t kS = 1000000000ULL;
+
+TEST(ProcWatch, FindsWhatTheScannerFindsAndInspectsEachOnce) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  std::vector<ScannedProcess> a = w.scan(4567, 10 * kS);
+  EXPECT_EQ(a.size(), ProcScanner(fake.root()).scan(4567).size());
+  const uint64_t first = w.inspections();
+  EXPECT_EQ(first, 4u);  // 1234, 2345, 3456 (neither library), 5678 (gone: no maps)
+  // Again 0.1 s later: the ones that map a library as they were, not read again.
+  std::vector<ScannedProcess> b = w.scan(4567, 10 * kS + kS / 10);
+  EXPECT_EQ(b.size(), a.size());
+  EXPECT_EQ(w.inspections(), first);
+}
+
+TEST(ProcWatch, AProcessThatLoadsLibfabricLaterIsFoundAtItsNextCheck) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  auto has = [](const std::vector<ScannedProcess>& v, pid_t pid) {
+    return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
+  };
+  uint64_t t = 10 * kS;
+  ASSERT_FALSE(has(w.scan(4567, t), 3456));
+  // It loads libfabric (as MPI does, through dlopen).
+  fake.dir().write("3456/maps", "7f00-7f01 r-xp 0 08:01 8 /usr/lib/libfabric.so.1\n");
+  EXPECT_FALSE(has(w.scan(4567, t + kS / 4), 3456)) << "checked again before its time";
+  EXPECT_TRUE(has(w.scan(4567, t + kS / 2), 3456)) << "its first recheck, 0.5 s on";
+  // One that never does is checked ever more seldom, up to every 8 s.
+  t += kS;
+  uint64_t before = w.inspections();
+  for (int i = 0; i < 400; ++i) w.scan(4567, t + static_cast<uint64_t>(i) * kS / 2);
+  // 200 s of scans every 0.5 s: 5678 (no maps) at 0.5, 1, 2, 4, 8 s, then every 8 s.
+  EXPECT_LE(w.inspections() - before, 30u);
+  EXPECT_GE(w.inspections() - before, 25u);
+}
+
+TEST(ProcWatch, AnExecOrAReusedPidIsInspectedAtOnce) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  fake.dir().write("3456/stat", "3456 (bash) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n");
+  w.scan(4567, 10 * kS);
+  const uint64_t before = w.inspections();
+  // exec: another name; the pid reused: another start time.
+  fake.dir().write("3456/stat", "3456 (app) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n");
+  w.scan(4567, 10 * kS + kS / 10);
+  EXPECT_EQ(w.inspections(), before + 1);
+  fake.dir().write("3456/stat", "3456 (app) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 778 0 0\n");
+  w.scan(4567, 10 * kS + 2 * kS / 10);
+  EXPECT_EQ(w.inspections(), before + 2);
+  w.scan(4567, 10 * kS + 3 * kS / 10);
+  EXPECT_EQ(w.inspections(), before + 2);
+}
+
+TEST(ProcWatch, TcpTablesAreReadOnlyForSocketsNotSeenBefore) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  w.scan(4567, 10 * kS);
+  EXPECT_EQ(w.new_tcp_conns(1234, 10 * kS).size(), 2u);
+  EXPECT_EQ(w.tcp_reads(), 1u);
+  // Nothing new: the descriptors are listed when due, the tables never read.
+  EXPECT_TRUE(w.new_tcp_conns(1234, 10 * kS + kS / 4).empty());
+  EXPECT_TRUE(w.new_tcp_conns(1234, 11 * kS).empty());
+  EXPECT_EQ(w.tcp_reads(), 1u);
+  // A new connection: found at the next check, alone.
+  fake.dir().symlink("socket:[3333]", "1234/fd/6");
+  EXPECT_TRUE(w.new_tcp_conns(1234, 11 * kS + kS / 4).empty()) << "before its check";
+  const std::vector<ScannedConn> c = w.new_tcp_conns(1234, 12 * kS);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(tuple_side(c[0].tuple, false), "10.0.0.3:6001");
+  EXPECT_EQ(w.tcp_reads(), 2u);
 }
 
 }  // namespace

@@ -109,6 +109,9 @@ void BpfObjects::load(Skel& k, const btf* vmlinux) {
     const auto it = shared.find(m);
     if (map && it != shared.end() && bpf_map__reuse_fd(map, it->second) != 0)
       note(k.name, std::string("map ") + m, "failed", reason_of(take_log(), errno));
+    // The ring buffer is sized by its owner (the first object), for the node.
+    if (map && it == shared.end() && ring_bytes && std::strcmp(m, "events") == 0)
+      bpf_map__set_max_entries(map, static_cast<__u32>(ring_bytes));
   }
   take_log();
   const int err = k.load();

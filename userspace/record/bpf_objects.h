@@ -68,6 +68,7 @@ struct BpfObjects {
   std::vector<bpf_link*> links;
   std::vector<int> link_fds;  // links made without libbpf (uprobes/uprobe_multi.h): their fds
   std::vector<KernelAttach>* attach = nullptr;
+  uint64_t ring_bytes = 0;  // the shared ring buffer's size (0: the programs' own)
 
   BpfObjects() = default;
   BpfObjects(const BpfObjects&) = delete;

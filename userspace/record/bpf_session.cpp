@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,10 +50,13 @@ struct BpfSession::Impl {
   UprobeSession up;  // --uprobes
   BpfObjects objs;   // released before the files above are closed
   ring_buffer* rb = nullptr;
+  int epfd = -1;  // the ring buffer's wakeups (edge-triggered)
+  uint64_t ring_size = 0;
   const std::function<void(const void*, size_t)>* sink = nullptr;
 
   ~Impl() {
     if (rb) ring_buffer__free(rb);
+    if (epfd >= 0) ::close(epfd);
   }
 
   void note(const std::string& program, const std::string& point, const std::string& state,
@@ -156,6 +160,8 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
 
   // The scheduler's object first: it owns the shared maps the others reuse.
   BpfObjects& objs = im.objs;
+  const int cpus = libbpf_num_possible_cpus();
+  objs.ring_bytes = ring_bytes_for(cpus > 0 ? static_cast<unsigned>(cpus) : 1);
   if (auto* s = objs.open("sched", ftskel_sched__open, ftskel_sched__load, ftskel_sched__destroy))
     s->rodata->ft_min_offcpu_ns = opt.min_offcpu_ns;
   objs.open("irq", ftskel_irq__open, ftskel_irq__load, ftskel_irq__destroy);
@@ -237,6 +243,18 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
     *error = "cannot open the ring buffer: " + std::string(std::strerror(errno));
     return false;
   }
+  {
+    bpf_map_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(ev->second, &info, &len) == 0) im.ring_size = info.max_entries;
+    im.epfd = ::epoll_create1(EPOLL_CLOEXEC);
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLET;
+    if (im.epfd >= 0 && ::epoll_ctl(im.epfd, EPOLL_CTL_ADD, ev->second, &e) != 0) {
+      ::close(im.epfd);
+      im.epfd = -1;  // a timer, then
+    }
+  }
   if (attached() == 0) {
     *error = "no attach point could be attached";
     return false;
@@ -286,15 +304,35 @@ void BpfSession::trace_listen_port(uint16_t port, pid_t owner) {
   bpf_map_update_elem(bpf_map__fd(impl_->net->maps.traced_ports), &port, &v, BPF_ANY);
 }
 
-int BpfSession::poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record) {
+int BpfSession::poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record,
+                     const std::function<void()>& on_drain) {
   if (!impl_ || !impl_->rb) return -1;
+  // The programs submit without wakeups (see ft_submit) unless the ring is half
+  // full: wait on its epoll for the timeout (a wakeup or a signal ends it
+  // early), draining nothing there, then drain everything in one pass.
+  // Edge-triggered: only a wakeup ends the wait early (level-triggered, data
+  // that arrived since the last drain would end every wait at once).
+  if (timeout_ms > 0) {
+    epoll_event ev{};
+    if (impl_->epfd >= 0)
+      ::epoll_wait(impl_->epfd, &ev, 1, timeout_ms);
+    else
+      usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  }
+  if (on_drain) on_drain();
   impl_->sink = &on_record;
-  // The programs submit without wakeups (see ft_submit): wait, then drain.
-  if (timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
   const int n = ring_buffer__consume(impl_->rb);
   impl_->sink = nullptr;
   return n < 0 && n != -EINTR ? -1 : (n < 0 ? 0 : n);
 }
+
+uint64_t BpfSession::ring_bytes_for(unsigned cpus) {
+  uint64_t want = static_cast<uint64_t>(cpus) * kRingBytesPerCpu, size = kMinRingBytes;
+  while (size < want && size < kMaxRingBytes) size <<= 1;
+  return size;
+}
+
+uint64_t BpfSession::ring_bytes() const { return impl_ ? impl_->ring_size : 0; }
 
 KernelStats BpfSession::stats() const {
   KernelStats s;

@@ -81,9 +81,19 @@ class BpfSession {
   void trace_connection(const ft_tuple& t, pid_t owner);
   void trace_listen_port(uint16_t port, pid_t owner);
 
-  // Drains the ring buffer: calls on_record for each record, for at most
-  // timeout_ms waiting. Returns the records consumed, or -1 on error.
-  int poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record);
+  // Waits up to timeout_ms, or until the programs wake it (the ring buffer half
+  // full), then drains the ring buffer: on_drain first, then on_record for each
+  // record. Returns the records consumed, or -1 on error.
+  int poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record,
+           const std::function<void()>& on_drain = nullptr);
+  // The ring buffer's size in bytes (0 before start).
+  uint64_t ring_bytes() const;
+  // The size start() gives the ring buffer on a machine with `cpus` CPUs:
+  // kRingBytesPerCpu each, within [kMinRingBytes, kMaxRingBytes], a power of 2.
+  static uint64_t ring_bytes_for(unsigned cpus);
+  static constexpr uint64_t kRingBytesPerCpu = 4ULL << 20;
+  static constexpr uint64_t kMinRingBytes = 16ULL << 20;
+  static constexpr uint64_t kMaxRingBytes = 256ULL << 20;
 
   KernelStats stats() const;  // the kernel-side counters, summed over CPUs
 

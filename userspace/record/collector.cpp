@@ -1,6 +1,9 @@
 #include "userspace/record/collector.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -14,7 +17,9 @@
 #include <sstream>
 
 #include "bpf/uprobe_ops.h"
+#include "common/block_file.h"
 #include "common/clock.h"
+#include "common/decimal.h"
 #include "common/kernel_classify.h"
 #include "common/output_names.h"
 #include "common/printable.h"
@@ -62,7 +67,23 @@ struct Collector::NodeCounters {
   CounterSampler sampler;
 };
 
-Collector::Collector(CollectorOptions opt) : opt_(std::move(opt)), scanner_(opt_.proc_root) {}
+Collector::Collector(CollectorOptions opt)
+    : opt_(std::move(opt)), watch_(opt_.proc_root), windows_(opt_.windows) {}
+
+namespace {
+
+const char* raw_name(CollectorOptions::Raw r) {
+  switch (r) {
+    case CollectorOptions::Raw::kAll:
+      return "all";
+    case CollectorOptions::Raw::kNone:
+      return "none";
+    default:
+      return "windows";
+  }
+}
+
+}  // namespace
 
 bool Collector::start(std::string* error) {
   start_ns_ = mono_ns();
@@ -139,6 +160,10 @@ bool Collector::start(std::string* error) {
   m.options["net_all"] = opt_.bpf.net_all ? "1" : "0";
   m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
   m.options["uprobes"] = opt_.bpf.uprobes.enabled ? "1" : "0";
+  m.options["raw"] = raw_name(opt_.raw);
+  m.options["raw_margin_ns"] = std::to_string(opt_.windows.margin_ns);
+  m.options["max_size"] = std::to_string(opt_.max_log_bytes);
+  m.options[kernel_log::kSummaryOption] = "1";
   m.attach = session_.attach_list();
   // A name already taken (a file or link planted at the predictable name) costs
   // the next free name and one line, never the session.
@@ -149,6 +174,8 @@ bool Collector::start(std::string* error) {
     return false;
   }
   if (!note.empty()) std::fprintf(stderr, "fabtrace record: %s\n", note.c_str());
+  log_name_ = name;
+  last_summary_ = mono_ns();
   std::vector<KernelSymbol> syms = opt_.bpf.cxi_work;
   for (const KernelSymbol& d : BpfSession::drop_reason_names()) syms.push_back(d);
   log_.write_symbols(syms);
@@ -169,15 +196,27 @@ bool Collector::start(std::string* error) {
   return true;
 }
 
+void Collector::find_own_threads() {
+  std::vector<uint32_t> tids;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+        tids.push_back(static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10)));
+    ::closedir(d);
+  }
+  summaries_.set_self(tids);
+}
+
 void Collector::scan() {
   last_scan_ = mono_ns();
+  find_own_threads();
   std::vector<ScannedProcess> found;
   if (opt_.discover) {
-    found = scanner_.scan(getpid());
+    found = watch_.scan(getpid(), last_scan_);
   } else if (opt_.bpf.uprobes.enabled) {
     // --only-pids: the others are not traced, but one that starts during the
     // session is named, so that its missing rows are not taken for idleness.
-    for (ScannedProcess& p : scanner_.scan(getpid())) {
+    for (ScannedProcess& p : watch_.scan(getpid(), last_scan_)) {
       const bool listed = std::find(opt_.pids.begin(), opt_.pids.end(), p.pid) != opt_.pids.end();
       if (listed || p.libfabric_path.empty() || !outside_.insert(p.pid).second) continue;
       if (scanned_once_) unprobed_later_.push_back(std::move(p));
@@ -186,7 +225,7 @@ void Collector::scan() {
   scanned_once_ = true;
   for (pid_t pid : opt_.pids) {
     ScannedProcess p;
-    if (!scanner_.inspect(pid, &p)) {
+    if (!watch_.scanner().inspect(pid, &p)) {
       // Traced at the kernel level even without libfabric mapped.
       p.pid = pid;
       std::ifstream in(opt_.proc_root + "/" + std::to_string(pid) + "/comm");
@@ -214,9 +253,9 @@ void Collector::scan() {
         tasks.push_back({p.pid, t.tid, t.comm, p.rank, p.exe, p.preload});
       if (p.threads.empty()) tasks.push_back({p.pid, p.pid, p.comm, p.rank, p.exe, p.preload});
     }
-    // Connections change while the job runs: the traced process's sockets are
-    // registered at every scan (an update of what is there is cheap).
-    for (const ScannedConn& c : scanner_.tcp_conns(p.pid)) {
+    // The connections it made before it was traced (the programs see the
+    // later ones), read when it holds sockets not seen before (proc_watch.h).
+    for (const ScannedConn& c : watch_.new_tcp_conns(p.pid, last_scan_)) {
       if (c.state == 0x0A)
         session_.trace_listen_port(c.tuple.sport, p.pid);
       else
@@ -248,18 +287,161 @@ void Collector::on_record(const void* data, size_t size) {
     ++malformed_;
     return;
   }
-  // The log's bound: the session's records past it are counted, never written
-  // (the end blocks still are).
-  if (log_.bytes_written() + kernel_log::kEventsBlockBytes >= opt_.max_log_bytes &&
-      h.kind != FT_EV_UPROBE_OPS) {
-    if (over_size_++ == 0)
-      std::fprintf(stderr,
-                   "fabtrace record: the kernel log reached its bound of %llu MiB: later events "
-                   "are counted, not written (--max-log-mb)\n",
-                   static_cast<unsigned long long>(opt_.max_log_bytes >> 20));
+  ++events_;
+  const auto* rec = static_cast<const uint8_t*>(data);
+  if (kernel_log::is_raw(h.kind)) {
+    // The programs write each kind whole: anything else is not one of theirs.
+    if (h.size != kernel_log::record_size(h.kind)) {
+      ++malformed_;
+      return;
+    }
+    summaries_.add(h, rec);
+    if (opt_.raw == CollectorOptions::Raw::kNone)
+      ++given_way_[h.kind];
+    else if (opt_.raw == CollectorOptions::Raw::kWindows && kernel_log::around_windows(h.kind))
+      windows_.hold(data, h.size, arrival_);
+    else
+      write_raw(data, h.size);
     return;
   }
-  if (!log_.append(data, h.size)) write_error(log_.error());
+  // A stall's or slow op's window: the raw events around it are written.
+  if (h.kind == FT_EV_STALL && h.size == sizeof(ft_stall)) {
+    const auto e = kernel_log::record_as<ft_stall>(rec);
+    windows_.keep(h.pid, e.w.start, e.w.end);
+  } else if ((h.kind == FT_EV_SLOW_OP || h.kind == FT_EV_OP_ERROR) && h.size == sizeof(ft_op)) {
+    const auto e = kernel_log::record_as<ft_op>(rec);
+    windows_.keep(h.pid, e.w.start, e.w.end);
+  }
+  write_kept(data, h.size);
+}
+
+// Room for `len` more bytes of records within the bound (less what the end of
+// the session writes: its counters, summaries and end block), making it by
+// dropping the oldest raw blocks when there are any.
+bool Collector::room(size_t len) {
+  const uint64_t reserve = std::min<uint64_t>(1u << 20, opt_.max_log_bytes / 16);
+  const uint64_t budget = opt_.max_log_bytes > reserve ? opt_.max_log_bytes - reserve : 0;
+  // Each buffer may become a block of its own: two block headers.
+  const auto fits = [&] {
+    return log_.bytes_written() + log_.buffered_bytes() + len +
+               2 * sizeof(blockfile::BlockHeader) <=
+           budget;
+  };
+  return fits() || (compact() && fits());
+}
+
+bool Collector::compact() {
+  if (compact_failed_ || log_failed_) return false;
+  if (log_.raw_bytes() == 0) {
+    // Only the raw buffer: written first, so that it can go with the rest.
+    if (log_.buffered_bytes() == 0 || !log_.flush() || log_.raw_bytes() == 0) return false;
+  }
+  const uint64_t reserve = std::min<uint64_t>(1u << 20, opt_.max_log_bytes / 16);
+  const uint64_t target = (opt_.max_log_bytes - reserve) / 4 * 3;
+  std::string tmp, note, why;
+  const int fd = dir_.create("." + log_name_ + ".compact", &tmp, &note, &why);
+  KernelLogWriter::Compaction c;
+  bool ok = fd >= 0 && log_.copy_compacted(fd, target, &c, &why);
+  if (ok && ::renameat(dir_.fd(), tmp.c_str(), dir_.fd(), log_name_.c_str()) != 0) {
+    why = std::string("cannot rename the compacted log over it: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (!ok) {
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlinkat(dir_.fd(), tmp.c_str(), 0);
+    }
+    compact_failed_ = true;
+    std::fprintf(stderr,
+                 "fabtrace record: the kernel log could not drop its oldest raw events (%s): "
+                 "past its bound, raw events are counted, not written\n",
+                 why.c_str());
+    return false;
+  }
+  log_.adopt(fd, c);
+  for (uint16_t k = 0; k < FT_EV_KINDS; ++k) evicted_[k] += c.evicted[k];
+  return true;
+}
+
+void Collector::write_kept(const void* data, size_t len) {
+  ft_hdr h;
+  std::memcpy(&h, data, sizeof(h));
+  // The session's final --uprobes rows are always written.
+  if (h.kind != FT_EV_UPROBE_OPS && !room(len)) {
+    if (over_size_++ == 0)
+      std::fprintf(stderr,
+                   "fabtrace record: the kernel log reached its bound of %s with no raw events "
+                   "left to make room: later events are counted, not written (--max-size)\n",
+                   byte_size_text(opt_.max_log_bytes).c_str());
+    return;
+  }
+  if (!log_.append(data, len)) write_error(log_.error());
+}
+
+void Collector::write_raw(const void* data, size_t len) {
+  ft_hdr h;
+  std::memcpy(&h, data, sizeof(h));
+  if (!room(len)) {
+    ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0];
+    return;
+  }
+  if (!log_.append_raw(data, len)) write_error(log_.error());
+}
+
+void Collector::drain_summaries(uint64_t now) {
+  last_summary_ = now;
+  summaries_.drain(now, [this](const ft_summary& r) { write_kept(&r, sizeof(r)); });
+}
+
+KernelStats Collector::stats() const {
+  KernelStats s = session_.stats();
+  for (uint16_t k = 0; k < FT_EV_KINDS; ++k) {
+    s.given_way[k] = given_way_[k];
+    s.evicted[k] = evicted_[k];
+  }
+  s.over_size = over_size_;
+  s.collector_cpu_ns = run_cpu_ns();
+  s.collector_events = events_;
+  s.collector_wall_ns = run_wall_ns();
+  s.collector_sched = sched_;
+  return s;
+}
+
+uint64_t Collector::cpu_ns() const {
+  struct rusage u {};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto ns = [](const timeval& t) {
+    return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL +
+           static_cast<uint64_t>(t.tv_usec) * 1000ULL;
+  };
+  return ns(u.ru_utime) + ns(u.ru_stime);
+}
+
+uint64_t Collector::run_wall_ns() const { return mono_ns() - (run_t0_ ? run_t0_ : start_ns_); }
+
+std::string Collector::background() {
+  run_cpu0_ = cpu_ns();
+  run_t0_ = mono_ns();
+  errno = 0;
+  const int before = ::getpriority(PRIO_PROCESS, 0);
+  if (errno == 0) nice_before_ = before;
+  size_t threads = 0, failed = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+      ++threads;
+      const sched_param p{};
+      // Per thread: nice 19 and no wakeup preemption (SCHED_BATCH).
+      if (::sched_setscheduler(tid, SCHED_BATCH, &p) != 0 ||
+          ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19) != 0)
+        ++failed;
+    }
+    ::closedir(d);
+  }
+  if (threads == 0 || failed == threads) return "";
+  sched_ = "SCHED_BATCH, nice 19";
+  return sched_;
 }
 
 void Collector::write_error(const std::string& what) {
@@ -322,7 +504,7 @@ void Collector::write_uprobe_reports() {
     // session ran, or now if it still runs).
     if (preloaded_.count(static_cast<pid_t>(pid))) continue;
     ScannedProcess p;
-    const bool seen = scanner_.inspect(static_cast<pid_t>(pid), &p);
+    const bool seen = watch_.scanner().inspect(static_cast<pid_t>(pid), &p);
     if (seen && p.preload) continue;
     // Its rank as read when a scan first found it (sanitised: proc_scan.h).
     const auto first = ranks_.find(static_cast<pid_t>(pid));
@@ -363,8 +545,14 @@ void Collector::snapshot_uprobes() {
 }
 
 void Collector::step(int wait_ms) {
-  session_.poll(wait_ms, [this](const void* d, size_t n) { on_record(d, n); });
+  session_.poll(
+      wait_ms, [this](const void* d, size_t n) { on_record(d, n); },
+      [this] { arrival_ = mono_ns(); });
   const uint64_t now = mono_ns();
+  windows_.release(
+      now, [this](const void* d, size_t n) { write_raw(d, n); },
+      [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
+  if (now - last_summary_ >= opt_.summary_ms * 1000000ULL) drain_summaries(now);
   if (now - last_scan_ >= kScanNs) scan();
   if (now - last_flush_ >= opt_.flush_ms * 1000000ULL) {
     if (!log_.flush()) write_error(log_.error());
@@ -375,18 +563,29 @@ void Collector::step(int wait_ms) {
     last_uprobe_snap_ = now;
   }
   if (now - last_stats_ >= kStatsNs) {
-    if (!log_.write_stats(session_.stats())) write_error(log_.error());
+    if (!log_.write_stats(stats())) write_error(log_.error());
     last_stats_ = now;
   }
 }
 
 void Collector::finish() {
   // What the programs emitted up to now.
+  // Back to the priority it started with: the end of the session is what a
+  // job's end waits for.
+  const sched_param sp{};
+  ::sched_setscheduler(0, SCHED_OTHER, &sp);
+  ::setpriority(PRIO_PROCESS, 0, nice_before_);
+  arrival_ = mono_ns();
   for (int i = 0; i < 100; ++i)
     if (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) <= 0) break;
+  // What is held is judged now: a window whose margin reaches past the end
+  // keeps its events.
+  windows_.release(
+      UINT64_MAX, [this](const void* d, size_t n) { write_raw(d, n); },
+      [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
+  drain_summaries(mono_ns());
   if (opt_.bpf.uprobes.enabled) write_uprobes();
-  if (!log_.write_stats(session_.stats()) || !log_.write_end(mono_ns() - start_ns_) ||
-      !log_.close())
+  if (!log_.write_stats(stats()) || !log_.write_end(mono_ns() - start_ns_) || !log_.close())
     write_error(log_.error());
   if (counters_) {
     counters_->sampler.stop();

@@ -1,8 +1,19 @@
 // The collector of `fabtrace record`: one per node, as root. Keeps the BPF
 // session's view of "which processes are traced" current (a /proc scan every
-// half second, besides the preload's own registration probe), drains the ring
+// half second, cheap where nothing changed: proc_watch.h; besides the
+// preload's own registration probe), drains the ring
 // buffer into the kernel log, writes the kernel's counters every few seconds, and
 // samples the node's Cassini counters once for all its ranks.
+//
+// The log's size: every record of a kept kind is written; the raw events
+// (kernel_log::is_raw) are summed per thread and cause (raw_summaries.h), and
+// written only around stalls and slow ops by default (raw_windows.h); within
+// the bound, the oldest raw blocks make room (KernelLogWriter's compaction).
+//
+// Out of the ranks' way: once started (background()), its threads run at
+// SCHED_BATCH and nice 19, so that they never preempt a rank on waking; the
+// programs wake it only when the ring buffer is half full, else it drains on
+// a timer.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +32,9 @@
 #include "common/session_lock.h"
 #include "userspace/record/bpf_session.h"
 #include "userspace/record/proc_scan.h"
+#include "userspace/record/proc_watch.h"
+#include "userspace/record/raw_summaries.h"
+#include "userspace/record/raw_windows.h"
 
 namespace fabtrace {
 
@@ -34,10 +48,19 @@ struct CollectorOptions {
   bool discover = true;     // trace every libfabric/preload process found
   std::string command;      // for the log's header
   uint64_t flush_ms = 200;  // events reach the file at least this often
-  // The kernel log's bound (--max-log-mb): events past it are counted, not
-  // written, whatever the processes do (their rates: BpfOptions::usdt_rate).
-  uint64_t max_log_bytes = kDefaultMaxLogMiB << 20;
-  static constexpr uint64_t kDefaultMaxLogMiB = 4096;
+  // The kernel log's bound (--max-size; --max-log-mb N, its older name: N
+  // MiB), whatever the processes do (their rates: BpfOptions::usdt_rate): raw
+  // events make room for the rest, oldest first, and past it a record of a
+  // kept kind is counted, not written.
+  uint64_t max_log_bytes = kDefaultMaxLogBytes;
+  static constexpr uint64_t kDefaultMaxLogBytes = 1ULL << 30;
+  static constexpr uint64_t kMinLogBytes = 1ULL << 20;
+  // --raw: which raw events are written (all are summed).
+  enum class Raw { kWindows, kAll, kNone };
+  Raw raw = Raw::kWindows;
+  RawWindows::Options windows;  // --raw windows: the hold and the margin
+  // The sums of the raw events go into the log at least this often.
+  uint64_t summary_ms = 10000;
   // --owner UID:GID: the outputs are the user's. DIR must exist and be theirs
   // (OutputDir::open_owned_by); every file is created by root in it and given
   // to them (how slurmstepd runs a session for a user's step: docs/slurm.md).
@@ -71,6 +94,11 @@ class Collector {
   void step(int wait_ms);
   // Drains what is left, writes the final counters and the end block.
   void finish();
+  // Out of the ranks' way from now on: every thread of the collector at
+  // SCHED_BATCH and nice 19 (call it after the traced command is launched:
+  // posix_spawn's child would inherit the nice level). finish() restores the
+  // calling thread. What was set, in one line ("" when nothing could be).
+  std::string background();
 
   uint64_t records() const { return log_.records(); }
   // What a write error kept out of the session's files: records of the log,
@@ -81,7 +109,15 @@ class Collector {
   uint64_t records_over_size() const { return over_size_; }  // past max_log_bytes
   bool lost_data() const { return log_.failed() || outputs_lost_ > 0; }
   const std::string& first_write_error() const { return first_write_error_; }
-  KernelStats stats() const { return session_.stats(); }
+  // The kernel's counters with the collector's own: raw events given way and
+  // evicted, records over the bound, its CPU time and events drained.
+  KernelStats stats() const;
+  uint64_t events() const { return events_; }  // records drained from the ring buffer
+  uint64_t cpu_ns() const;                     // its CPU time so far, all threads
+  // Since background() (the tracing, without the set-up): CPU time and wall time.
+  uint64_t run_cpu_ns() const { return cpu_ns() - run_cpu0_; }
+  uint64_t run_wall_ns() const;
+  const RawSummaries& summaries() const { return summaries_; }
   uint64_t malformed() const { return malformed_; }
   const std::string& counters_path() const { return counters_path_; }
   size_t traced_processes() const { return known_.size(); }
@@ -104,6 +140,12 @@ class Collector {
   void scan();
   void attach_preload(const ScannedProcess& p);
   void on_record(const void* data, size_t size);
+  void write_kept(const void* data, size_t len);
+  void write_raw(const void* data, size_t len);
+  bool room(size_t len);  // the bound: compacts when it can
+  bool compact();
+  void drain_summaries(uint64_t now);
+  void find_own_threads();
   void write_uprobes();
   void snapshot_uprobes();  // the rows changed since the last snapshot (kUprobeRows)
   void write_uprobe_reports();
@@ -113,7 +155,7 @@ class Collector {
   SessionLock lock_;
   OutputDir dir_;
   BpfSession session_;
-  ProcScanner scanner_;
+  ProcWatch watch_;
   KernelLogWriter log_;
   std::set<pid_t> known_;
   std::set<pid_t> preloaded_;  // processes a scan found with the preload
@@ -124,6 +166,15 @@ class Collector {
   std::shared_ptr<NodeCounters> counters_;
   bool log_failed_ = false;
   uint64_t outputs_lost_ = 0, over_size_ = 0;
+  std::string log_name_;  // the log's name in dir_ (compaction renames over it)
+  RawWindows windows_;
+  RawSummaries summaries_;
+  uint64_t given_way_[FT_EV_KINDS] = {}, evicted_[FT_EV_KINDS] = {};
+  uint64_t events_ = 0, arrival_ = 0, last_summary_ = 0;
+  bool compact_failed_ = false;
+  std::string sched_;  // background()'s line
+  int nice_before_ = 0;
+  uint64_t run_cpu0_ = 0, run_t0_ = 0;  // at background()
   std::string first_write_error_;
   std::vector<std::string> uprobe_notes_;
   std::vector<uint64_t> uprobe_hits_;

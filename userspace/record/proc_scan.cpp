@@ -189,6 +189,10 @@ std::vector<ScannedProcess> ProcScanner::scan(pid_t self) const {
 }
 
 std::vector<ScannedConn> ProcScanner::tcp_conns(pid_t pid) const {
+  return tcp_conns(pid, socket_inodes(pid));
+}
+
+std::set<uint64_t> ProcScanner::socket_inodes(pid_t pid) const {
   const std::string dir = root_ + "/" + std::to_string(pid);
   std::set<uint64_t> inodes;
   if (DIR* d = ::opendir((dir + "/fd").c_str())) {
@@ -203,6 +207,11 @@ std::vector<ScannedConn> ProcScanner::tcp_conns(pid_t pid) const {
     }
     ::closedir(d);
   }
+  return inodes;
+}
+
+std::vector<ScannedConn> ProcScanner::tcp_conns(pid_t pid, const std::set<uint64_t>& inodes) const {
+  const std::string dir = root_ + "/" + std::to_string(pid);
   std::vector<ScannedConn> out;
   if (inodes.empty()) return out;
   // The process's own network namespace.

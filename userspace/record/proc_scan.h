@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ class ProcScanner {
   bool inspect(pid_t pid, ScannedProcess* out) const;
   // The TCP sockets (IPv4 and IPv6) process `pid` holds open.
   std::vector<ScannedConn> tcp_conns(pid_t pid) const;
+  // The same in two steps: the inodes of the sockets it holds (its descriptors
+  // listed), then the TCP connections among `inodes` (its network namespace's
+  // tables read).
+  std::set<uint64_t> socket_inodes(pid_t pid) const;
+  std::vector<ScannedConn> tcp_conns(pid_t pid, const std::set<uint64_t>& inodes) const;
 
  private:
   std::string root_;

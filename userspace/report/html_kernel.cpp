@@ -3,6 +3,7 @@
 #include "userspace/report/html_sections.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <string>
@@ -75,6 +76,15 @@ void section_kernel_nodes(const Job& job, Html* h) {
         line += ", " + kv.first + " work x" + fmt_count(kv.second.count);
     }
     h->note(line + ".");
+    // The observer's effect: the collector's own CPU and what it took from the
+    // traced threads.
+    const std::string col = collector_line(n);
+    if (!col.empty()) {
+      const size_t b = col.find_first_not_of(' ');
+      std::string text = col.substr(b, col.size() - b - 1);
+      text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+      h->note(text + ".");
+    }
     std::string absent;
     for (const KernelAttach& a : n.meta.attach)
       if (a.state != "attached")

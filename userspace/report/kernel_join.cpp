@@ -7,6 +7,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/input_limits.h"
 #include "common/kernel_classify.h"
 #include "common/kernel_explain.h"
 #include "common/kernel_log.h"
@@ -46,9 +47,9 @@ KernelWindow window_of(const ft_hdr& h, const ft_window& w) {
 
 using ConnKey = std::tuple<std::string, uint32_t>;  // tuple bytes, owner
 
-void add(KernelLoad* l, uint64_t ns) {
+void add(KernelLoad* l, uint64_t ns, uint64_t count = 1) {
   l->ns += ns;
-  ++l->count;
+  l->count += count;
 }
 
 }  // namespace
@@ -72,6 +73,10 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
   n.host = n.meta.host;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<KernelWindow>> stalls;
   std::map<ConnKey, KernelConn> conns;
+  // A log with the collector's sums of the raw events takes its totals from
+  // them: its raw records are only those the bound left (all, some or none).
+  const auto so = n.meta.options.find(kernel_log::kSummaryOption);
+  n.summed = so != n.meta.options.end() && so->second == "1";
   // A keyed total, its key new only while the map is within its bound.
   auto load_of = [&n](auto& m, const auto& key, size_t bound) -> KernelLoad* {
     const auto it = m.find(key);
@@ -101,6 +106,83 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
     }
     (h.kind == FT_EV_RETRANS ? it->second.retrans : it->second.drops) += k;
     it->second.last_ns = h.ts;
+  };
+  // The loads, from one raw record or from one summary of some (its `of` kind).
+  auto irq_load = [&](uint16_t kind, uint32_t cpu, const std::string& name, uint64_t ns,
+                      uint64_t count) {
+    if (kind == FT_EV_IRQ) {
+      if (KernelLoad* l = load_of(n.irq_per_cpu, cpu, kKernelCpus)) add(l, ns, count);
+      if (KernelLoad* l = load_of(n.irq_by_name, name, kKernelIrqNames)) add(l, ns, count);
+    } else if (KernelLoad* l = load_of(n.softirq_per_cpu, cpu, kKernelCpus)) {
+      add(l, ns, count);
+    }
+  };
+  auto offcpu_load = [&](const ft_offcpu& e, uint64_t ns, uint64_t count) {
+    // A cause names the syscall ("sleep:syscall 4242" for one without a
+    // name): as many as a crafted log has numbers, so bounded too.
+    if (KernelLoad* l = load_of(n.offcpu_by_cause, offcpu_cause(e), kKernelCauses))
+      add(l, ns, count);
+  };
+  auto work_load = [&](uint64_t func, uint64_t ns, uint64_t count) {
+    const auto f = names.functions.find(func);
+    const std::string cls = f != names.functions.end() ? cxi_work_class(f->second) : "";
+    add(&n.cxi_work[cls.empty() ? "other" : cls], ns, count);
+  };
+  auto raw = [&](const ft_hdr& h, const uint8_t* rec) {
+    switch (h.kind) {
+      case FT_EV_IRQ:
+      case FT_EV_SOFTIRQ: {
+        const auto e = record_as<ft_irq>(rec);
+        irq_load(h.kind, h.cpu, record_str(e.name, FT_NAME_LEN),
+                 h.ts > e.start ? h.ts - e.start : 0, 1);
+        break;
+      }
+      case FT_EV_OFFCPU: {
+        const auto e = record_as<ft_offcpu>(rec);
+        offcpu_load(e, h.ts > e.start ? h.ts - e.start : 0, 1);
+        break;
+      }
+      case FT_EV_FAULTS:
+        n.faults += record_as<ft_faults>(rec).count;
+        break;
+      case FT_EV_WORK: {
+        const auto e = record_as<ft_work>(rec);
+        work_load(e.func, h.ts > e.start ? h.ts - e.start : 0, 1);
+        break;
+      }
+      default:
+        break;
+    }
+  };
+  auto summary = [&](const ft_hdr& h, const ft_summary& e) {
+    if (!count_ok(e.count) || !count_ok(e.faults)) {
+      ++n.malformed;
+      return;
+    }
+    switch (e.of) {
+      case FT_EV_IRQ:
+      case FT_EV_SOFTIRQ:
+        irq_load(e.of, h.cpu, record_str(e.name, FT_NAME_LEN), e.ns, e.count);
+        break;
+      case FT_EV_OFFCPU: {
+        ft_offcpu o{};
+        o.off_kind = e.off_kind;
+        o.wait_on = e.wait_on;
+        o.syscall = e.code;
+        offcpu_load(o, e.ns, e.count);
+        n.collector_took += e.self_count;
+        n.collector_held_ns += e.self_ns;
+        break;
+      }
+      case FT_EV_FAULTS:
+        n.faults += e.faults;
+        break;
+      case FT_EV_WORK:
+        work_load(e.func, e.ns, e.count);
+        break;
+      default:
+        break;
+    }
   };
   const bool ok = r.read_all(
       [&](const ft_hdr& h, const uint8_t* rec) {
@@ -150,42 +232,19 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
           case FT_EV_DROP:
             net(h, rec);
             break;
-          case FT_EV_IRQ: {
-            const auto e = record_as<ft_irq>(rec);
-            const uint64_t d = h.ts > e.start ? h.ts - e.start : 0;
-            if (KernelLoad* l = load_of(n.irq_per_cpu, h.cpu, kKernelCpus)) add(l, d);
-            if (KernelLoad* l =
-                    load_of(n.irq_by_name, record_str(e.name, FT_NAME_LEN), kKernelIrqNames))
-              add(l, d);
-            break;
-          }
-          case FT_EV_SOFTIRQ: {
-            const auto e = record_as<ft_irq>(rec);
-            if (KernelLoad* l = load_of(n.softirq_per_cpu, h.cpu, kKernelCpus))
-              add(l, h.ts > e.start ? h.ts - e.start : 0);
-            break;
-          }
-          case FT_EV_OFFCPU: {
-            const auto e = record_as<ft_offcpu>(rec);
-            // A cause names the syscall ("sleep:syscall 4242" for one without a
-            // name): as many as a crafted log has numbers, so bounded too.
-            if (KernelLoad* l = load_of(n.offcpu_by_cause, offcpu_cause(e), kKernelCauses))
-              add(l, h.ts > e.start ? h.ts - e.start : 0);
-            break;
-          }
+          case FT_EV_IRQ:
+          case FT_EV_SOFTIRQ:
+          case FT_EV_OFFCPU:
           case FT_EV_FAULTS:
-            n.faults += record_as<ft_faults>(rec).count;
+          case FT_EV_WORK:
+            if (!n.summed) raw(h, rec);
+            break;
+          case FT_EV_SUMMARY:
+            if (n.summed) summary(h, record_as<ft_summary>(rec));
             break;
           case FT_EV_CXI_ERR:
             ++n.cxi_errors;
             break;
-          case FT_EV_WORK: {
-            const auto e = record_as<ft_work>(rec);
-            const auto f = names.functions.find(e.func);
-            const std::string cls = f != names.functions.end() ? cxi_work_class(f->second) : "";
-            add(&n.cxi_work[cls.empty() ? "other" : cls], h.ts > e.start ? h.ts - e.start : 0);
-            break;
-          }
           default:
             break;
         }

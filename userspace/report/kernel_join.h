@@ -83,6 +83,13 @@ struct KernelNode {
   uint64_t cxi_errors = 0;
   std::map<std::string, KernelLoad> cxi_work;  // by work class
   std::vector<KernelTask> tasks;
+  // The loads above come from the collector's sums of the raw events
+  // (FT_EV_SUMMARY; a log that has them says so in its options): whatever raw
+  // records the log's bound left, the loads count every event.
+  bool summed = false;
+  // The collector's own effect on the traced threads (from the sums): the
+  // off-CPU intervals in which it took or held their CPU, and how long it held it.
+  uint64_t collector_took = 0, collector_held_ns = 0;
 };
 
 // Reads and reduces one kernel log. False with one line in *why when it cannot

@@ -266,6 +266,45 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       r.detail = uprobe_cq_detail(e);
       break;
     }
+    case FT_EV_SUMMARY: {
+      // The sums of one thread's raw events of one kind and cause since its
+      // previous summary: the cause as its raw events' rows name it.
+      const auto e = record_as<ft_summary>(rec);
+      std::string cause;
+      switch (e.of) {
+        case FT_EV_OFFCPU: {
+          ft_offcpu o{};
+          o.off_kind = e.off_kind;
+          o.wait_on = e.wait_on;
+          o.syscall = e.code;
+          cause = offcpu_cause(o);
+          break;
+        }
+        case FT_EV_IRQ:
+          cause = record_str(e.name, FT_NAME_LEN);
+          break;
+        case FT_EV_SOFTIRQ:
+          cause = softirq_name(static_cast<uint32_t>(e.code));
+          break;
+        case FT_EV_WORK: {
+          const auto it = names.functions.find(e.func);
+          cause = it != names.functions.end() ? it->second : hex(e.func);
+          break;
+        }
+        default:
+          break;
+      }
+      r.cause = kernel_log::kind_name(e.of) + (cause.empty() ? "" : " " + cause);
+      kv(&r.detail, "of", kernel_log::kind_name(e.of));
+      kv(&r.detail, "count", e.count);
+      kv(&r.detail, "ns", e.ns);
+      if (e.of == FT_EV_FAULTS) kv(&r.detail, "faults", e.faults);
+      if (e.self_count) {
+        kv(&r.detail, "collector_took", e.self_count);
+        kv(&r.detail, "collector_held_ns", e.self_ns);
+      }
+      break;
+    }
     default:
       break;
   }

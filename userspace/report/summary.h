@@ -33,6 +33,9 @@ bool write_summary(std::FILE* out, const Job& job, const SummaryOptions& opt);
 
 // Why a stall happened, in one line ("" when its host had no kernel log).
 std::string stall_why(const Stall& s);
+// The collector's own CPU and its preemptions of traced threads on one node,
+// as one indented line of the summary ("" for a log without them).
+std::string collector_line(const KernelNode& n);
 // The slow ops with their causes and one short section per node; "" without
 // kernel logs.
 std::string kernel_summary(const Job& job, size_t top, const std::string& links_table);

@@ -34,6 +34,24 @@ std::string load_line(const std::map<uint32_t, KernelLoad>& per_cpu, uint64_t sp
 
 }  // namespace
 
+std::string collector_line(const KernelNode& n) {
+  const KernelStats& st = n.stats;
+  if (!st.collector_wall_ns) return "";  // a log of a collector that did not say
+  char b[160];
+  std::snprintf(
+      b, sizeof(b), "%.2f%% of a core over %s",
+      100.0 * static_cast<double>(st.collector_cpu_ns) / static_cast<double>(st.collector_wall_ns),
+      fmt_ns(static_cast<double>(st.collector_wall_ns)).c_str());
+  std::string s =
+      "    the collector (fabtrace record): " + fmt_ns(static_cast<double>(st.collector_cpu_ns)) +
+      " CPU (" + b + ") for " + fmt_count(st.collector_events) + " events";
+  if (!printable(st.collector_sched).empty()) s += ", " + printable(st.collector_sched);
+  if (n.summed)
+    s += "; it took or held a traced thread's CPU " + fmt_count(n.collector_took) + " times (" +
+         fmt_ns(static_cast<double>(n.collector_held_ns)) + " held)";
+  return s + "\n";
+}
+
 std::string stall_why(const Stall& s) {
   if (s.has_cause) return printable(s.cause.verdict);
   if (s.kernel_logged)
@@ -93,6 +111,20 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
     if (n.stats.recursion_misses)
       s += ", " + fmt_count(n.stats.recursion_misses) + " program runs missed";
     s += "\n";
+    // The raw events the log's bound left out: given way, never lost (the
+    // loads below count them all).
+    uint64_t given = 0, evicted = 0;
+    for (uint16_t k = 0; k < FT_EV_KINDS; ++k) {
+      given += n.stats.given_way[k];
+      evicted += n.stats.evicted[k];
+    }
+    if (given || evicted)
+      s += "    raw events not in the log: " + fmt_count(given) +
+           " outside the windows kept around stalls and slow ops" +
+           (evicted ? ", " + fmt_count(evicted) + " dropped oldest first to stay within its bound"
+                    : std::string()) +
+           " (counted in the loads below)\n";
+    s += collector_line(n);
     // What the session or this report did not keep: never silent.
     std::string dropped;
     const auto add = [&dropped](uint64_t k, const char* what) {
@@ -103,6 +135,7 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
     add(n.stats.threads_full, "events of threads not tracked (the thread table full)");
     add(n.stats.threads_over_share, "events of threads not tracked over their process's share");
     add(n.malformed, "malformed records");
+    add(n.stats.over_size, "records past the log's bound (--max-size)");
     add(n.over_bounds + n.conns_dropped, "records past the report's bounds");
     if (!dropped.empty()) s += "    not explained: " + dropped + "\n";
     std::string absent;
