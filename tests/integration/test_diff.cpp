@@ -1,6 +1,6 @@
 // `fabtrace diff A B` against what the traced programs measured themselves,
 // on real runs traced with the preload alone (no session): two runs of the
-// same ping-pong are told apart on nothing; a run whose rank 0 sleeps inside
+// same program are told apart on nothing; a run whose rank 0 sleeps inside
 // each of its writes is flagged on that link (r0 -> r1) and its NIC only,
 // with ratios that agree with the program's own timings, and the exit
 // status gates on it.
@@ -106,62 +106,10 @@ std::vector<std::string> on_one_cpu(std::vector<std::string> argv) {
   return argv;
 }
 
-// A ping-pong traced with the preload only: its FABTRACE_DIR.
-std::string pingpong(const std::string& tag) {
-  const std::string dir = make_temp_dir(tag);
-  const RunResult r = run(on_one_cpu({FT_APP, "--prov", "tcp;ofi_rxm", "--test", "pingpong",
-                                      "--count", "2000", "--size", "64", "--result", dir + "/app"}),
-                          {{"FABTRACE_DIR", dir}});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return dir;
-}
-
-// The threshold of the tests: above what a loaded 2-core machine does to the
-// same run twice (the p99 of a ping-pong's sends moved by x2.2 between two
-// runs beside a CI run), far below the planted delay (milliseconds against
-// tens of microseconds).
+// The threshold of the tests: above what a 2-core machine running a CI beside
+// them usually does to the same run twice (a ping-pong's p99 moved by x2.2),
+// far below the planted delay (milliseconds against tens of microseconds).
 constexpr const char* kThreshold = "4";
-
-// Two runs of the same ping-pong differ by less than the threshold on every
-// row, and their rows match one for one, though every address differs (the
-// ports are new in each run).
-TEST(Diff, TwoRunsOfTheSamePingPongDifferByLessThanTheThreshold) {
-  for (int attempt = 1;; ++attempt) {
-    const std::string a = pingpong("diff-same-a"), b = pingpong("diff-same-b");
-    if (HasFailure()) return;
-    const Cli c =
-        fabtrace_cli({"diff", a, b, "--threshold", kThreshold, "--fail-above", kThreshold});
-    // Each rank has its send row (to the peer) and its receive row (from any).
-    EXPECT_NE(c.out.find("links     4 rows compared, 0 with too few ops, 0 only in A, 0 only in B"),
-              std::string::npos)
-        << c.out;
-    EXPECT_NE(c.out.find("ranks     2 in both\n"), std::string::npos) << c.out;
-    expect_op_counts(c.out, issued_by_program(a + "/app"), issued_by_program(b + "/app"));
-    EXPECT_EQ(c.err, "");
-    // Nothing listed either way (a p99 can move by exactly the threshold:
-    // the histogram's buckets are powers of two apart, and the gate looks
-    // for more than it), and the gate passed.
-    const bool clean = c.rc == 0 &&
-                       c.out.find("slower in B (receives left out): none") != std::string::npos &&
-                       c.out.find("faster in B (receives left out): none") != std::string::npos &&
-                       c.out.find("receives (") == std::string::npos;
-    if (clean || attempt == 3) {
-      EXPECT_EQ(c.rc, 0) << c.out;
-      EXPECT_NE(c.out.find("slower in B (receives left out): none"), std::string::npos) << c.out;
-      EXPECT_NE(c.out.find("faster in B (receives left out): none"), std::string::npos) << c.out;
-      EXPECT_EQ(c.out.find("receives ("), std::string::npos) << c.out;
-      EXPECT_NE(c.out.find("NICs      achieved bandwidth (receives left out): 2 compared, none "
-                           "changed"),
-                std::string::npos)
-          << c.out;
-      EXPECT_NE(c.out.find("none above, exit 0"), std::string::npos) << c.out;
-      std::printf("%s", c.out.c_str());
-      break;
-    }
-    std::printf("%sattempt %d: the machine set the same run apart (exit %d): again\n",
-                c.out.c_str(), attempt, c.rc);
-  }
-}
 
 // The writes family (tests/apps/family_writes.cpp): rank 0 writes to rank 1,
 // then rank 1 to rank 0, each timing its own ops; with --gap rank 0 sleeps
@@ -198,6 +146,59 @@ Writes writes(const std::string& tag, int gap_ms) {
   }
   w.issued = issued_by_program(w.dir + "/app");
   return w;
+}
+
+// Two runs of the same program differ by less than the threshold on every
+// row, and their rows match one for one, though every address differs (the
+// ports are new in each run). "The same" is the programs' own word: each
+// times its own writes, and a pair whose own p50, p99, mean or NIC busy time
+// moved by x3 or more on either link was set apart by the machine (a loaded
+// 2-core machine moves a p99 by x8), not by the program; such a pair is run
+// again, and after three the test is skipped, naming the programs' own ratios. Below x3 the
+// tracer's ratio stays below the threshold (each percentile within 12.5% of
+// the program's: 3 * 1.125 / 0.875 < 4).
+TEST(Diff, TwoRunsOfTheSameProgramDifferByLessThanTheThreshold) {
+  for (int attempt = 1;; ++attempt) {
+    const Writes a = writes("diff-same-a", 0), b = writes("diff-same-b", 0);
+    if (HasFailure()) return;
+    std::string own;
+    bool alike = true;
+    for (int r = 0; r < 2; ++r) {
+      const double x[] = {b.p50[r] / a.p50[r], b.p99[r] / a.p99[r], b.mean[r] / a.mean[r],
+                          b.busy[r] / a.busy[r]};
+      char line[128];
+      std::snprintf(line, sizeof line, "%sr%d p50 x%.2f p99 x%.2f mean x%.2f busy x%.2f",
+                    r ? "; " : "", r, x[0], x[1], x[2], x[3]);
+      own += line;
+      for (double v : x) alike = alike && v < 3 && v > 1.0 / 3;
+    }
+    std::printf("the programs' own ratios, B / A: %s\n", own.c_str());
+    if (!alike) {
+      if (attempt == 3) GTEST_SKIP() << "three pairs set apart by the machine: " << own;
+      std::printf("attempt %d: the machine set the same run apart: again\n", attempt);
+      continue;
+    }
+    const Cli c =
+        fabtrace_cli({"diff", a.dir, b.dir, "--threshold", kThreshold, "--fail-above", kThreshold});
+    std::printf("%s", c.out.c_str());
+    // The writes of each link, and each rank's one warm-up read (too few).
+    EXPECT_NE(c.out.find("links     2 rows compared, 2 with too few ops, 0 only in A, 0 only in B"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("ranks     2 in both\n"), std::string::npos) << c.out;
+    expect_op_counts(c.out, a.issued, b.issued);
+    EXPECT_EQ(c.err, "");
+    EXPECT_EQ(c.rc, 0) << c.out;
+    EXPECT_NE(c.out.find("slower in B (receives left out): none"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("faster in B (receives left out): none"), std::string::npos) << c.out;
+    EXPECT_EQ(c.out.find("receives ("), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("NICs      achieved bandwidth (receives left out): 2 compared, none "
+                         "changed"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("none above, exit 0"), std::string::npos) << c.out;
+    break;
+  }
 }
 
 uint64_t count_of(std::string v) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/report_fixtures/synthetic_job.h"
-#include "tests/report_fixtures/synthetic_tables.h"
+#include "fixtures/synthetic_job.h"
+#include "fixtures/synthetic_tables.h"
 #include "userspace/report/job.h"
 
 namespace fabtrace::report {
