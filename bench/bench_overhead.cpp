@@ -1174,14 +1174,15 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
       "live snapshot, traced fi_tsend + poll: publisher paused (FABTRACE_LIVE=0) vs publishing "
       "every 1 s (FABTRACE_LIVE=1, the default) and every 10 ms (100x as often)",
       "off_ns", "on_ns", false);
-  print_row("live on, every 1 s", get(m, "BM_LiveTsend/off"), get(m, "BM_LiveTsend/on"), NAN,
-            false, kLiveTarget, &t);
-  print_row("live on, every 10 ms", get(m, "BM_LiveTsend/off"), get(m, "BM_LiveTsend/on_10ms"),
-            NAN, false, 0, &t);
+  print_row("live on, every 1 s", get(m, "BM_LiveTsend/off"), get(m, "BM_LiveTsend/on"), NAN, false,
+            kLiveTarget, &t);
+  print_row("live on, every 10 ms", get(m, "BM_LiveTsend/off"), get(m, "BM_LiveTsend/on_10ms"), NAN,
+            false, 0, &t);
   const double publish = get(m, "BM_LivePublish");
   if (!std::isnan(publish))
-    std::printf("%-26s %9.0f ns per snapshot, on the publisher's thread (%.4f%% of a core at 1 s)\n",
-                "one snapshot published", publish, publish / 1e9 * 100);
+    std::printf(
+        "%-26s %9.0f ns per snapshot, on the publisher's thread (%.4f%% of a core at 1 s)\n",
+        "one snapshot published", publish, publish / 1e9 * 100);
 
   const double rdtsc = get(m, "BM_Clock/rdtsc");
   std::printf("\nclock reads (ns per read)\n");

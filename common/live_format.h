@@ -33,51 +33,57 @@ constexpr const char* kDefaultDir = "/dev/shm";
 constexpr const char* kFilePrefix = "fabtrace-live.";
 
 // The head: what the process is, written once.
-#define FT_LIVE_HEAD(X)                                                               \
-  X(magic, "kMagic, stored last")                                                     \
-  X(version, "kVersion")                                                              \
-  X(link_cap, "link rows in the body")                                                \
-  X(cq_cap, "CQ rows in the body")                                                    \
-  X(pid, "the process")                                                               \
-  X(uid, "its effective user")                                                        \
-  X(start_time, "its start in clock ticks after boot (/proc/PID/stat field 22)")      \
-  X(interval_ns, "how often the body is published")                                   \
-  X(start_mono_ns, "its first fabric activity, CLOCK_MONOTONIC")                      \
+#define FT_LIVE_HEAD(X)                                                          \
+  X(magic, "kMagic, stored last")                                                \
+  X(version, "kVersion")                                                         \
+  X(link_cap, "link rows in the body")                                           \
+  X(cq_cap, "CQ rows in the body")                                               \
+  X(pid, "the process")                                                          \
+  X(uid, "its effective user")                                                   \
+  X(start_time, "its start in clock ticks after boot (/proc/PID/stat field 22)") \
+  X(interval_ns, "how often the body is published")                              \
+  X(start_mono_ns, "its first fabric activity, CLOCK_MONOTONIC")                 \
   X(start_real_ns, "the same on the wall clock (CLOCK_REALTIME)")
 
 // The process's counters at the latest publish.
-#define FT_LIVE_PROCESS(X)                                                           \
-  X(published_mono_ns, "when this snapshot was taken, CLOCK_MONOTONIC")              \
-  X(published_real_ns, "the same, CLOCK_REALTIME")                                   \
+#define FT_LIVE_PROCESS(X)                                                            \
+  X(published_mono_ns, "when this snapshot was taken, CLOCK_MONOTONIC")               \
+  X(published_real_ns, "the same, CLOCK_REALTIME")                                    \
   X(interval_real_ns, "the time the _iv figures cover (since the previous snapshot)") \
-  X(publishes, "snapshots published, this one included")                            \
-  X(links, "link rows in use")                                                       \
-  X(links_dropped, "(link, op) rows past link_cap: the least busy, left out")        \
-  X(cqs, "CQ rows in use")                                                           \
-  X(ops, "successful completions, every row (the dropped ones too)")                 \
-  X(bytes, "their bytes")                                                            \
-  X(errors, "ops completed in error")                                                \
-  X(eagain, "ops refused at issue with -FI_EAGAIN")
+  X(publishes, "snapshots published, this one included")                              \
+  X(links, "link rows in use")                                                        \
+  X(links_dropped, "(link, op) rows past link_cap: the least busy, left out")         \
+  X(cqs, "CQ rows in use")                                                            \
+  X(ops, "successful completions, every row (the dropped ones too)")                  \
+  X(bytes, "their bytes")                                                             \
+  X(errors, "ops completed in error")                                                 \
+  X(eagain, "ops refused at issue with -FI_EAGAIN")                                   \
+  X(untimed, "ops issued and not timed (no completion by design, as fi_inject)")
 
 // One (local address, remote address, op) row: every size of that op summed.
 // Latencies are issue to the poll that returned the completion.
-#define FT_LIVE_LINK(X)                                                   \
-  X(op, "the op (OpKind, common/op_kinds.h)")                             \
-  X(ops, "successful completions, whole run")                             \
-  X(bytes, "their bytes")                                                 \
-  X(errors, "completed in error (cancelled included)")                    \
-  X(eagain, "refused at issue with -FI_EAGAIN")                           \
-  X(lat_sum_ns, "the sum of their latencies")                             \
-  X(p50_ns, "latency median, whole run")                                  \
-  X(p90_ns, "latency 90th percentile, whole run")                         \
-  X(p99_ns, "latency 99th percentile, whole run")                         \
-  X(max_ns, "longest latency, whole run")                                 \
-  X(ops_iv, "successful completions in the last interval")                \
-  X(bytes_iv, "their bytes")                                              \
-  X(errors_iv, "completed in error in the last interval")                 \
-  X(eagain_iv, "refused with -FI_EAGAIN in the last interval")            \
-  X(p50_iv_ns, "latency median over the last interval")                   \
-  X(p99_iv_ns, "latency 99th percentile over the last interval")          \
+#define FT_LIVE_LINK(X)                                                                       \
+  X(op, "the op (OpKind, common/op_kinds.h)")                                                 \
+  X(ops, "successful completions, whole run")                                                 \
+  X(bytes, "their bytes")                                                                     \
+  X(errors, "completed in error (cancelled included)")                                        \
+  X(eagain, "refused at issue with -FI_EAGAIN")                                               \
+  X(untimed,                                                                                  \
+    "issued and not timed: no completion by design (fi_inject), or no free in-flight record") \
+  X(untimed_bytes, "their bytes")                                                             \
+  X(lat_sum_ns, "the completed ops' latencies, summed")                                       \
+  X(p50_ns, "latency median, whole run")                                                      \
+  X(p90_ns, "latency 90th percentile, whole run")                                             \
+  X(p99_ns, "latency 99th percentile, whole run")                                             \
+  X(max_ns, "longest latency, whole run")                                                     \
+  X(ops_iv, "successful completions in the last interval")                                    \
+  X(bytes_iv, "their bytes")                                                                  \
+  X(errors_iv, "completed in error in the last interval")                                     \
+  X(eagain_iv, "refused with -FI_EAGAIN in the last interval")                                \
+  X(untimed_iv, "issued and not timed in the last interval")                                  \
+  X(untimed_bytes_iv, "their bytes")                                                          \
+  X(p50_iv_ns, "latency median over the last interval")                                       \
+  X(p99_iv_ns, "latency 99th percentile over the last interval")                              \
   X(max_iv_ns, "longest latency in the last interval (its bucket's top)")
 
 // One CQ, every thread that polled it.
@@ -88,7 +94,7 @@ constexpr const char* kFilePrefix = "fabtrace-live.";
   X(max_gap_ns, "longest gap between two polls, whole run")                             \
   X(max_gap_iv_ns, "longest gap that ended in the last interval (exact from 10 us on)") \
   X(gaps_1ms, "gaps of 1 ms or more, whole run")                                        \
-  X(last_poll_mono_ns, "the latest poll by any thread, CLOCK_MONOTONIC (0: never)") \
+  X(last_poll_mono_ns, "the latest poll by any thread, CLOCK_MONOTONIC (0: never)")     \
   X(closed, "1 once the application closed it")
 
 // Each record's indices, prefixed by its kind: kh_ head, kp_ process, kl_

@@ -103,7 +103,8 @@ bool read_snapshot(int dirfd, const std::string& name, const ReadOptions& opt, S
   Layout lay;
   lay.link_cap = h.c[kh_link_cap];
   lay.cq_cap = h.c[kh_cq_cap];
-  if (lay.link_cap > kMaxLinkCap || lay.cq_cap > kMaxCqCap) return fail(why, "capacities too large");
+  if (lay.link_cap > kMaxLinkCap || lay.cq_cap > kMaxCqCap)
+    return fail(why, "capacities too large");
   if (static_cast<uint64_t>(st.st_size) != lay.file_size())
     return fail(why, "its size is not what its head says");
   if (h.c[kh_pid] != static_cast<uint64_t>(name_pid) || h.c[kh_uid] != st.st_uid)

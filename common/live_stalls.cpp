@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -44,8 +46,7 @@ int open_checked_dir(const std::string& dir, bool create, std::string* why) {
     return -1;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_uid != (create ? ::geteuid() : 0) ||
-      (st.st_mode & 022) != 0) {
+  if (::fstat(fd, &st) != 0 || st.st_uid != (create ? ::geteuid() : 0) || (st.st_mode & 022) != 0) {
     *why = dir + ": not root's own directory (or writable by others): not used";
     ::close(fd);
     return -1;
@@ -289,8 +290,8 @@ bool read_session(const std::string& dir, const std::string& proc_root, SessionI
   if (fd < 0) return false;
   struct stat st;
   std::string text;
-  const bool read_ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-                       read_fd(fd, 4096, &text);
+  const bool read_ok =
+      ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && read_fd(fd, 4096, &text);
   ::close(fd);
   if (!read_ok) return false;
   try {

@@ -33,8 +33,8 @@ namespace live {
 
 constexpr const char* kRunDir = "/run/fabtrace-live";
 constexpr const char* kSessionFileName = "session";
-constexpr size_t kRecentStalls = 32;          // per user
-constexpr uint64_t kMinRewriteMs = 100;       // a user's file, at most this often
+constexpr size_t kRecentStalls = 32;     // per user
+constexpr uint64_t kMinRewriteMs = 100;  // a user's file, at most this often
 constexpr size_t kMaxStallsFileBytes = 1 << 20;
 
 std::string stalls_file_name(uid_t uid);  // "stalls.u1000"

@@ -69,7 +69,7 @@ std::string comm_of_self() {
 using RowKey = std::tuple<std::string, std::string, int>;
 struct RowState {
   LogHistogram lat;  // every size summed
-  uint64_t bytes = 0, errors = 0, eagain = 0;
+  uint64_t bytes = 0, errors = 0, eagain = 0, untimed = 0, untimed_bytes = 0;
 };
 
 class Publisher {
@@ -114,8 +114,7 @@ bool Publisher::open(const LiveConfig& cfg, std::string* why) {
     return false;
   }
   for (int attempt = 0; attempt < 2 && fd_ < 0; ++attempt) {
-    fd_ = ::openat(dirfd_, name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   0600);
+    fd_ = ::openat(dirfd_, name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ >= 0 || errno != EEXIST || attempt) break;
     // A file of this user's from an earlier process with this pid (killed,
     // or this process before an exec): replaced when its lock is free. In a
@@ -185,10 +184,7 @@ void Publisher::publish() {
   const uint64_t now_mono = mono_ns();
 
   // Every thread's cells, by (endpoint, peer, op): read, never written.
-  struct Acc {
-    LogHistogram lat;
-    uint64_t bytes = 0, errors = 0, eagain = 0;
-  };
+  using Acc = RowState;
   std::map<std::tuple<const EpWrap*, fi_addr_t, int>, Acc> by_ep;
   struct CqAcc {
     uint64_t polls = 0, max_gap = 0, win_max = 0, gaps_1ms = 0;
@@ -207,6 +203,10 @@ void Publisher::publish() {
       a.bytes += ld(c->ok_bytes);
       a.errors += ld(c->errors);
       a.eagain += ld(c->eagain);
+      // A cell is one size: the bytes of its untimed ops are that size each.
+      const uint64_t untimed = ld(c->untimed) + ld(c->ring_full);
+      a.untimed += untimed;
+      a.untimed_bytes += untimed * c->key.bytes;
     }
     for (uint32_t q = 0; q < ncq; ++q) {
       const PollStats& p = s->cq[q];
@@ -227,6 +227,8 @@ void Publisher::publish() {
     r.bytes += a.bytes;
     r.errors += a.errors;
     r.eagain += a.eagain;
+    r.untimed += a.untimed;
+    r.untimed_bytes += a.untimed_bytes;
   }
 
   std::fill(body_.begin(), body_.end(), 0);
@@ -234,8 +236,9 @@ void Publisher::publish() {
   // The busiest rows first; those past the capacity are counted in the totals.
   std::vector<std::pair<const RowKey*, RowState*>> order;
   for (auto& kv : rows) order.push_back({&kv.first, &kv.second});
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.second->lat.count() > b.second->lat.count(); });
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->lat.count() > b.second->lat.count();
+  });
   const auto ns = [&cal](uint64_t ticks) { return static_cast<uint64_t>(cal.ticks_to_ns(ticks)); };
   size_t kept = 0;
   for (const auto& [key, r] : order) {
@@ -243,6 +246,7 @@ void Publisher::publish() {
     pc[live::kp_bytes] += r->bytes;
     pc[live::kp_errors] += r->errors;
     pc[live::kp_eagain] += r->eagain;
+    pc[live::kp_untimed] += r->untimed;
     RowState& before = prev_[*key];
     if (kept < layout_.link_cap) {
       live::LinkRow* row = reinterpret_cast<live::LinkRow*>(pc + Layout::kLinksWord) + kept++;
@@ -252,6 +256,8 @@ void Publisher::publish() {
       c[live::kl_bytes] = r->bytes;
       c[live::kl_errors] = r->errors;
       c[live::kl_eagain] = r->eagain;
+      c[live::kl_untimed] = r->untimed;
+      c[live::kl_untimed_bytes] = r->untimed_bytes;
       c[live::kl_lat_sum_ns] = ns(r->lat.sum());
       c[live::kl_p50_ns] = ns(r->lat.percentile(0.50));
       c[live::kl_p90_ns] = ns(r->lat.percentile(0.90));
@@ -262,6 +268,9 @@ void Publisher::publish() {
       c[live::kl_bytes_iv] = r->bytes - std::min(r->bytes, before.bytes);
       c[live::kl_errors_iv] = r->errors - std::min(r->errors, before.errors);
       c[live::kl_eagain_iv] = r->eagain - std::min(r->eagain, before.eagain);
+      c[live::kl_untimed_iv] = r->untimed - std::min(r->untimed, before.untimed);
+      c[live::kl_untimed_bytes_iv] =
+          r->untimed_bytes - std::min(r->untimed_bytes, before.untimed_bytes);
       c[live::kl_p50_iv_ns] = ns(iv.percentile(0.50));
       c[live::kl_p99_iv_ns] = ns(iv.percentile(0.99));
       c[live::kl_max_iv_ns] = ns(iv.max());

@@ -19,10 +19,10 @@
 namespace fabtrace {
 
 struct LiveConfig {
-  bool on = true;                 // FABTRACE_LIVE
-  uint64_t interval_ms = 1000;    // FABTRACE_LIVE_INTERVAL_MS
-  std::string dir = "/dev/shm";   // FABTRACE_LIVE_DIR
-  uint64_t link_cap = 256;        // FABTRACE_LIVE_LINKS: (link, op) rows kept
+  bool on = true;                // FABTRACE_LIVE
+  uint64_t interval_ms = 1000;   // FABTRACE_LIVE_INTERVAL_MS
+  std::string dir = "/dev/shm";  // FABTRACE_LIVE_DIR
+  uint64_t link_cap = 256;       // FABTRACE_LIVE_LINKS: (link, op) rows kept
 };
 LiveConfig live_config_from_env();
 

@@ -91,10 +91,11 @@ int write_metrics(const MetricsArgs& a) {
   // The directory opened once and held: every write goes through its
   // descriptor (common/safe_output.h), whatever happens to the path.
   OutputDir dir;
-  std::string err, name;
+  std::string err;
   const size_t slash = a.textfile.rfind('/');
-  const std::string parent =
-      slash == std::string::npos ? "." : slash == 0 ? "/" : a.textfile.substr(0, slash);
+  const std::string parent = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : a.textfile.substr(0, slash);
   if (!dir.open(parent, false, &err)) {
     std::fprintf(stderr, "fabtrace metrics: %s\n", printable(err).c_str());
     return 1;

@@ -184,9 +184,9 @@ void add_top_command(cli::Cli& cli, CLI::App& parent) {
       ->type_name("TEXT");
   c->add_option("--op", a->op, "only the ops whose name contains NAME (fi_send, send)")
       ->type_name("NAME");
-  cli::add_number(c, "--pid", "only this process", 1, INT32_MAX,
-                  [a](uint64_t v) { a->pid = v; });
-  c->add_option("--sort", a->sort, "order of the processes: rank, ops, mb, p99 or gap (default rank)")
+  cli::add_number(c, "--pid", "only this process", 1, INT32_MAX, [a](uint64_t v) { a->pid = v; });
+  c->add_option("--sort", a->sort,
+                "order of the processes: rank, ops, mb, p99 or gap (default rank)")
       ->type_name("KEY")
       ->check(CLI::IsMember({"rank", "ops", "mb", "p99", "gap"}));
   c->add_option("--dir", a->dir,

@@ -12,21 +12,21 @@
 namespace fabtrace::test {
 
 HeldApp::HeldApp(const std::string& tag, const std::string& family, int count, uid_t uid,
-                 const std::string& live, Env env) {
+                 const std::string& live_path, Env env) {
   dir = make_temp_dir(tag);
-  live_dir = live.empty() ? make_temp_dir(tag + "-shm") : live;
+  live_dir = live_path.empty() ? make_temp_dir(tag + "-shm") : live_path;
   release = dir + "/release";
   result = dir + "/app";
   if (uid) {
     // The user's own output directory (the preload refuses another user's).
-    for (const std::string& d : live.empty() ? std::vector<std::string>{dir, live_dir}
-                                             : std::vector<std::string>{dir})
+    for (const std::string& d : live_path.empty() ? std::vector<std::string>{dir, live_dir}
+                                                  : std::vector<std::string>{dir})
       if (::chown(d.c_str(), uid, uid) != 0 || ::chmod(d.c_str(), 0755) != 0) pid = -1;
   }
-  std::vector<std::string> argv = {FT_APP,    "--prov",         "tcp;ofi_rxm", "--test",
-                                   family,    "--count",        std::to_string(count),
-                                   "--size",  "4096",           "--timeout",   "100",
-                                   "--hold-until", release,     "--result",    result};
+  std::vector<std::string> argv = {
+      FT_APP,   "--prov", "tcp;ofi_rxm", "--test", family,         "--count", std::to_string(count),
+      "--size", "4096",   "--timeout",   "100",    "--hold-until", release,   "--result",
+      result};
   if (uid) argv = as_uid(uid, argv);
   env.push_back({"FABTRACE_DIR", dir});
   env.push_back({"FABTRACE_LIVE_DIR", live_dir});
@@ -83,10 +83,12 @@ bool settled_snapshot(const std::string& dir, pid_t pid, uint64_t after, live::S
   return false;
 }
 
-std::map<std::string, uint64_t> live_ops_by_name(const live::Snapshot& s) {
+std::map<std::string, uint64_t> live_ops_by_name(const live::Snapshot& s, bool untimed) {
   std::map<std::string, uint64_t> m;
-  for (const live::Link& l : s.links)
-    m[op_name(static_cast<OpKind>(l.c[live::kl_op]))] += l.c[live::kl_ops];
+  for (const live::Link& l : s.links) {
+    const uint64_t n = l.c[untimed ? live::kl_untimed : live::kl_ops];
+    if (n) m[op_name(static_cast<OpKind>(l.c[live::kl_op]))] += n;
+  }
   return m;
 }
 
@@ -112,8 +114,7 @@ std::map<std::string, uint64_t> report_ops_by_link(const nlohmann::json& report)
 
 std::vector<std::string> as_uid(uid_t uid, std::vector<std::string> argv) {
   const std::string u = std::to_string(uid);
-  argv.insert(argv.begin(),
-              {"setpriv", "--reuid=" + u, "--regid=" + u, "--clear-groups", "--"});
+  argv.insert(argv.begin(), {"setpriv", "--reuid=" + u, "--regid=" + u, "--clear-groups", "--"});
   return argv;
 }
 

@@ -24,7 +24,7 @@ struct HeldApp {
   std::string dir, live_dir, release, result;
   int pid = 0;  // rank 0 (ft_app's parent); -1 when it could not be started
   HeldApp(const std::string& tag, const std::string& family, int count, uid_t uid = 0,
-          const std::string& live_dir = "", Env env = {});
+          const std::string& live_path = "", Env env = {});
   // Both ranks wrote their own results (after their last op): the program's counts.
   bool wait_results(int timeout_s = 120) const;
   nlohmann::json result(int rank) const;  // {} when absent
@@ -38,8 +38,9 @@ std::vector<live::Snapshot> snapshots_in(const std::string& dir,
 // (a snapshot taken wholly after whatever came before the call); false on timeout.
 bool settled_snapshot(const std::string& dir, pid_t pid, uint64_t after, live::Snapshot* out,
                       int timeout_s = 60);
-// Successful completions per op name over a snapshot's link rows.
-std::map<std::string, uint64_t> live_ops_by_name(const live::Snapshot& s);
+// Successful completions (or, `untimed`, ops issued without a completion to
+// time) per op name over a snapshot's link rows.
+std::map<std::string, uint64_t> live_ops_by_name(const live::Snapshot& s, bool untimed = false);
 // The same per (local, remote, op) in a rank's report JSON.
 std::map<std::string, uint64_t> report_ops_by_link(const nlohmann::json& report);
 std::map<std::string, uint64_t> live_ops_by_link(const live::Snapshot& s);
@@ -56,9 +57,9 @@ class TmuxPane {
   TmuxPane(const TmuxPane&) = delete;
   TmuxPane& operator=(const TmuxPane&) = delete;
   bool started() const { return started_; }
-  std::string capture() const;                    // the pane's text now
+  std::string capture() const;                         // the pane's text now
   void keys(const std::vector<std::string>& k) const;  // tmux send-keys
-  bool alive() const;                             // the window's command still runs
+  bool alive() const;                                  // the window's command still runs
 
  private:
   std::string socket_;

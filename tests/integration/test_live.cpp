@@ -79,13 +79,15 @@ class ConcurrentReader {
       for (const live::Snapshot& s : snapshots_in(dir_)) {
         const std::string who = "pid " + std::to_string(s.pid()) + " snapshot " +
                                 std::to_string(s.proc[live::kp_publishes]) + ": ";
-        uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0;
+        uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, untimed = 0;
         for (const live::Link& l : s.links) {
           ops += l.c[live::kl_ops];
+          untimed += l.c[live::kl_untimed];
           bytes += l.c[live::kl_bytes];
           errors += l.c[live::kl_errors];
           eagain += l.c[live::kl_eagain];
-          if (l.c[live::kl_ops_iv] > l.c[live::kl_ops] || l.c[live::kl_bytes_iv] > l.c[live::kl_bytes])
+          if (l.c[live::kl_ops_iv] > l.c[live::kl_ops] ||
+              l.c[live::kl_bytes_iv] > l.c[live::kl_bytes])
             fail(who + "an interval larger than the run");
           if (l.c[live::kl_ops] && (l.c[live::kl_p50_ns] > l.c[live::kl_p99_ns] ||
                                     l.c[live::kl_p99_ns] > l.c[live::kl_max_ns]))
@@ -93,7 +95,8 @@ class ConcurrentReader {
         }
         if (s.proc[live::kp_links_dropped] == 0 &&
             (ops != s.proc[live::kp_ops] || bytes != s.proc[live::kp_bytes] ||
-             errors != s.proc[live::kp_errors] || eagain != s.proc[live::kp_eagain]))
+             errors != s.proc[live::kp_errors] || eagain != s.proc[live::kp_eagain] ||
+             untimed != s.proc[live::kp_untimed]))
           fail(who + "totals " + std::to_string(s.proc[live::kp_ops]) + " ops are not its rows' " +
                std::to_string(ops));
         auto it = last.find(s.pid());
@@ -158,8 +161,13 @@ TEST(LiveFile, WholeWhileReadMatchesTheProgramAndTheReportAndGoesAtExit) {
     const nlohmann::json res = app.result(rank);
     std::map<std::string, uint64_t> want;
     for (auto it = res.at("completed").begin(); it != res.at("completed").end(); ++it)
-      want[it.key()] = it.value().get<uint64_t>();
+      if (it.value().get<uint64_t>()) want[it.key()] = it.value().get<uint64_t>();
     EXPECT_EQ(live_ops_by_name(s), want) << "rank " << rank;
+    // And the ops it issued that complete without a completion (fi_tinject).
+    std::map<std::string, uint64_t> untimed;
+    for (auto it = res.at("no_completion").begin(); it != res.at("no_completion").end(); ++it)
+      if (it.value().get<uint64_t>()) untimed[it.key()] = it.value().get<uint64_t>();
+    EXPECT_EQ(live_ops_by_name(s, true), untimed) << "rank " << rank;
     uint64_t polls = 0;
     for (const live::Cq& q : s.cqs) polls += q.c[live::kq_polls];
     EXPECT_EQ(polls, res.at("cq_polls").get<uint64_t>()) << "rank " << rank;
@@ -215,8 +223,8 @@ TEST(LiveFile, AKilledProcessesFileIsStaleAndIgnored) {
   const std::vector<std::string> names = live_names(app.live_dir);
   EXPECT_EQ(names.size(), 3u) << "rank 1's file is left by the kill";
 
-  const RunResult top = run({FABTRACE_CLI, "top", "--once", "--json", "--dir", app.live_dir}, {},
-                            false);
+  const RunResult top =
+      run({FABTRACE_CLI, "top", "--once", "--json", "--dir", app.live_dir}, {}, false);
   ASSERT_EQ(top.exit_code, 0) << top.output;
   const nlohmann::json j = nlohmann::json::parse(top.output);
   std::set<int> pids;
@@ -316,8 +324,8 @@ TEST(LiveTop, PingpongInTmuxShowsEachProcessItsLinksRatesAndTheKeysFilter) {
   const std::string port = std::to_string(free_port());
   // Round trips until the test kills it (its live files then stay in the
   // test's own directory, stale).
-  const std::vector<std::string> args = {"fi_pingpong", "-p", "tcp;ofi_rxm", "-e", "rdm",
-                                         "-I",          "100000000", "-S", "1024"};
+  const std::vector<std::string> args = {"fi_pingpong", "-p",        "tcp;ofi_rxm", "-e",  "rdm",
+                                         "-I",          "100000000", "-S",          "1024"};
   auto with = [](std::vector<std::string> v, const std::vector<std::string>& more) {
     v.insert(v.end(), more.begin(), more.end());
     return v;
@@ -362,7 +370,8 @@ TEST(LiveTop, PingpongInTmuxShowsEachProcessItsLinksRatesAndTheKeysFilter) {
   for (int pid : {server, client}) {
     const TopRow* r = row_of(rows, pid);
     double send = 0, recv = 0;
-    for (const TopRow::Link& l : r->links) (l.op.find("recv") != std::string::npos ? recv : send) += l.ops_s;
+    for (const TopRow::Link& l : r->links)
+      (l.op.find("recv") != std::string::npos ? recv : send) += l.ops_s;
     EXPECT_GT(send, 0) << screen;
     EXPECT_NEAR(send, recv, 0.1 * std::max(send, recv) + 2) << screen;
     EXPECT_NEAR(send + recv, r->ops_s, 0.01 * r->ops_s + 2) << screen;
@@ -393,8 +402,7 @@ TEST(LiveTop, PingpongInTmuxShowsEachProcessItsLinksRatesAndTheKeysFilter) {
            !row_of(rs, client)->links.empty();
   });
   for (const TopRow& r : top_rows(screen))
-    for (const TopRow::Link& l : r.links)
-      EXPECT_NE(l.op.find("recv"), std::string::npos) << screen;
+    for (const TopRow::Link& l : r.links) EXPECT_NE(l.op.find("recv"), std::string::npos) << screen;
   pane.keys({"s"});
   screen = screen_until(pane, [](const std::string& s, const std::vector<TopRow>&) {
     return s.find("sort: ops") != std::string::npos;
@@ -459,7 +467,10 @@ TEST(LiveTop, AUserSeesTheirOwnProcessesOnlyAndRootSeesAll) {
     EXPECT_EQ(rc, 0) << slurp(app->dir + "/app.log");
     for (int pid : pids_of(*app))
       EXPECT_NE(::access((std::string(live::kDefaultDir) + "/" +
-                          live::file_name(app == &a ? 65534 : app == &b ? 65533 : 0, pid))
+                          live::file_name(app == &a   ? 65534
+                                          : app == &b ? 65533
+                                                      : 0,
+                                          pid))
                              .c_str(),
                          F_OK),
                 0)
@@ -512,27 +523,29 @@ TEST(LiveMetrics, TextfilePassesPromtoolAndNodeExporterServesItOnLoopback) {
   EXPECT_EQ(check.exit_code, 0) << check.output << "\n" << text;
   // The ops series add up to what each rank completed, by function.
   std::map<std::pair<std::string, std::string>, uint64_t> got;
-  static const std::regex ops(R"re(^fabtrace_ops_total\{.*rank="(\d+)".*op="([a-z_]+)"\} (\d+)$)re");
+  static const std::regex ops(
+      R"re(^fabtrace_ops_total\{.*rank="(\d+)".*op="([a-z_]+)"\} (\d+)$)re");
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     std::smatch m;
-    if (std::regex_match(line, m, ops)) got[{m[1], m[2]}] += std::stoull(m[3]);
+    if (std::regex_match(line, m, ops) && std::stoull(m[3])) got[{m[1], m[2]}] += std::stoull(m[3]);
   }
   std::map<std::pair<std::string, std::string>, uint64_t> want;
   for (int rank : {0, 1}) {
     const nlohmann::json c = app.result(rank).at("completed");
     for (auto it = c.begin(); it != c.end(); ++it)
-      want[{std::to_string(rank), it.key()}] = it.value().get<uint64_t>();
+      if (it.value().get<uint64_t>())
+        want[{std::to_string(rank), it.key()}] = it.value().get<uint64_t>();
   }
   EXPECT_EQ(got, want) << text;
 
   // A real node_exporter reads the directory and serves the series on loopback.
   const std::string port = std::to_string(free_port());
-  const int ne = spawn({"prometheus-node-exporter", "--collector.disable-defaults",
-                        "--collector.textfile", "--collector.textfile.directory=" + prom_dir,
-                        "--web.listen-address=127.0.0.1:" + port},
-                       {}, prom_dir + "/../node-exporter-" + port + ".log", false);
+  const int ne = spawn(
+      {"prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
+       "--collector.textfile.directory=" + prom_dir, "--web.listen-address=127.0.0.1:" + port},
+      {}, prom_dir + "/../node-exporter-" + port + ".log", false);
   ASSERT_GT(ne, 0);
   ASSERT_TRUE(wait_listening(std::stoi(port), 60));
   const RunResult scrape =
@@ -540,8 +553,7 @@ TEST(LiveMetrics, TextfilePassesPromtoolAndNodeExporterServesItOnLoopback) {
   ::kill(ne, SIGTERM);
   wait_for(ne, 30);
   ASSERT_EQ(scrape.exit_code, 0) << scrape.output;
-  EXPECT_NE(scrape.output.find("node_textfile_scrape_error 0"), std::string::npos)
-      << scrape.output;
+  EXPECT_NE(scrape.output.find("node_textfile_scrape_error 0"), std::string::npos) << scrape.output;
   for (const char* family : {"fabtrace_ops_total", "fabtrace_bytes_total",
                              "fabtrace_op_latency_seconds", "fabtrace_cq_gap_max_seconds"}) {
     const auto served = samples(scrape.output, family);
@@ -557,9 +569,9 @@ TEST(LiveMetrics, TextfilePassesPromtoolAndNodeExporterServesItOnLoopback) {
   // --interval: rewritten whole, by rename, and nothing else left in the directory.
   struct stat st0;
   ASSERT_EQ(::stat(file.c_str(), &st0), 0);
-  const int loop = spawn({FABTRACE_CLI, "metrics", "--textfile", file, "--interval", "1", "--dir",
-                          app.live_dir},
-                         {}, app.dir + "/metrics.log", false);
+  const int loop =
+      spawn({FABTRACE_CLI, "metrics", "--textfile", file, "--interval", "1", "--dir", app.live_dir},
+            {}, app.dir + "/metrics.log", false);
   std::set<ino_t> inodes = {st0.st_ino};
   EXPECT_TRUE(eventually(
       [&] {

@@ -49,10 +49,10 @@ TEST(Record, LiveTopShowsAStoppedRankAndItsStallWithTheCauseWithinTwoRefreshes) 
   REQUIRE_PROGRAM("tmux", "tmux");
   const std::string dir = make_temp_dir("rec-live");
   const std::string stop = dir + "/stop";
-  const int record = spawn({FABTRACE_CLI, "record", "-o", dir, "--", FT_APP, "--prov",
-                            "tcp;ofi_rxm", "--test", "stream", "--timeout", "100", "--until", stop,
-                            "--count", "1000000"},
-                           {{"FABTRACE_PRELOAD", preload_list()}}, dir + "/record.log", false);
+  const int record =
+      spawn({FABTRACE_CLI, "record", "-o", dir, "--", FT_APP, "--prov", "tcp;ofi_rxm", "--test",
+             "stream", "--timeout", "100", "--until", stop, "--count", "1000000"},
+            {{"FABTRACE_PRELOAD", preload_list()}}, dir + "/record.log", false);
   ASSERT_GT(record, 0);
   struct Stopper {
     std::string stop;
@@ -106,9 +106,9 @@ TEST(Record, LiveTopShowsAStoppedRankAndItsStallWithTheCauseWithinTwoRefreshes) 
       << screen;
   std::this_thread::sleep_for(std::chrono::milliseconds(1000) -
                               (std::chrono::steady_clock::now() - stopped_at));
-  const double stop_ms = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - stopped_at)
-                             .count();
+  const double stop_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped_at)
+          .count();
   const std::string before = refresh_time(pane.capture());
   ASSERT_EQ(::kill(rank0, SIGCONT), 0);
 

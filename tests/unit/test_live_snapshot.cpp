@@ -96,7 +96,7 @@ TEST(LiveSeqlock, AConcurrentReaderNeverSeesATornBody) {
 TEST(LiveSeqlock, NothingPublishedOrAWriteInProgressIsNoSnapshot) {
   uint64_t seq = 0, body[4] = {1, 2, 3, 4}, out[4];
   EXPECT_EQ(live::read_seqlocked(&seq, body, out, 4, 5), 0u);  // never published
-  seq = 7;                                                    // a writer inside its copy
+  seq = 7;                                                     // a writer inside its copy
   EXPECT_EQ(live::read_seqlocked(&seq, body, out, 4, 5), 0u);
   seq = 8;
   EXPECT_EQ(live::read_seqlocked(&seq, body, out, 4, 5), 8u);
@@ -114,9 +114,9 @@ TEST(LiveFormat, FileNamesRoundTripAndNothingElseParses) {
   EXPECT_EQ(u, 1000u);
   EXPECT_EQ(p, 4242);
   for (const char* bad :
-       {"fabtrace-live.u1000.p", "fabtrace-live.u.p1", "fabtrace-live.u01.p1", "fabtrace-live.u1.p0",
-        "fabtrace-live.u1.p1x", "fabtrace-live.u1.p99999999999", "fabtrace-live.u-1.p2",
-        "other.u1.p2", "fabtrace-live.u1.p2/../x"})
+       {"fabtrace-live.u1000.p", "fabtrace-live.u.p1", "fabtrace-live.u01.p1",
+        "fabtrace-live.u1.p0", "fabtrace-live.u1.p1x", "fabtrace-live.u1.p99999999999",
+        "fabtrace-live.u-1.p2", "other.u1.p2", "fabtrace-live.u1.p2/../x"})
     EXPECT_FALSE(live::parse_file_name(bad, &u, &p)) << bad;
 }
 
@@ -195,7 +195,8 @@ live::ReadOptions options(const test::ScratchDir& d) {
 
 TEST(LiveRead, ALiveProcessesFileIsReadWhole) {
   test::ScratchDir d;
-  const int fd = plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
+  const int fd =
+      plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
   ASSERT_GE(fd, 0);
   std::vector<live::Snapshot> s;
   std::vector<live::Skipped> skipped;
@@ -309,7 +310,8 @@ TEST(LiveRead, AnotherUsersFileIsNeverReadAndTheOwnerDecides) {
 
 TEST(LiveView, RatesComeFromTheIntervalAndFiltersSelect) {
   test::ScratchDir d;
-  const int fd = plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
+  const int fd =
+      plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
   ASSERT_GE(fd, 0);
   // A snapshot published now, so that it is not late.
   Layout lay;
@@ -381,7 +383,8 @@ TEST(LiveMetrics, LabelValuesAreEscapedAndPrintable) {
 
 TEST(LiveMetrics, EveryFamilyHasItsHelpAndTypeOnce) {
   test::ScratchDir d;
-  const int fd = plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
+  const int fd =
+      plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
   ASSERT_GE(fd, 0);
   live::GatherOptions o;
   o.read = options(d);

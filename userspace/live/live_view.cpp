@@ -103,9 +103,11 @@ void build_process(const Filter& f, uint64_t now_mono, ProcessView* p) {
     lv.op = op_name(kind);
     if (!link_matches(f, lv.local, lv.remote, lv.op)) continue;
     lv.recv = op_is_recv(kind);
+    // Its traffic: the ops completed, and those issued without a completion
+    // to time (fi_inject), which move their bytes all the same.
     if (!p->late) {
-      lv.ops_s = per_s(l.c[kl_ops_iv], iv);
-      lv.mb_s = per_s(l.c[kl_bytes_iv], iv) / 1e6;
+      lv.ops_s = per_s(l.c[kl_ops_iv] + l.c[kl_untimed_iv], iv);
+      lv.mb_s = per_s(l.c[kl_bytes_iv] + l.c[kl_untimed_bytes_iv], iv) / 1e6;
     }
     lv.p50_iv_ns = l.c[kl_p50_iv_ns];
     lv.p99_iv_ns = l.c[kl_p99_iv_ns];
@@ -155,9 +157,9 @@ void join_stalls(const GatherOptions& opt, NodeView* v) {
     if (opt.read.caller != 0) return true;
     const auto it = listed.find(pid);
     uid_t owner = 0;
-    return it != listed.end() ? it->second == uid
-                              : process_owner(static_cast<pid_t>(pid), opt.read.proc_root, &owner) &&
-                                    owner == uid;
+    return it != listed.end()
+               ? it->second == uid
+               : process_owner(static_cast<pid_t>(pid), opt.read.proc_root, &owner) && owner == uid;
   };
   for (const auto& [uid, d] : docs) {
     for (const StallEvent& e : d.recent)
@@ -167,9 +169,9 @@ void join_stalls(const GatherOptions& opt, NodeView* v) {
     for (const CauseCount& c : d.counts)
       if (belongs(uid, c.pid)) v->counts[c.pid].push_back(c);
   }
-  std::stable_sort(v->stalls.begin(), v->stalls.end(), [](const StallEvent& a, const StallEvent& b) {
-    return a.end_mono_ns > b.end_mono_ns;
-  });
+  std::stable_sort(
+      v->stalls.begin(), v->stalls.end(),
+      [](const StallEvent& a, const StallEvent& b) { return a.end_mono_ns > b.end_mono_ns; });
   if (v->stalls.size() > kMaxStallsShown) v->stalls.resize(kMaxStallsShown);
 }
 
@@ -301,8 +303,8 @@ std::vector<std::string> view_lines(const NodeView& v, const GatherOptions& opt,
     add("latest stalls and slow ops (fabtrace record), newest first:");
     if (v.stalls.empty()) add("  none yet");
     for (const StallEvent& e : v.stalls) {
-      const std::string what =
-          e.slow_op ? e.op + " " + std::to_string(e.bytes) + " B" : "CQ#" + std::to_string(e.cq) + " stall";
+      const std::string what = e.slow_op ? e.op + " " + std::to_string(e.bytes) + " B"
+                                         : "CQ#" + std::to_string(e.cq) + " stall";
       add("  " + utc_time(e.end_real_ns, true) + "  r" + e.rank + " pid " + std::to_string(e.pid) +
           "  " + what + " " + short_ns(e.dur_ns) + "  " + e.why);
     }

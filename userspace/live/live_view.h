@@ -47,9 +47,9 @@ struct CqView {
 
 struct ProcessView {
   Snapshot snap;
-  char state = 0;        // /proc/PID/stat ('T': stopped)
-  double age_s = 0;      // since the snapshot was published
-  bool late = false;     // no snapshot for 3 intervals: the process is not running its publisher
+  char state = 0;     // /proc/PID/stat ('T': stopped)
+  double age_s = 0;   // since the snapshot was published
+  bool late = false;  // no snapshot for 3 intervals: the process is not running its publisher
   double ops_s = 0, mb_s = 0;   // over the matching links
   uint64_t slowest_p99_ns = 0;  // the matching non-receive links' largest interval p99
   std::string slowest_link;     // "local -> remote fi_send"
@@ -65,7 +65,7 @@ struct NodeView {
   std::vector<ProcessView> procs;
   bool session = false;  // a `fabtrace record` session runs on the node
   SessionInfo session_info;
-  std::vector<StallEvent> stalls;  // the listed processes' latest, newest first
+  std::vector<StallEvent> stalls;                      // the listed processes' latest, newest first
   std::map<uint32_t, std::vector<CauseCount>> counts;  // by pid
   std::vector<Skipped> skipped;
   std::vector<std::string> problems;

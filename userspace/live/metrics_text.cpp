@@ -16,7 +16,7 @@ namespace {
 // The counters a link row of the file carries, summed for "other".
 struct Row {
   std::string labels;  // the process's and the link's, without braces
-  uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, sum_ns = 0;
+  uint64_t ops = 0, bytes = 0, errors = 0, eagain = 0, untimed = 0, sum_ns = 0;
   uint64_t p50 = 0, p90 = 0, p99 = 0;
   bool quantiles = false;
 };
@@ -66,6 +66,7 @@ std::vector<ProcessRows> rows_of(const NodeView& v, size_t max_links) {
       d.bytes += c[kl_bytes];
       d.errors += c[kl_errors];
       d.eagain += c[kl_eagain];
+      d.untimed += c[kl_untimed];
       d.sum_ns += c[kl_lat_sum_ns];
       if (own) {
         r.p50 = c[kl_p50_ns];
@@ -145,6 +146,9 @@ std::string metrics_text(const NodeView& v, size_t max_links) {
         [&](const Row& r) { o.sample("fabtrace_op_errors_total", r.labels, r.errors); });
   links("fabtrace_op_eagain_total", "counter", "Ops refused at issue with -FI_EAGAIN.",
         [&](const Row& r) { o.sample("fabtrace_op_eagain_total", r.labels, r.eagain); });
+  links("fabtrace_untimed_ops_total", "counter",
+        "Ops issued without a completion to time (fi_inject, ...): counted, not timed.",
+        [&](const Row& r) { o.sample("fabtrace_untimed_ops_total", r.labels, r.untimed); });
   links("fabtrace_op_latency_seconds", "summary",
         "Op latency from issue to the poll that returned its completion (receives include the "
         "wait for their sender); quantiles over the whole run, within 12.5%.",

@@ -10,7 +10,8 @@
 //   fabtrace_process_info{..., comm}         gauge 1
 //   fabtrace_snapshot_age_seconds            gauge
 //   fabtrace_ops_total, fabtrace_bytes_total counters: successful completions
-//   fabtrace_op_errors_total, fabtrace_op_eagain_total  counters
+//   fabtrace_op_errors_total, fabtrace_op_eagain_total,
+//   fabtrace_untimed_ops_total               counters
 //   fabtrace_op_latency_seconds{quantile="0.5|0.9|0.99"}, _sum, _count  summary
 //   fabtrace_cq_polls_total{cq}              counter
 //   fabtrace_cq_gap_max_seconds{cq}          gauge: longest poll gap, whole run
@@ -21,10 +22,10 @@
 //
 // Cardinality, per process: at most max_links link rows (the busiest; the rest
 // summed into one row local="other" remote="other" op="other" without
-// quantiles, 4 series), each 9 series; at most 64 CQs, 4 each; at most 10
-// causes, 2 each; 2 more. With the default 16 links: at most 16*9 + 4 + 64*4 +
-// 20 + 2 = 426 series per process (and 2 for the node), a few dozen for a
-// typical rank.
+// quantiles, 5 series), each 10 series; at most 64 CQs, 4 each; at most 10
+// causes, 2 each; 2 more. With the default 16 links: at most 16*10 + 5 +
+// 64*4 + 20 + 2 = 443 series per process (and 2 for the node), a few dozen
+// for a typical rank.
 #pragma once
 
 #include <cstddef>

@@ -288,14 +288,14 @@ void Collector::live_stall(const ft_hdr& h, const void* data, size_t size) {
   e.tid = h.tid;
   const auto r = ranks_.find(pid);
   e.rank = r != ranks_.end() ? r->second : "";
-  const ft_window* w = nullptr;
+  bool known = false;
   if (h.kind == FT_EV_STALL && size >= sizeof(ft_stall)) {
     ft_stall st;
     std::memcpy(&st, data, sizeof(st));
     e.cq = st.cq;
     e.cause = window_cause(st.w);
     e.why = window_verdict(st.w);
-    w = &st.w;
+    known = true;
     e.end_mono_ns = st.w.end;
     e.dur_ns = st.w.end > st.w.start ? st.w.end - st.w.start : 0;
   } else if (h.kind == FT_EV_SLOW_OP && size >= sizeof(ft_op)) {
@@ -306,11 +306,11 @@ void Collector::live_stall(const ft_hdr& h, const void* data, size_t size) {
     e.bytes = op.bytes;
     e.cause = window_cause(op.w);
     e.why = window_verdict(op.w);
-    w = &op.w;
+    known = true;
     e.end_mono_ns = op.w.end;
     e.dur_ns = op.w.end > op.w.start ? op.w.end - op.w.start : 0;
   }
-  if (!w) return;
+  if (!known) return;
   const uint64_t now_m = mono_ns();
   e.end_real_ns = real_ns() - (now_m > e.end_mono_ns ? now_m - e.end_mono_ns : 0);
   live_.add(u->second, e);

@@ -142,7 +142,7 @@ class Collector {
   std::set<uid_t> usdt_told_;
   uint64_t last_uprobe_snap_ = 0;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
-      uprobe_snap_;                     // each row as last written (kUprobeRows)
+      uprobe_snap_;  // each row as last written (kUprobeRows)
   live::StallsPublisher live_;
   bool live_told_ = false;
   std::map<pid_t, uid_t> uids_;         // each process's owner as first seen
