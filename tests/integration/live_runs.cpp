@@ -16,7 +16,7 @@ HeldApp::HeldApp(const std::string& tag, const std::string& family, int count, u
   dir = make_temp_dir(tag);
   live_dir = live_path.empty() ? make_temp_dir(tag + "-shm") : live_path;
   release = dir + "/release";
-  result = dir + "/app";
+  result_prefix = dir + "/app";
   if (uid) {
     // The user's own output directory (the preload refuses another user's).
     for (const std::string& d : live_path.empty() ? std::vector<std::string>{dir, live_dir}
@@ -26,7 +26,7 @@ HeldApp::HeldApp(const std::string& tag, const std::string& family, int count, u
   std::vector<std::string> argv = {
       FT_APP,   "--prov", "tcp;ofi_rxm", "--test", family,         "--count", std::to_string(count),
       "--size", "4096",   "--timeout",   "100",    "--hold-until", release,   "--result",
-      result};
+      result_prefix};
   if (uid) argv = as_uid(uid, argv);
   env.push_back({"FABTRACE_DIR", dir});
   env.push_back({"FABTRACE_LIVE_DIR", live_dir});
@@ -35,7 +35,7 @@ HeldApp::HeldApp(const std::string& tag, const std::string& family, int count, u
 }
 
 nlohmann::json HeldApp::result(int rank) const {
-  const std::string text = slurp(result + ".r" + std::to_string(rank) + ".json");
+  const std::string text = slurp(result_prefix + ".r" + std::to_string(rank) + ".json");
   if (text.empty()) return {};
   try {
     return nlohmann::json::parse(text);

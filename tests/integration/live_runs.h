@@ -21,7 +21,7 @@ namespace fabtrace::test {
 // `release` after their ops: `family` with `count` ops, its outputs in dir,
 // its live snapshots in live_dir (every 100 ms), as `uid` (0: as this process).
 struct HeldApp {
-  std::string dir, live_dir, release, result;
+  std::string dir, live_dir, release, result_prefix;
   int pid = 0;  // rank 0 (ft_app's parent); -1 when it could not be started
   HeldApp(const std::string& tag, const std::string& family, int count, uid_t uid = 0,
           const std::string& live_path = "", Env env = {});
