@@ -41,6 +41,15 @@
 //   BM_TimelineTsend[_x16]/off|on  traced fi_tsend + poll with the per-op
 //                    timeline not started (off) or started with
 //                    FABTRACE_OPS_RANKS=all FABTRACE_OPS_MIN_BYTES=0 (on)
+//   BM_LiveTsend/off|on|on_10ms  traced fi_tsend + poll with the live
+//                    snapshot's publisher paused (what FABTRACE_LIVE=0 leaves
+//                    the data path), publishing every 1 s (FABTRACE_LIVE=1,
+//                    the default) or every 10 ms; the table's "live on" rows
+//                    are the differences (target: at most 1 ns per op). Run
+//                    with --benchmark_enable_random_interleaving=true so that
+//                    the machine's drift falls on both alike
+//   BM_LivePublish   one snapshot built and published (the publisher's work
+//                    per interval, on its own thread)
 //   BM_Clock/…       one read of rdtsc, clock_gettime(CLOCK_MONOTONIC),
 //                    std::chrono::steady_clock::now, fabtrace::now_ticks
 //   BM_Step/…        the preload's data-path steps one by one (where the added
@@ -109,6 +118,7 @@
 #include "common/clock.h"
 #include "preload/completion.h"
 #include "preload/inflight.h"
+#include "preload/live.h"
 #include "preload/objects.h"
 #include "preload/probes.h"
 #include "preload/runtime.h"
@@ -797,6 +807,37 @@ void bm_step_complete(benchmark::State& state) {
   fabtrace::InflightRing::release(r);
 }
 
+// The live snapshot's publisher (preload/live.h), off (paused: FABTRACE_LIVE=0
+// as the data path sees it: the thread that reads the shards does not run)
+// or on, publishing every `interval_ms`, while the traced fi_tsend + poll runs.
+// The publisher only reads the shards: what the data path can pay is the
+// cache lines it takes from the benchmark's core at each snapshot.
+void bm_live_tsend(benchmark::State& state, bool on, uint64_t interval_ms) {
+  if (!stack(Mode::kTraced, state)) return;
+  if (!fabtrace::live_running()) {
+    state.SkipWithError("no live snapshot (FABTRACE_LIVE=0, or its file could not be made)");
+    return;
+  }
+  fabtrace::live_set_interval_ms(interval_ms);
+  fabtrace::live_pause(!on);
+  bm_op<Op::kTsend, 1>(state, Mode::kTraced);
+  fabtrace::live_pause(false);
+  fabtrace::live_set_interval_ms(1000);
+}
+
+// One snapshot built and published on this thread: what the publisher thread
+// spends per interval (on this process's cells: every benchmark's links).
+void bm_live_publish(benchmark::State& state) {
+  if (!stack(Mode::kTraced, state)) return;
+  if (!fabtrace::live_running()) {
+    state.SkipWithError("no live snapshot (FABTRACE_LIVE=0, or its file could not be made)");
+    return;
+  }
+  fabtrace::live_pause(true);
+  for (auto _ : state) fabtrace::live_publish_now();
+  fabtrace::live_pause(false);
+}
+
 // ---------------------------------------------------------------------------
 // Registration and the ratio table.
 
@@ -879,6 +920,10 @@ void register_parent() {
       [](benchmark::State& st) { bm_op<Op::kTsend, 1>(st, Mode::kTraced); });
   reg("BM_TimelineTsend_x16/off", 16,
       [](benchmark::State& st) { bm_op<Op::kTsend, 16>(st, Mode::kTraced); });
+  reg("BM_LiveTsend/off", 1, [](benchmark::State& st) { bm_live_tsend(st, false, 1000); });
+  reg("BM_LiveTsend/on", 1, [](benchmark::State& st) { bm_live_tsend(st, true, 1000); });
+  reg("BM_LiveTsend/on_10ms", 1, [](benchmark::State& st) { bm_live_tsend(st, true, 10); });
+  reg("BM_LivePublish", 1, bm_live_publish);
   reg("BM_Clock/rdtsc", 1, bm_clock_rdtsc);
   reg("BM_Clock/clock_gettime_mono", 1, bm_clock_gettime);
   reg("BM_Clock/steady_clock", 1, bm_clock_steady);
@@ -1062,7 +1107,7 @@ void print_clock_ratios(const Medians& m, const OpName* ops, size_t nops, Totals
 
 void print_ratios(const Medians& m, int64_t reps, bool real_time) {
   if (m.empty()) return;
-  constexpr double kOpTarget = 35, kPollTarget = 12, kTimelineTarget = 10;
+  constexpr double kOpTarget = 35, kPollTarget = 12, kTimelineTarget = 10, kLiveTarget = 1;
   struct OpName {
     const char* bm;
     const char* fi;
@@ -1124,6 +1169,20 @@ void print_ratios(const Medians& m, int64_t reps, bool real_time) {
             false, kTimelineTarget, &t);
   print_row("timeline append x16", get(m, "BM_TimelineTsend_x16/off"),
             get(m, "BM_TimelineTsend_x16/on"), NAN, false, kTimelineTarget, &t);
+
+  print_header(
+      "live snapshot, traced fi_tsend + poll: publisher paused (FABTRACE_LIVE=0) vs publishing "
+      "every 1 s (FABTRACE_LIVE=1, the default) and every 10 ms (100x as often)",
+      "off_ns", "on_ns", false);
+  print_row("live on, every 1 s", get(m, "BM_LiveTsend/off"), get(m, "BM_LiveTsend/on"), NAN, false,
+            kLiveTarget, &t);
+  print_row("live on, every 10 ms", get(m, "BM_LiveTsend/off"), get(m, "BM_LiveTsend/on_10ms"), NAN,
+            false, 0, &t);
+  const double publish = get(m, "BM_LivePublish");
+  if (!std::isnan(publish))
+    std::printf(
+        "%-26s %9.0f ns per snapshot, on the publisher's thread (%.4f%% of a core at 1 s)\n",
+        "one snapshot published", publish, publish / 1e9 * 100);
 
   const double rdtsc = get(m, "BM_Clock/rdtsc");
   std::printf("\nclock reads (ns per read)\n");

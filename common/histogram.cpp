@@ -47,6 +47,36 @@ void LogHistogram::merge(const LogHistogram& o) {
   if (o.max_ > max_) max_ = o.max_;
 }
 
+void LogHistogram::merge_live(const LogHistogram& o) {
+  for (int i = 0; i < kBuckets; ++i)
+    counts_[i] = sat_add(counts_[i], __atomic_load_n(&o.counts_[i], __ATOMIC_RELAXED));
+  count_ += __atomic_load_n(&o.count_, __ATOMIC_RELAXED);
+  sum_ += __atomic_load_n(&o.sum_, __ATOMIC_RELAXED);
+  const uint64_t mn = __atomic_load_n(&o.min_, __ATOMIC_RELAXED);
+  const uint64_t mx = __atomic_load_n(&o.max_, __ATOMIC_RELAXED);
+  if (mn < min_) min_ = mn;
+  if (mx > max_) max_ = mx;
+}
+
+LogHistogram LogHistogram::since(const LogHistogram& before) const {
+  LogHistogram d;
+  int first = -1, last = -1;
+  for (int i = 0; i < kBuckets; ++i) {
+    d.counts_[i] = counts_[i] > before.counts_[i] ? counts_[i] - before.counts_[i] : 0;
+    d.count_ += d.counts_[i];
+    if (d.counts_[i]) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (!d.count_) return LogHistogram();
+  d.sum_ = sum_ > before.sum_ ? sum_ - before.sum_ : 0;
+  d.min_ = bucket_low(first) > min_ ? bucket_low(first) : min_;
+  d.max_ = bucket_high(last) - 1 < max_ ? bucket_high(last) - 1 : max_;
+  if (d.max_ < d.min_) d.max_ = d.min_;
+  return d;
+}
+
 uint64_t LogHistogram::percentile(double q) const {
   if (count_ == 0) return 0;
   // Ranks are taken over the bucket counts; they add up to count_ unless a

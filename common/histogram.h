@@ -31,6 +31,16 @@ class LogHistogram {
     max_ = v > max_ ? v : max_;
   }
   void merge(const LogHistogram& o);
+  // merge() of a histogram that another thread may be recording into (the
+  // live snapshot's publisher: preload/live.h): each field is read once and
+  // whole (a relaxed atomic load), so a value recorded meanwhile may be in
+  // some of the fields and not yet in others.
+  void merge_live(const LogHistogram& o);
+  // What was recorded after `before`, an earlier state of the same histogram:
+  // the buckets' counts subtracted (count is their sum; sum subtracted), and
+  // min and max the edges of the first and last bucket left (the extremes
+  // within a bucket's width).
+  LogHistogram since(const LogHistogram& before) const;
 
   uint64_t count() const { return count_; }
   uint64_t sum() const { return sum_; }  // wraps only after 2^64 total

@@ -90,19 +90,24 @@ const char* faults_bound(const ft_window& w) {
   return "exact";
 }
 
-std::string window_verdict(const ft_window& w) {
-  if (!window_valid(w)) return kMalformedWindow;
-  const uint64_t len = w.end > w.start ? w.end - w.start : 0;
-  struct Cause {
-    uint64_t ns;
-    std::string text;
-  };
+namespace {
+
+// The causes a window's time is split into, each with its words and its
+// class (window_cause), in the order the verdict weighs them.
+struct Cause {
+  uint64_t ns;
+  std::string text;
+  const char* cls;
+};
+
+std::vector<Cause> causes_of(const ft_window& w) {
   std::vector<Cause> causes = {
       {w.runnable_ns,
-       w.top[0].pid ? "preempted by " + task(w.top[0]) : "runnable, waiting for a CPU"},
-      {w.stopped_ns, "stopped (SIGSTOP or a debugger)"},
-      {w.futex_ns, "blocked in futex"},
-      {w.nanosleep_ns, "sleeping (nanosleep)"},
+       w.top[0].pid ? "preempted by " + task(w.top[0]) : "runnable, waiting for a CPU",
+       "preempted"},
+      {w.stopped_ns, "stopped (SIGSTOP or a debugger)", "stopped"},
+      {w.futex_ns, "blocked in futex", "futex"},
+      {w.nanosleep_ns, "sleeping (nanosleep)", "nanosleep"},
   };
   // The sleeping syscalls by name (and what they waited on); the rest of the
   // blocked-sleep time in no syscall the kernel named.
@@ -110,20 +115,41 @@ std::string window_verdict(const ft_window& w) {
   for (const ft_sleep_call& c : w.sleep_calls) {
     if (!c.ns || c.syscall < 0) continue;
     const std::string on = wait_on_name(c.wait_on);
-    causes.push_back(
-        {c.ns, "blocked in " + syscall_name(c.syscall) + (on.empty() ? "" : " (" + on + ")")});
+    causes.push_back({c.ns,
+                      "blocked in " + syscall_name(c.syscall) + (on.empty() ? "" : " (" + on + ")"),
+                      "sleep"});
     named += c.ns;
   }
-  causes.push_back({w.sleep_ns > named ? w.sleep_ns - named : 0, "blocked in a sleeping syscall"});
-  causes.push_back({w.disk_ns, "in uninterruptible sleep (I/O or page-in)"});
-  causes.push_back({w.other_ns, "off CPU (cause not seen)"});
+  causes.push_back(
+      {w.sleep_ns > named ? w.sleep_ns - named : 0, "blocked in a sleeping syscall", "sleep"});
+  causes.push_back({w.disk_ns, "in uninterruptible sleep (I/O or page-in)", "disk"});
+  causes.push_back({w.other_ns, "off CPU (cause not seen)", "other"});
   // On-CPU time net of the IRQs taken on it.
   const uint64_t irqs = w.irq_ns + w.softirq_ns;
   const uint64_t run = w.on_cpu_ns > irqs ? w.on_cpu_ns - irqs : 0;
-  causes.push_back({run, "on CPU"});
-  causes.push_back({irqs, "in interrupt handlers on its CPU"});
-  const auto top = std::max_element(causes.begin(), causes.end(),
-                                    [](const Cause& a, const Cause& b) { return a.ns < b.ns; });
+  causes.push_back({run, "on CPU", "on-cpu"});
+  causes.push_back({irqs, "in interrupt handlers on its CPU", "interrupts"});
+  return causes;
+}
+
+std::vector<Cause>::const_iterator top_cause(const std::vector<Cause>& causes) {
+  return std::max_element(causes.begin(), causes.end(),
+                          [](const Cause& a, const Cause& b) { return a.ns < b.ns; });
+}
+
+}  // namespace
+
+const char* window_cause(const ft_window& w) {
+  if (!window_valid(w)) return "malformed";
+  const std::vector<Cause> causes = causes_of(w);
+  return top_cause(causes)->cls;
+}
+
+std::string window_verdict(const ft_window& w) {
+  if (!window_valid(w)) return kMalformedWindow;
+  const uint64_t len = w.end > w.start ? w.end - w.start : 0;
+  const std::vector<Cause> causes = causes_of(w);
+  const auto top = top_cause(causes);
   std::string s = top->text + " for " + ms(top->ns) + " of " + ms(len) + " ms";
   if (top->text == "on CPU") s += " (running, not polling)";
   // A second cause that took a fifth of the window or more.

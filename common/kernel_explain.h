@@ -46,6 +46,12 @@ constexpr const char* kMalformedWindow = "malformed window (not explained)";
 // edge of the window prorated by time).
 std::string window_verdict(const ft_window& w);
 
+// The class of the cause that took most of the window, one word of a fixed
+// set (a metric's label: cardinality 10): "preempted", "stopped", "futex",
+// "nanosleep", "sleep" (another sleeping syscall), "disk", "other", "on-cpu",
+// "interrupts", and "malformed" for a window that is not window_valid.
+const char* window_cause(const ft_window& w);
+
 // The window's page faults as the verdict words them ("131072 page faults",
 // "at least ...", "about ..."), and as a word for tables: "exact", "at_least",
 // "about".

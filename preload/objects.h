@@ -83,6 +83,7 @@ struct CqWrap {
   bool translate = false;              // prov_format != format: entries pass through our stack
   uint32_t id = 0;                     // index into the per-thread poll tables (< kMaxCqs) or kNoCq
   std::atomic<uint64_t> last_poll{0};  // ticks of the latest poll by any thread
+  std::atomic<bool> closed{false};     // the application closed it (the live snapshot says so)
 };
 
 // How a direction (transmit or receive) of an endpoint reports completions.

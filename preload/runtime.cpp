@@ -11,6 +11,7 @@
 #include "common/env.h"
 #include "common/version.h"
 #include "preload/capture_signal.h"
+#include "preload/live.h"
 #include "preload/outputs.h"
 #include "preload/probes.h"
 #include "preload/provider_call.h"
@@ -66,7 +67,11 @@ void on_fork_child() {
   reset_thread_id();  // gettid again in the child
 }
 
-void at_exit() { write_report(); }
+// The live snapshot goes first: its file is removed, whatever the report does.
+void at_exit() {
+  live_stop();
+  write_report();
+}
 
 void start_timeline(Runtime& rt) {
   TimelineConfig tc = Timeline::config_from_env(rt.rank.value);
@@ -143,6 +148,9 @@ void runtime_activate() {
       log_line(
           "a fabtrace record session is attached: it samples the node's NIC counters, "
           "so this process does not");
+    // The live snapshot (preload/live.h): on the first fabric activity, as
+    // the rest, so that processes that never use the fabric publish nothing.
+    live_start(live_config_from_env());
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(at_exit);
   });

@@ -9,6 +9,7 @@
 namespace fabtrace {
 
 __thread Shard* t_shard __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint32_t> g_live_epoch{1};
 
 namespace {
 std::atomic<Shard*> g_shards{nullptr};
@@ -67,17 +68,19 @@ Cell* Shard::cell_slow(const EpWrap* ep, fi_addr_t peer, uint64_t bytes, OpKind 
       while (ns[j]) j = (j + 1) & (ncap - 1);
       ns[j] = c;
     }
-    // The old table is not freed: the report may be walking it from another
-    // thread at exit. It is at most half the size of the live one.
-    slots = ns;
-    cap = ncap;
+    // The old table is not freed: the report at exit or the live publisher
+    // may be walking it from another thread. It is at most half the size of
+    // the live one. A reader that loads the new cap (acquire) sees the new
+    // table; one that loads the old cap indexes either table within bounds.
+    __atomic_store_n(&slots, ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&cap, ncap, __ATOMIC_RELEASE);
   }
   uint64_t j = hash_key(k) & (cap - 1);
   while (slots[j]) j = (j + 1) & (cap - 1);
   Cell* c = new (std::nothrow) Cell();
   if (!c) return nullptr;
   c->key = k;
-  slots[j] = c;
+  __atomic_store_n(&slots[j], c, __ATOMIC_RELEASE);  // the key before the cell is seen
   ++used;
   return mru = c;
 }

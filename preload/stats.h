@@ -3,7 +3,10 @@
 // Every thread that issues or polls gets its own shard; a completion is folded
 // into the shard of the thread that observed it. Shards are written by their
 // thread only (plain stores, no atomics, no locks) and are read when the report
-// is written at exit. They are linked into a lock-free list and never freed.
+// is written at exit, and once per interval by the live snapshot's publisher
+// (preload/live.h), for which the cell table is published with release stores
+// (cap after slots, a cell after its key), off the steady state. They are
+// linked into a lock-free list and never freed.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -59,7 +62,16 @@ struct PollStats {
   uint64_t gaps[kClasses] = {};
   uint64_t max_gap = 0;      // ticks
   uint64_t max_gap_end = 0;  // ticks at the poll that ended it
+  // The longest gap of the live snapshot's current interval (preload/live.h):
+  // kept by the poll's slow path only (gaps of 10 us or more, and new
+  // maxima), against the interval's number g_live_epoch.
+  uint64_t win_max = 0;
+  uint32_t win_epoch = 0;
 };
+
+// The live snapshot's interval number: its publisher moves it on at each
+// snapshot, and a poll's slow path starts win_max afresh when it changed.
+extern std::atomic<uint32_t> g_live_epoch;
 
 struct Shard {
   static constexpr uint64_t kDefaultMaxCells = 1 << 20;

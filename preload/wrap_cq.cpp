@@ -51,6 +51,13 @@ __attribute__((noinline)) void poll_gap_slow(const Runtime& rt, PollStats& p, ui
     p.max_gap = gap;
     p.max_gap_end = now;
   }
+  // The live snapshot's interval maximum (preload/live.h).
+  const uint32_t epoch = g_live_epoch.load(std::memory_order_relaxed);
+  if (p.win_epoch != epoch) {
+    p.win_epoch = epoch;
+    p.win_max = 0;
+  }
+  if (gap > p.win_max) p.win_max = gap;
   // A stall for a session to explain: the thread that ends it asks the kernel
   // what it went through since `prev`.
   if (__builtin_expect(gap >= rt.stall_ticks, 0) && probes::cq_stall_on())
@@ -224,7 +231,10 @@ ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flag
 int cq_close(struct fid* fid) {
   CqWrap* w = FABTRACE_CONTAINER_OF(fid->ops, CqWrap, fid_ops);
   const int ret = call_nested([&] { return w->real_fid->close(fid); });
-  if (ret == 0) release_records_of_cq(w);
+  if (ret == 0) {
+    release_records_of_cq(w);
+    w->closed.store(true, std::memory_order_relaxed);
+  }
   return ret;
 }
 

@@ -74,6 +74,30 @@ void add_diff_command(cli::Cli& cli, CLI::App& parent);
 // 2 when A or B holds no usable report or an output cannot be written.
 int diff_runs(const DiffArgs& args);
 
+// fabtrace top [options]: the node's traced processes now (live/live_view.h).
+struct TopArgs {
+  bool once = false, json = false;
+  uint64_t interval_s = 1;
+  std::string rank, link, op, sort = "rank";
+  uint64_t pid = 0;  // 0: every process
+  std::string dir;   // "" : FABTRACE_LIVE_DIR, else /dev/shm
+};
+void add_top_command(cli::Cli& cli, CLI::App& parent);
+// Exit code: 0; 1 when the snapshots cannot be read or stdout fails.
+int top_view(const TopArgs& args);
+
+// fabtrace metrics --textfile FILE [options] (live/metrics_text.h).
+struct MetricsArgs {
+  std::string textfile;
+  uint64_t interval_s = 15;
+  bool once = false;
+  uint64_t max_links = 16;
+  std::string dir;  // "" : FABTRACE_LIVE_DIR, else /dev/shm
+};
+void add_metrics_command(cli::Cli& cli, CLI::App& parent);
+// Exit code: 0; 1 when a write failed (each said in one line; a loop goes on).
+int write_metrics(const MetricsArgs& args);
+
 // fabtrace export ops|marks|kernel FILE [options]
 void add_export_command(cli::Cli& cli, CLI::App& parent);
 

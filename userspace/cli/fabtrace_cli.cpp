@@ -22,6 +22,8 @@ void declare_fabtrace(Cli& cli) {
   add_record_command(cli, app);
   add_report_command(cli, app);
   add_diff_command(cli, app);
+  add_top_command(cli, app);
+  add_metrics_command(cli, app);
   add_export_command(cli, app);
   add_version_command(cli, app);
   cli.add_help_command();

@@ -21,6 +21,9 @@
 #include "common/clock.h"
 #include "common/decimal.h"
 #include "common/kernel_classify.h"
+#include "common/kernel_explain.h"
+#include "common/live_read.h"
+#include "common/op_kinds.h"
 #include "common/output_names.h"
 #include "common/printable.h"
 #include "common/report_writer.h"
@@ -192,6 +195,10 @@ bool Collector::start(std::string* error) {
       if (!counters_->sampler.start()) counters_.reset();  // no cxi device: silent
     }
   }
+  // The latest stalls for `fabtrace top` and `fabtrace metrics`: a session
+  // without them still records.
+  if (!opt_.live_dir.empty() && !live_.open(opt_.live_dir, &why))
+    std::fprintf(stderr, "fabtrace record: no live stalls for fabtrace top: %s\n", why.c_str());
   scan();
   return true;
 }
@@ -244,6 +251,7 @@ void Collector::scan() {
     if (is_new) {
       session_.trace_process(p.pid, mono_ns());
       ranks_[p.pid] = p.rank;  // read now: the process may be gone at the end
+      uids_[p.pid] = p.uid;
     } else if (ranks_[p.pid].empty()) {
       ranks_[p.pid] = p.rank;
     }
@@ -287,6 +295,9 @@ void Collector::on_record(const void* data, size_t size) {
     ++malformed_;
     return;
   }
+  // Shown live whatever the log's bound.
+  if ((h.kind == FT_EV_STALL || h.kind == FT_EV_SLOW_OP) && live_.is_open())
+    live_stall(h, data, size);
   ++events_;
   const auto* rec = static_cast<const uint8_t*>(data);
   if (kernel_log::is_raw(h.kind)) {
@@ -444,6 +455,49 @@ std::string Collector::background() {
   return sched_;
 }
 
+// A stall or slow op into its user's live stalls file, with the kernel's
+// verdict (the same words as the report's "why:").
+void Collector::live_stall(const ft_hdr& h, const void* data, size_t size) {
+  const pid_t pid = static_cast<pid_t>(h.pid);
+  auto u = uids_.find(pid);
+  if (u == uids_.end()) {
+    uid_t owner = 0;
+    if (!live::process_owner(pid, opt_.proc_root, &owner)) return;  // gone: nobody to tell
+    u = uids_.emplace(pid, owner).first;
+  }
+  live::StallEvent e;
+  e.pid = h.pid;
+  e.tid = h.tid;
+  const auto r = ranks_.find(pid);
+  e.rank = r != ranks_.end() ? r->second : "";
+  bool known = false;
+  if (h.kind == FT_EV_STALL && size >= sizeof(ft_stall)) {
+    ft_stall st;
+    std::memcpy(&st, data, sizeof(st));
+    e.cq = st.cq;
+    e.cause = window_cause(st.w);
+    e.why = window_verdict(st.w);
+    known = true;
+    e.end_mono_ns = st.w.end;
+    e.dur_ns = st.w.end > st.w.start ? st.w.end - st.w.start : 0;
+  } else if (h.kind == FT_EV_SLOW_OP && size >= sizeof(ft_op)) {
+    ft_op op;
+    std::memcpy(&op, data, sizeof(op));
+    e.slow_op = true;
+    e.op = op.op < static_cast<uint32_t>(kOpKindCount) ? op_name(static_cast<OpKind>(op.op)) : "?";
+    e.bytes = op.bytes;
+    e.cause = window_cause(op.w);
+    e.why = window_verdict(op.w);
+    known = true;
+    e.end_mono_ns = op.w.end;
+    e.dur_ns = op.w.end > op.w.start ? op.w.end - op.w.start : 0;
+  }
+  if (!known) return;
+  const uint64_t now_m = mono_ns();
+  e.end_real_ns = real_ns() - (now_m > e.end_mono_ns ? now_m - e.end_mono_ns : 0);
+  live_.add(u->second, e);
+}
+
 void Collector::write_error(const std::string& what) {
   if (first_write_error_.empty()) first_write_error_ = what;
   const bool log = what == log_.error();
@@ -554,6 +608,11 @@ void Collector::step(int wait_ms) {
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
   if (now - last_summary_ >= opt_.summary_ms * 1000000ULL) drain_summaries(now);
   if (now - last_scan_ >= kScanNs) scan();
+  std::string live_err;
+  if (live_.is_open() && !live_.flush(now, &live_err) && !live_told_) {
+    live_told_ = true;  // once: the session goes on, and so do later rewrites
+    std::fprintf(stderr, "fabtrace record: live stalls for fabtrace top: %s\n", live_err.c_str());
+  }
   if (now - last_flush_ >= opt_.flush_ms * 1000000ULL) {
     if (!log_.flush()) write_error(log_.error());
     last_flush_ = now;
@@ -584,6 +643,7 @@ void Collector::finish() {
       UINT64_MAX, [this](const void* d, size_t n) { write_raw(d, n); },
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
   drain_summaries(mono_ns());
+  live_.close();  // the session's live files go with it
   if (opt_.bpf.uprobes.enabled) write_uprobes();
   if (!log_.write_stats(stats()) || !log_.write_end(mono_ns() - start_ns_) || !log_.close())
     write_error(log_.error());

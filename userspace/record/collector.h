@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/kernel_log.h"
+#include "common/live_stalls.h"
 #include "common/safe_output.h"
 #include "common/session_lock.h"
 #include "userspace/record/bpf_session.h"
@@ -68,6 +69,9 @@ struct CollectorOptions {
   uid_t owner_uid = 0;
   gid_t owner_gid = 0;
   std::string proc_root = "/proc";
+  // The latest stalls, for `fabtrace top` and `fabtrace metrics` while the
+  // session runs (common/live_stalls.h); "" for none.
+  std::string live_dir = live::kRunDir;
   std::string lock_dir = kSessionLockDir;  // the node's session lock (session_lock.h)
   bool node_counters = true;               // sample the node's cxi counters (FABTRACE_NIC=0: off)
   // --uprobes: the providers whose op tables are probed (opened by a helper).
@@ -146,6 +150,7 @@ class Collector {
   bool compact();
   void drain_summaries(uint64_t now);
   void find_own_threads();
+  void live_stall(const ft_hdr& h, const void* data, size_t size);  // a stall or slow op
   void write_uprobes();
   void snapshot_uprobes();  // the rows changed since the last snapshot (kUprobeRows)
   void write_uprobe_reports();
@@ -188,7 +193,10 @@ class Collector {
   std::set<uid_t> usdt_told_;
   uint64_t last_uprobe_snap_ = 0;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
-      uprobe_snap_;                     // each row as last written (kUprobeRows)
+      uprobe_snap_;  // each row as last written (kUprobeRows)
+  live::StallsPublisher live_;
+  bool live_told_ = false;
+  std::map<pid_t, uid_t> uids_;         // each process's owner as first seen
   std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a
                                         // copy of theirs was not attached
 };
