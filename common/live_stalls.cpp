@@ -213,6 +213,21 @@ bool stalls_from_json(const std::string& text, StallsDoc* d, std::string* why) {
 
 StallsPublisher::~StallsPublisher() { close(); }
 
+// A flood of short stalls (a loaded node preempts ranks every few ms) so
+// never pushes out the long one a user is looking for.
+void add_recent(std::vector<StallEvent>* recent, const StallEvent& e) {
+  recent->push_back(e);
+  if (recent->size() <= kRecentStalls) return;
+  auto gone = recent->begin();
+  if (gone->end_mono_ns + kLongestKeptMs * 1000000ULL >= e.end_mono_ns) {
+    const auto last = recent->end() - static_cast<std::ptrdiff_t>(kNewestKept);
+    gone = std::min_element(recent->begin(), last, [](const StallEvent& x, const StallEvent& y) {
+      return x.dur_ns < y.dur_ns;
+    });
+  }
+  recent->erase(gone);
+}
+
 bool StallsPublisher::open(const std::string& dir, std::string* why) {
   dirfd_ = open_checked_dir(dir, true, why);
   if (dirfd_ < 0) return false;
@@ -232,8 +247,7 @@ bool StallsPublisher::open(const std::string& dir, std::string* why) {
 void StallsPublisher::add(uid_t uid, const StallEvent& e) {
   if (dirfd_ < 0) return;
   StallsDoc& d = docs_[uid];
-  d.recent.push_back(e);
-  if (d.recent.size() > kRecentStalls) d.recent.erase(d.recent.begin());
+  add_recent(&d.recent, e);
   auto it = std::find_if(d.counts.begin(), d.counts.end(), [&e](const CauseCount& c) {
     return c.pid == e.pid && c.cause == e.cause;
   });

@@ -33,7 +33,11 @@ namespace live {
 
 constexpr const char* kRunDir = "/run/fabtrace-live";
 constexpr const char* kSessionFileName = "session";
-constexpr size_t kRecentStalls = 32;     // per user
+constexpr size_t kRecentStalls = 32;  // per user
+// Past kRecentStalls, the shortest gives way but for the newest kNewestKept,
+// and anything that ended kLongestKeptMs before the newest goes first.
+constexpr size_t kNewestKept = 8;
+constexpr uint64_t kLongestKeptMs = 30000;
 constexpr uint64_t kMinRewriteMs = 100;  // a user's file, at most this often
 constexpr size_t kMaxStallsFileBytes = 1 << 20;
 
@@ -63,13 +67,20 @@ struct CauseCount {
 struct StallsDoc {
   uint64_t session_pid = 0;
   uint64_t updated_real_ns = 0, updated_mono_ns = 0;
-  std::vector<StallEvent> recent;  // oldest first, at most kRecentStalls
+  // Oldest first, at most kRecentStalls: the newest, and the longest of the
+  // last kLongestKeptMs.
+  std::vector<StallEvent> recent;
   std::vector<CauseCount> counts;
 };
 
 std::string stalls_to_json(const StallsDoc& d);
 // False with *why for anything but a whole document within the bounds.
 bool stalls_from_json(const std::string& text, StallsDoc* d, std::string* why);
+
+// `e` into a user's list (oldest first), which then keeps at most
+// kRecentStalls: past that, the oldest that ended more than kLongestKeptMs
+// before the newest gives way, else the shortest but for the kNewestKept newest.
+void add_recent(std::vector<StallEvent>* recent, const StallEvent& e);
 
 // The collector's side.
 class StallsPublisher {

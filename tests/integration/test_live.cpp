@@ -27,6 +27,7 @@
 #include "common/op_kinds.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/live_runs.h"
+#include "tests/integration/record_session.h"
 #include "tests/support/require_program.h"
 
 namespace fabtrace::test {
@@ -439,7 +440,10 @@ TEST(LiveTop, AUserSeesTheirOwnProcessesOnlyAndRootSeesAll) {
     EXPECT_EQ(res.exit_code, 0) << res.output;
     std::map<int, uid_t> seen;
     try {
-      for (const auto& p : nlohmann::json::parse(slurp(out)).at("processes"))
+      // Held in a local: a range-for over a member of a temporary would
+      // iterate a destroyed object.
+      const nlohmann::json doc = nlohmann::json::parse(slurp(out));
+      for (const auto& p : doc.at("processes"))
         seen[p.at("pid").get<int>()] = p.at("uid").get<uid_t>();
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what() << ": " << slurp(out);

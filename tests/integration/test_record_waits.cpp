@@ -87,18 +87,20 @@ std::map<std::string, std::vector<std::string>> gap_lines(const std::string& sum
 
 // The demo's node-wide run, as scripts/demo runs it: fi_pingpong over
 // tcp;ofi_rxm on loopback under a session, the server (rank 1) stopped with
-// SIGSTOP for 200 ms while the client (rank 0) polls for its pong. The
-// client's gap over the stop says it waited for the server, stopped; the
-// server is the root of the client's waiting, charged at least 150 ms of it
-// (the 200 ms stop less the time the client took to take the last pong and
-// send its ping, which a loaded machine stretches); and in the Perfetto trace
-// a flow runs from the client's wait to the server's "root cause: stopped"
-// instant.
+// SIGSTOP while the client (rank 0) polls for its pong. The stop is 1 s here
+// (the demo's is 200 ms): the summary shows each CQ's longest gap, and on a
+// loaded machine a preemption may outlast 200 ms. The client's gap over the
+// stop says it waited for the server, stopped; the server is a root of the
+// client's waiting, charged at least 750 ms of it (the stop less the time the
+// client took to take the last pong and send its ping, which a loaded machine
+// stretches), with the stop as its cause; and in the Perfetto trace a flow
+// runs from the client's wait to the server's "root cause: stopped" instant.
 TEST(Record, DemoClientWaitsForTheStoppedServer) {
   REQUIRE_SESSION_SLOT();
   const std::string dir = make_temp_dir("rec-demo") + "/record";
-  const RunResult r = run({"bash", DEMO_RECORD, BUILD_DIR, dir},
-                          {{"FABTRACE_DEMO_PRELOAD", preload_list()}}, false, 600);
+  const RunResult r = run(
+      {"bash", DEMO_RECORD, BUILD_DIR, dir},
+      {{"FABTRACE_DEMO_PRELOAD", preload_list()}, {"FABTRACE_DEMO_STOP_MS", "1000"}}, false, 600);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const size_t at = r.output.find("== fabtrace report ");
   ASSERT_NE(at, std::string::npos) << r.output;
@@ -116,11 +118,20 @@ TEST(Record, DemoClientWaitsForTheStoppedServer) {
   }
   EXPECT_GE(named, 1u) << summary;
   const auto roots = root_lines(summary);
-  ASSERT_FALSE(roots.empty()) << summary;
-  EXPECT_EQ(roots[0].rank, 1) << summary;
-  EXPECT_NE(roots[0].cause.find("stopped (SIGSTOP or a debugger) "), std::string::npos) << summary;
-  ASSERT_TRUE(roots[0].by_waiter.count(0)) << summary;
-  EXPECT_GE(roots[0].by_waiter.at(0), 150e6) << summary;
+  const RootLine* server = nullptr;
+  for (const RootLine& line : roots)
+    if (line.rank == 1) server = &line;
+  ASSERT_NE(server, nullptr) << summary;
+  // The stop is its cause, or, where a loaded machine's preemptions of it
+  // cost more, among its other causes with at least 750 ms.
+  std::smatch also;
+  const bool first = server->cause.rfind("stopped (SIGSTOP or a debugger) ", 0) == 0;
+  const bool listed =
+      std::regex_search(server->cause, also, std::regex("; also .*\\bstopped ([0-9.]+ [a-z]+)")) &&
+      parse_duration_ns(also[1]) >= 750e6;
+  EXPECT_TRUE(first || listed) << summary;
+  ASSERT_TRUE(server->by_waiter.count(0)) << summary;
+  EXPECT_GE(server->by_waiter.at(0), 750e6) << summary;
 
   // Perfetto: the client's wait slice flows to the server's root instant.
   const Decoded d = decode_trace(dir + "/report/trace.pftrace");
@@ -139,21 +150,22 @@ TEST(Record, DemoClientWaitsForTheStoppedServer) {
   std::map<uint64_t, const TraceEvent*> ends;
   for (const TraceEvent& e : d.events)
     for (uint64_t f : e.flow_ends) ends[f] = &e;
-  size_t flows = 0;
+  // Every wait's flow ends at a root's instant; the client's waits over the
+  // stop flow to the server's (a loaded machine adds waits of other roots).
+  size_t to_stop = 0;
   for (const TraceEvent& e : d.events) {
     if (e.type != 1 || e.name.rfind("waiting for rank 1 ", 0) != 0) continue;
     if (process_of(e.track).rfind("rank 0 ", 0) != 0) continue;
     for (uint64_t f : e.flows) {
       ASSERT_TRUE(ends.count(f)) << "flow " << f << " never ends";
       const TraceEvent& to = *ends.at(f);
-      EXPECT_EQ(process_of(to.track).rfind("rank 1 ", 0), 0u) << process_of(to.track);
       EXPECT_EQ(to.name.rfind("root cause: ", 0), 0u) << to.name;
-      EXPECT_NE(to.name.find("stopped (SIGSTOP or a debugger) "), std::string::npos) << to.name;
-      EXPECT_GT(to.ts, e.ts);
-      ++flows;
+      EXPECT_GE(to.ts, e.ts);
+      to_stop += process_of(to.track).rfind("rank 1 ", 0) == 0 &&
+                 to.name.find("stopped (SIGSTOP or a debugger) ") != std::string::npos;
     }
   }
-  EXPECT_GE(flows, 1u) << summary;
+  EXPECT_GE(to_stop, 1u) << summary;
 }
 
 }  // namespace

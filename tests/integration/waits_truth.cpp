@@ -1,5 +1,6 @@
 #include "tests/integration/waits_truth.h"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -35,7 +36,8 @@ std::vector<RootLine> root_lines(const std::string& summary) {
   std::string line;
   bool in_section = false;
   // "  host r3  cost 603.5 ms in 3 waits (host r2 201.2 ms, host r1 ...): cause"
-  const std::regex re("^  \\S+ r(\\d+)  cost ([0-9.]+ [a-z]+) in (\\d+) waits? \\((.*?)\\): (.*)$");
+  const std::regex re(
+      "^  \\S+ r(\\d+)  cost ([0-9.]+ [a-z]+) in ([0-9,]+) waits? \\((.*?)\\): (.*)$");
   const std::regex who("^\\S+ r(\\d+) ([0-9.]+ [a-z]+)$");
   std::smatch m, w;
   while (std::getline(in, line)) {
@@ -49,7 +51,9 @@ std::vector<RootLine> root_lines(const std::string& summary) {
     RootLine r;
     r.rank = std::stoi(m[1]);
     r.cost_ns = parse_duration_ns(m[2]);
-    r.waits = std::stoull(m[3]);
+    std::string n = m[3];
+    n.erase(std::remove(n.begin(), n.end(), ','), n.end());
+    r.waits = std::stoull(n);
     r.cause = m[5];
     std::string list = m[4];
     size_t at = 0;

@@ -376,6 +376,46 @@ TEST(LiveStalls, TheFileRoundTripsAndRejectsWhatIsNotOne) {
   EXPECT_FALSE(live::parse_stalls_file_name("stalls.u1.tmp", &u));
 }
 
+// A long stall among a flood of short ones stays in the list for
+// kLongestKeptMs, and the newest are always there.
+TEST(LiveStalls, ALongStallOutlivesAFloodOfShortOnesForItsTime) {
+  std::vector<live::StallEvent> recent;
+  live::StallEvent e;
+  e.pid = 5;
+  e.end_mono_ns = 1000000000;
+  e.dur_ns = 1000000000;  // the stop
+  live::add_recent(&recent, e);
+  const auto has_stop = [&] {
+    for (const live::StallEvent& x : recent)
+      if (x.dur_ns == 1000000000) return true;
+    return false;
+  };
+  uint64_t t = e.end_mono_ns;
+  for (int i = 0; i < 2000; ++i) {  // 10 s of 8 ms preemptions every 5 ms
+    live::StallEvent s = e;
+    t += 5000000;
+    s.end_mono_ns = t;
+    s.dur_ns = 8000000 + static_cast<uint64_t>(i % 7);
+    live::add_recent(&recent, s);
+    ASSERT_LE(recent.size(), live::kRecentStalls);
+    ASSERT_EQ(recent.back().end_mono_ns, t);
+    ASSERT_TRUE(has_stop()) << i;
+  }
+  // The newest kNewestKept are the last ones added, in order.
+  for (size_t k = 0; k < live::kNewestKept; ++k)
+    EXPECT_EQ(recent[recent.size() - 1 - k].end_mono_ns, t - k * 5000000);
+  // Past kLongestKeptMs the stop gives way like any other.
+  for (int i = 0; i < 6000 && has_stop(); ++i) {
+    live::StallEvent s = e;
+    t += 5000000;
+    s.end_mono_ns = t;
+    s.dur_ns = 8000000;
+    live::add_recent(&recent, s);
+  }
+  EXPECT_FALSE(has_stop());
+  EXPECT_GT(t - e.end_mono_ns, live::kLongestKeptMs * 1000000ULL);
+}
+
 TEST(LiveMetrics, LabelValuesAreEscapedAndPrintable) {
   EXPECT_EQ(live::metric_label_value("a\"b\\c"), "a\\\"b\\\\c");
   EXPECT_EQ(live::metric_label_value("x\ny\xff"), "x?y?");

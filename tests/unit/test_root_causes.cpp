@@ -52,6 +52,7 @@ TEST(RootCauses, AChainIsFollowedToItsFirstRankNotWaiting) {
   // 5001 to 5200.05 (r1 sent on 50 us after its receive).
   job.waits.list = {wait(1, 2, 5000, 5200), wait(0, 1, 5001, 5200)};
   job.waits.list[1].end += 50000;
+  job.waits.list[1].sent += 50000;  // 40 us after its receive, 10 us in transit
   const WaitAnalysis wa = analyze_waits(job);
   ASSERT_GE(wa.roots.size(), 1u);
   EXPECT_EQ(wa.roots[0].rank, 2u);
@@ -75,6 +76,29 @@ TEST(RootCauses, AChainIsFollowedToItsFirstRankNotWaiting) {
       std::string::npos)
       << text;
   EXPECT_NE(text.find("(1 root under 1.00 ms, 50.0 us in all)"), std::string::npos) << text;
+}
+
+// A ping-pong's two ranks each wait on the other: r0 waits for the pong from
+// 100 to 300 ms while r1 waits for the ping r0 sent at 95 ms until 290 (r1 not
+// progressing: the ping was in transit). r0's wait is r1's, receiving the ping
+// in transit, never r0's own; no cycle is followed round.
+TEST(RootCauses, APingPongsMutualWaitIsTheReceiverOfTheMessageInTransit) {
+  Job job = ranks_job(2);
+  job.waits.list = {wait(0, 1, 5100, 5300), wait(1, 0, 5090, 5290)};
+  job.waits.list[1].sent = job.waits.list[1].start + 5 * kMs;  // the ping, at 5095
+  const WaitAnalysis wa = analyze_waits(job);
+  ASSERT_TRUE(wa.waits[0].known);
+  EXPECT_EQ(wa.waits[0].root, 1u);
+  EXPECT_EQ(wa.waits[0].cause.rfind("receiving a message in transit from h r0 ", 0), 0u)
+      << wa.waits[0].cause;
+  int64_t cost = 0;
+  for (const RootCause& rc : wa.roots) {
+    cost += rc.cost_ns;
+    if (rc.rank == 0) {
+      EXPECT_FALSE(rc.by_waiter.count(0)) << "r0 the root of its own wait";
+    }
+  }
+  EXPECT_EQ(cost, job.waits.list[0].length() + job.waits.list[1].length());
 }
 
 TEST(RootCauses, TheKernelRecordOfTheRootNamesTheCauseAndTheStallSaysWhom) {

@@ -300,7 +300,8 @@ std::vector<std::string> view_lines(const NodeView& v, const GatherOptions& opt,
   if (v.procs.empty()) add("  (no traced process of yours is running on this node)");
   if (v.session) {
     add("");
-    add("latest stalls and slow ops (fabtrace record), newest first:");
+    add("latest stalls and slow ops (fabtrace record: the newest and the longest of the last 30 "
+        "s), newest first:");
     if (v.stalls.empty()) add("  none yet");
     for (const StallEvent& e : v.stalls) {
       const std::string what = e.slow_op ? e.op + " " + std::to_string(e.bytes) + " B"

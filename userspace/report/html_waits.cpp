@@ -48,7 +48,7 @@ void section_waits(const Job& job, const HtmlOptions& opt, Html* h) {
     t.n(fmt_ns(static_cast<double>(rc.cost_ns)));
     t.n(fmt_count(rc.waits));
     t.td(list);
-    t.td(rc.cause);
+    t.td(rc.cause + classes_text(rc));
     t.end_row();
   }
   h->raw(t.done());

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/kernel_explain.h"
 #include "common/printable.h"
 #include "userspace/report/job.h"
 #include "userspace/report/summary.h"
@@ -27,6 +28,9 @@ struct Analyzer {
     uint32_t root, waiter;
     int64_t s, e;
     bool transit;  // after the root issued the send: the message in transit
+    // >= 0: the root was itself receiving a message this rank had sent (the
+    // rank was earlier on the chain: it is not followed round).
+    int64_t from = -1;
   };
 
   std::vector<std::vector<const KernelWindow*>> windows;  // each rank's stalls and slow ops
@@ -58,12 +62,17 @@ struct Analyzer {
   // its process's stall or slow op record covering most of it (its span on
   // the job's clock in *win, else [s, e]).
   std::string cause(uint32_t r, int64_t s, int64_t e, bool transit,
-                    std::pair<int64_t, int64_t>* win = nullptr) const {
+                    std::pair<int64_t, int64_t>* win = nullptr, std::string* cls = nullptr,
+                    int64_t from = -1) const {
     if (win) *win = {s, e};
-    const std::string none = transit
-                                 ? "sent, the message in transit (the provider, the network, or " +
-                                       name_of(job, r) + " not progressing)"
-                                 : "late to post";
+    if (cls) *cls = transit || from >= 0 ? "in transit" : "late to post";
+    const std::string none =
+        from >= 0
+            ? "receiving a message in transit from " + name_of(job, static_cast<uint32_t>(from)) +
+                  " (the provider, the network, or " + name_of(job, r) + " not progressing)"
+        : transit ? "sent, the message in transit (the provider, the network, or " +
+                        name_of(job, r) + " not progressing)"
+                  : "late to post";
     if (!logged[r]) return none + " (no kernel log of its node)";
     const KernelWindow* best = nullptr;
     int64_t most = 0;
@@ -77,38 +86,93 @@ struct Analyzer {
       if (win)
         *win = {static_cast<int64_t>(best->w.start) + off[r],
                 static_cast<int64_t>(best->w.end) + off[r]};
+      if (cls) *cls = window_cause(best->w);
       return printable(best->verdict);
     }
-    return none + (transit ? "" : " (the kernel shows no stall of it then: computing)");
+    return none +
+           (transit || from >= 0 ? "" : " (the kernel shows no stall of it then: computing)");
   }
 
-  // A part [s, e] of a wait on `root` (which issued the send at `sent`).
-  static void root_part(uint32_t root, uint32_t waiter, int64_t s, int64_t e, int64_t sent,
-                        std::vector<Part>* out) {
+  // True when the kernel log holds a stall or slow op of rank r covering most
+  // of [s, e] (job clock) in which r was kept from running (stopped,
+  // preempted, paging in): r itself was not progressing then.
+  bool stalled(uint32_t r, int64_t s, int64_t e) const {
+    if (!logged[r] || e <= s) return false;
+    for (const KernelWindow* w : windows[r]) {
+      // Kept from running: a rank blocked in a call (epoll, futex) may be
+      // waiting for the very message, and one on CPU was running.
+      const std::string cls = window_cause(w->w);
+      if (cls != "stopped" && cls != "preempted" && cls != "disk") continue;
+      const int64_t ws = static_cast<int64_t>(w->w.start) + off[r];
+      const int64_t we = static_cast<int64_t>(w->w.end) + off[r];
+      if (2 * (std::min(e, we) - std::max(s, ws)) >= e - s) return true;
+    }
+    return false;
+  }
+
+  // A part [s, e] of a wait of `waiter` on `root`, which sent `receiver` its
+  // message at `sent` (the receiver: the waiter, or the rank before `root`
+  // on the chain). After the send the message was the receiver's to take:
+  // where the receiver was kept from running then, that part is its own delay.
+  void root_part(uint32_t root, uint32_t waiter, uint32_t receiver, int64_t s, int64_t e,
+                 int64_t sent, std::vector<Part>* out) const {
     if (s < sent) out->push_back({root, waiter, s, std::min(e, sent), false});
-    if (e > sent) out->push_back({root, waiter, std::max(s, sent), e, true});
+    if (e > sent) {
+      const int64_t ts = std::max(s, sent);
+      if (stalled(receiver, ts, e))
+        out->push_back({receiver, waiter, ts, e, false});
+      else
+        out->push_back({root, waiter, ts, e, true});
+    }
   }
 
-  // Charges [s, e], in which some rank waited on `on` (for a message it sent
-  // at `sent`), to its roots.
-  void charge(uint32_t on, int64_t s, int64_t e, int64_t sent, uint32_t waiter, size_t depth,
-              std::vector<Part>* out) const {
+  // Charges [s, e], in which `waiter` waited on `on` (for a message `on` sent
+  // at `sent`), to its roots: where `on` was itself waiting on another rank,
+  // on through that rank. `chain` holds the ranks followed so far: a rank met
+  // again is not followed round (two ranks of a ping-pong each wait on the
+  // other, the one that did not progress is the root).
+  void charge(uint32_t on, int64_t s, int64_t e, int64_t sent, uint32_t waiter,
+              std::vector<uint32_t>* chain, std::vector<Part>* out) const {
     const auto& ws = by_rank[on];
     auto it = std::lower_bound(ws.begin(), ws.end(), s,
                                [](const Wait* w, int64_t t) { return w->start < t; });
     if (it != ws.begin()) --it;  // one that began before s may still cover it
+    const uint32_t receiver = chain->back();
+    chain->push_back(on);
     int64_t cur = s;
     for (; it != ws.end() && (*it)->start < e; ++it) {
-      const int64_t os = std::max(cur, (*it)->start), oe = std::min(e, (*it)->end);
+      const int64_t os = std::max(cur, (*it)->start);
+      const int64_t oe = std::min(e, (*it)->end);
       if (oe <= os) continue;
-      if (os > cur) root_part(on, waiter, cur, os, sent, out);
-      if (depth + 1 < kMaxChain && (*it)->on != on)
-        charge((*it)->on, os, oe, (*it)->sent, waiter, depth + 1, out);
-      else
-        root_part(on, waiter, os, oe, sent, out);
+      const uint32_t next = (*it)->on;
+      const bool loop = std::find(chain->begin(), chain->end(), next) != chain->end();
+      if (chain->size() >= kMaxChain) continue;  // left to `on` below
+      if (os > cur) root_part(on, waiter, receiver, cur, os, sent, out);
+      // Once `on` had sent its message (at `sent`), the message was in
+      // transit, whatever `on` waited for next (root_part).
+      const int64_t u = std::clamp(sent, os, oe);
+      if (!loop) {
+        if (os < u) charge(next, os, u, (*it)->sent, waiter, chain, out);
+      } else {
+        // `on` waited for `next`, met before on this chain (the two ranks of
+        // a ping-pong each wait on the other): after `next` sent its message,
+        // `on` is the root, receiving it (or kept from running); before, `on`
+        // is the root, late (a cycle of late senders, which the clocks alone
+        // can make).
+        const int64_t t = std::clamp((*it)->sent, os, u);
+        if (os < t) out->push_back({on, waiter, os, t, false});
+        if (t < u) {
+          if (stalled(on, t, u))
+            out->push_back({on, waiter, t, u, false});
+          else
+            out->push_back({on, waiter, t, u, false, static_cast<int64_t>(next)});
+        }
+      }
+      if (u < oe) root_part(on, waiter, receiver, u, oe, sent, out);
       cur = oe;
     }
-    if (cur < e) root_part(on, waiter, cur, e, sent, out);
+    if (cur < e) root_part(on, waiter, receiver, cur, e, sent, out);
+    chain->pop_back();
   }
 
   // The root charged most of `parts`, and its longest part (nullptr: none).
@@ -234,15 +298,22 @@ WaitAnalysis analyze_waits(const Job& job) {
     index[{job.ranks[r].host, job.ranks[r].rank, job.ranks[r].pid}] = r;
 
   std::map<uint32_t, RootCause> roots;
-  std::map<std::pair<uint32_t, std::string>, int64_t> cause_cost;  // (root, cause) -> ns
+  // (root, class of cause) -> the time, and the words of its longest part.
+  struct ClassCost {
+    int64_t ns = 0, longest = 0;
+    std::string words;
+  };
+  std::map<std::pair<uint32_t, std::string>, ClassCost> cause_cost;
   std::vector<Analyzer::Part> parts;
+  std::vector<uint32_t> chain;  // the ranks followed, the waiter first
   wa.waits.resize(job.waits.list.size());
   for (size_t i = 0; i < job.waits.list.size(); ++i) {
     const Wait& w = job.waits.list[i];
     if (w.rank >= job.ranks.size() || w.on >= job.ranks.size()) continue;
     wa.matrix[{w.rank, w.on}] += w.length();
     parts.clear();
-    an.charge(w.on, w.start, w.end, w.sent, w.rank, 0, &parts);
+    chain.assign(1, w.rank);
+    an.charge(w.on, w.start, w.end, w.sent, w.rank, &chain, &parts);
     const Analyzer::Part* top = Analyzer::top_part(parts);
     std::map<uint32_t, bool> seen;
     for (const Analyzer::Part& p : parts) {
@@ -252,7 +323,8 @@ WaitAnalysis analyze_waits(const Job& job) {
       rc.by_waiter[p.waiter] += p.e - p.s;
       if (!seen[p.root]) ++rc.waits, seen[p.root] = true;
       std::pair<int64_t, int64_t> win;
-      std::string why = an.cause(p.root, p.s, p.e, p.transit, &win);
+      std::string cls;
+      std::string why = an.cause(p.root, p.s, p.e, p.transit, &win, &cls, p.from);
       if (&p == top) {
         WaitRoot& wr = wa.waits[i];
         wr.known = true;
@@ -260,13 +332,19 @@ WaitAnalysis analyze_waits(const Job& job) {
         std::tie(wr.delay_start, wr.delay_end) = win;
         wr.cause = why;
       }
-      cause_cost[{p.root, std::move(why)}] += p.e - p.s;
+      ClassCost& cc = cause_cost[{p.root, std::move(cls)}];
+      cc.ns += p.e - p.s;
+      if (p.e - p.s > cc.longest) cc.longest = p.e - p.s, cc.words = std::move(why);
     }
   }
-  for (const auto& [key, ns] : cause_cost) {
-    RootCause& rc = roots[key.first];
-    const auto cur = cause_cost.find({key.first, rc.cause});
-    if (rc.cause.empty() || cur == cause_cost.end() || ns > cur->second) rc.cause = key.second;
+  // A root's cause: the words of the longest part of its costliest class (a
+  // root preempted a thousand times for a few ms each is "preempted", not the
+  // one fixed phrase that sums them); its other classes, costliest first.
+  for (const auto& [key, cc] : cause_cost) roots[key.first].classes.push_back({key.second, cc.ns});
+  for (auto& [r, rc] : roots) {
+    std::stable_sort(rc.classes.begin(), rc.classes.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+    if (!rc.classes.empty()) rc.cause = cause_cost.at({r, rc.classes[0].first}).words;
   }
 
   // The stalls: with timelines, the wait of the stalled rank that overlaps the
@@ -293,16 +371,19 @@ WaitAnalysis analyze_waits(const Job& job) {
       }
       if (!best) continue;
       parts.clear();
-      an.charge(best->on, std::max(s, best->start), std::min(e, best->end), best->sent, a, 0,
+      chain.assign(1, a);
+      an.charge(best->on, std::max(s, best->start), std::min(e, best->end), best->sent, a, &chain,
                 &parts);
-      // The root's cause in its longest part of this gap.
+      // The root's cause in its longest part of this gap; a gap mostly of the
+      // rank's own stall says no more than its why line.
       const Analyzer::Part* longest = Analyzer::top_part(parts);
-      if (!longest) continue;
+      if (!longest || longest->root == a) continue;
       StallWait& sw = wa.stalls[i];
       sw.known = true;
       sw.on = best->on;
       sw.root = longest->root;
-      sw.cause = an.cause(longest->root, longest->s, longest->e, longest->transit);
+      sw.cause = an.cause(longest->root, longest->s, longest->e, longest->transit, nullptr, nullptr,
+                          longest->from);
     }
   } else if (!job.stalls.empty()) {
     weak_overlaps(job, an.off, stall_rank, &roots, &wa);
@@ -334,13 +415,23 @@ std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top)
     const std::string list = waiters_text(job, rc, 4);
     s += "  " + name_of(job, rc.rank) + "  cost " + fmt_ns(static_cast<double>(rc.cost_ns)) +
          " in " + fmt_count(rc.waits) + (rc.waits == 1 ? " wait" : " waits") + " (" + list +
-         "): " + rc.cause + "\n";
+         "): " + rc.cause + classes_text(rc) + "\n";
   }
   if (named > top) s += "  (+" + std::to_string(named - top) + " more roots)\n";
   if (under)
     s += "  (" + fmt_count(under) + (under == 1 ? " root" : " roots") + " under " +
          fmt_ns(static_cast<double>(kMinRootCostNs)) + ", " +
          fmt_ns(static_cast<double>(under_ns)) + " in all)\n";
+  return s;
+}
+
+std::string classes_text(const RootCause& rc, size_t max) {
+  std::string s;
+  for (size_t k = 1; k < rc.classes.size() && k <= max; ++k)
+    s += (k == 1 ? "; also " : ", ") + rc.classes[k].first + " " +
+         fmt_ns(static_cast<double>(rc.classes[k].second));
+  if (rc.classes.size() > max + 1)
+    s += ", +" + std::to_string(rc.classes.size() - max - 1) + " more";
   return s;
 }
 

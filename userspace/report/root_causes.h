@@ -3,11 +3,16 @@
 //
 // A wait of A on B over [s, e] is split by B's own waits in that time: the part
 // where B waited on C is charged on through C (and so on), the rest to B, the
-// root. Its cause is what the kernel log says of B in that time (a stall or slow
-// op record of B's process covering most of it), else "late to post". Each
-// root's cost is the time all ranks waited because of it (Scalasca's delay
-// cost); the costs of the roots add up to the waits. Linear in waits times the
-// chains' length (at most kMaxChain hops).
+// root. A rank met again on a chain is not followed round: two ranks of a
+// ping-pong each wait on the other; where B waited for a message A had sent
+// (the ping, while A waited for the pong), B is the root, "receiving a
+// message in transit" (the provider, the network, or B not progressing). After B sent, the message
+// was A's to take: where A's own kernel record says it was kept from running then (stopped,
+// preempted, paging in), that part is A's own delay, not B's. A root's cause is what the kernel log
+// says of it in that time (a stall or slow op record of its process covering most of it), else
+// "late to post". Each root's cost is the time all ranks waited because of it (Scalasca's delay
+// cost); the costs of the roots add up to the waits. Linear in waits times the chains' length (at
+// most kMaxChain hops).
 //
 // Without timelines (no wait known) a rank's poll gap that overlaps a poll gap
 // of a rank it has links with is said to overlap it: weaker evidence, labelled
@@ -32,7 +37,10 @@ constexpr int64_t kMinRootCostNs = 1000000;  // 1 ms
 
 struct RootCause {
   uint32_t rank = 0;  // index in Job::ranks
-  std::string cause;  // of its costliest part
+  std::string cause;  // the words of the longest part of its costliest class
+  // The classes of its causes (window_cause's words, "late to post", "in
+  // transit") with their time, costliest first.
+  std::vector<std::pair<std::string, int64_t>> classes;
   bool weak = false;  // overlapping poll gaps only (no timelines)
   int64_t cost_ns = 0;
   uint64_t waits = 0;                     // waits charged to it (wholly or in part)
@@ -70,6 +78,9 @@ WaitAnalysis analyze_waits(const Job& job);
 // The summary's "root causes of waiting" (at most `top` roots of at least
 // kMinRootCostNs); "" when there is none.
 std::string root_causes_text(const Job& job, const WaitAnalysis& wa, size_t top);
+// "; also preempted 9.1 s, in transit 2.0 s": a root's classes after its
+// first (at most `max`), "" when it has one.
+std::string classes_text(const RootCause& rc, size_t max = 4);
 // Who waited on a root, longest first: "h r2 200.1 ms, h r1 199.8 ms" (at
 // most `max`, then "+N more").
 std::string waiters_text(const Job& job, const RootCause& rc, size_t max);
