@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,23 @@ class JsonWriter {
   std::vector<bool> first_;  // per open container: no element written yet
   bool after_key_ = false;
 };
+
+// Runs `fill` on a JsonWriter over memory and gives the text in *out; false
+// when the memory stream could not be made or closed.
+template <typename F>
+bool json_text(std::string* out, F fill, bool pretty = false) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = ::open_memstream(&buf, &len);
+  if (!f) return false;
+  {
+    JsonWriter w(f, pretty);
+    fill(w);
+  }
+  const bool ok = std::fclose(f) == 0;
+  if (ok && buf) out->assign(buf, len);
+  std::free(buf);
+  return ok;
+}
 
 }  // namespace fabtrace

@@ -122,41 +122,42 @@ bool parse_stalls_file_name(const std::string& name, uid_t* uid) {
 }
 
 std::string stalls_to_json(const StallsDoc& d) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = ::open_memstream(&buf, &len);
-  if (!f) return "";
-  {
-    JsonWriter w(f, false);
-    w.begin_object();
-    w.field("format", kFormat).field("version", kFormatVersion);
-    w.field("session_pid", d.session_pid);
-    w.field("updated_real_ns", d.updated_real_ns).field("updated_mono_ns", d.updated_mono_ns);
-    w.key("recent").begin_array();
-    for (const StallEvent& e : d.recent) {
-      w.begin_object();
-      w.field("pid", static_cast<uint64_t>(e.pid)).field("tid", static_cast<uint64_t>(e.tid));
-      w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
-      w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
-      w.field("end_mono_ns", e.end_mono_ns).field("end_real_ns", e.end_real_ns);
-      w.field("dur_ns", e.dur_ns).field("cause", e.cause).field("why", e.why);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("counts").begin_array();
-    for (const CauseCount& c : d.counts) {
-      w.begin_object();
-      w.field("pid", static_cast<uint64_t>(c.pid)).field("rank", c.rank).field("cause", c.cause);
-      w.field("stalls", c.stalls).field("slow_ops", c.slow_ops);
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-  }
-  std::fclose(f);
-  std::string s(buf, len);
-  std::free(buf);
-  return s;
+  std::string text;
+  if (!json_text(
+          &text,
+          [&](JsonWriter& w) {
+            w.begin_object();
+            w.field("format", kFormat).field("version", kFormatVersion);
+            w.field("session_pid", d.session_pid);
+            w.field("updated_real_ns", d.updated_real_ns)
+                .field("updated_mono_ns", d.updated_mono_ns);
+            w.key("recent").begin_array();
+            for (const StallEvent& e : d.recent) {
+              w.begin_object();
+              w.field("pid", static_cast<uint64_t>(e.pid))
+                  .field("tid", static_cast<uint64_t>(e.tid));
+              w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
+              w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
+              w.field("end_mono_ns", e.end_mono_ns).field("end_real_ns", e.end_real_ns);
+              w.field("dur_ns", e.dur_ns).field("cause", e.cause).field("why", e.why);
+              w.end_object();
+            }
+            w.end_array();
+            w.key("counts").begin_array();
+            for (const CauseCount& c : d.counts) {
+              w.begin_object();
+              w.field("pid", static_cast<uint64_t>(c.pid))
+                  .field("rank", c.rank)
+                  .field("cause", c.cause);
+              w.field("stalls", c.stalls).field("slow_ops", c.slow_ops);
+              w.end_object();
+            }
+            w.end_array();
+            w.end_object();
+          },
+          false))
+    return "";
+  return text;
 }
 
 bool stalls_from_json(const std::string& text, StallsDoc* d, std::string* why) {

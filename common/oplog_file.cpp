@@ -32,23 +32,6 @@ namespace {
 // oplog's covers the payload only).
 using blockfile::crc32_of;
 
-// Runs `fill` on a compact JsonWriter and returns the text.
-template <typename F>
-bool json_text(std::string* out, F fill) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = open_memstream(&buf, &len);
-  if (!f) return false;
-  {
-    JsonWriter w(f, /*pretty=*/false);
-    fill(w);
-  }
-  const bool ok = std::fclose(f) == 0;
-  if (ok && buf) out->assign(buf, len);
-  std::free(buf);
-  return ok;
-}
-
 }  // namespace
 
 const char* mark_kind_name(uint8_t kind) {

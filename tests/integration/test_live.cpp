@@ -351,13 +351,19 @@ TEST(LiveTop, PingpongInTmuxShowsEachProcessItsLinksRatesAndTheKeysFilter) {
 
   TmuxPane pane(std::string(FABTRACE_CLI) + " top --dir " + live_dir);
   ASSERT_TRUE(pane.started());
-  // Both processes, each with its links, all moving.
+  // Both processes, each with its links, all moving, sends and receives (a
+  // loaded machine may slow the pair to an op a second, in one direction in
+  // an interval: such a screen is waited past).
   const auto moving = [&](const std::string&, const std::vector<TopRow>& rows) {
     for (int pid : {server, client}) {
       const TopRow* r = row_of(rows, pid);
       if (!r || r->ops_s <= 0 || r->links.empty()) return false;
-      for (const TopRow::Link& l : r->links)
+      bool send = false, recv = false;
+      for (const TopRow::Link& l : r->links) {
         if (l.ops_s <= 0) return false;
+        (l.op.find("recv") != std::string::npos ? recv : send) = true;
+      }
+      if (!send || !recv) return false;
     }
     return true;
   };

@@ -136,17 +136,7 @@ TEST(Record, DemoClientWaitsForTheStoppedServer) {
   // Perfetto: the client's wait slice flows to the server's root instant.
   const Decoded d = decode_trace(dir + "/report/trace.pftrace");
   ASSERT_TRUE(d.ok) << d.problem;
-  std::map<uint64_t, const Descriptor*> by_uuid;
-  for (const Descriptor& x : d.descs) by_uuid[x.uuid] = &x;
-  const auto process_of = [&](uint64_t track) -> std::string {
-    for (int hops = 0; hops < 8; ++hops) {
-      const auto it = by_uuid.find(track);
-      if (it == by_uuid.end()) return "";
-      if (it->second->process) return it->second->name;
-      track = it->second->parent;
-    }
-    return "";
-  };
+  const auto process_of = [&d](uint64_t track) { return process_name_of(d, track); };
   std::map<uint64_t, const TraceEvent*> ends;
   for (const TraceEvent& e : d.events)
     for (uint64_t f : e.flow_ends) ends[f] = &e;

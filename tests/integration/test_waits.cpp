@@ -169,17 +169,7 @@ TEST_P(WaitChain, PerfettoFlowsFromEachSendToItsReceiveAndEachWaitToItsRoot) {
   ASSERT_TRUE(d.ok) << d.problem;
   EXPECT_EQ(check_tracks(d), "");
   // Each track's rank: its process descriptor's pid, up the parents.
-  std::map<uint64_t, const Descriptor*> by_uuid;
-  for (const Descriptor& x : d.descs) by_uuid[x.uuid] = &x;
-  const auto process_of = [&](uint64_t track) -> std::string {
-    for (int hops = 0; hops < 8; ++hops) {
-      const auto it = by_uuid.find(track);
-      if (it == by_uuid.end()) return "";
-      if (it->second->process) return it->second->name;
-      track = it->second->parent;
-    }
-    return "";
-  };
+  const auto process_of = [&d](uint64_t track) { return process_name_of(d, track); };
   const auto rank_of = [&](uint64_t track) {
     const std::string p = process_of(track);
     EXPECT_EQ(p.rfind("rank ", 0), 0u) << p;

@@ -318,95 +318,97 @@ std::vector<std::string> view_lines(const NodeView& v, const GatherOptions& opt,
 }
 
 std::string view_json(const NodeView& v, const GatherOptions& opt) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = ::open_memstream(&buf, &len);
-  if (!f) return "{}\n";
-  {
-    JsonWriter w(f, true);
-    w.begin_object();
-    w.field("format", "fabtrace-top").field("version", uint64_t{1});
-    w.field("time_real_ns", v.now_real_ns).field("time_mono_ns", v.now_mono_ns);
-    w.field("sort", sort_key_name(opt.sort));
-    w.key("filter").begin_object();
-    w.field("rank", opt.filter.rank).field("link", opt.filter.link).field("op", opt.filter.op);
-    w.field("pid", static_cast<int64_t>(opt.filter.pid));
-    w.end_object();
-    w.key("session");
-    if (v.session) {
-      w.begin_object();
-      w.field("pid", static_cast<int64_t>(v.session_info.pid));
-      w.field("started_real_ns", v.session_info.started_real_ns);
-      w.end_object();
-    } else {
-      w.null();
-    }
-    w.key("processes").begin_array();
-    for (const ProcessView& p : v.procs) {
-      const Snapshot& s = p.snap;
-      w.begin_object();
-      w.field("rank", s.rank).field("pid", static_cast<int64_t>(s.pid()));
-      w.field("uid", static_cast<uint64_t>(s.owner)).field("host", s.host).field("comm", s.comm);
-      w.field("job", s.job).field("state", state_word(p.state)).field("late", p.late);
-      w.field("age_s", p.age_s).field("ops_per_s", p.ops_s).field("mb_per_s", p.mb_s);
-      w.field("slowest_p99_ns", p.slowest_p99_ns).field("slowest_link", p.slowest_link);
-      w.field("worst_gap_ns", p.worst_gap_ns).field("worst_gap_cq", p.worst_gap_cq);
-      w.field("worst_gap_open", p.worst_gap_open);
-      for (int i = 0; i < kProcessFields; ++i) w.field(kProcessNames[i], s.proc[i]);
-      w.key("links").begin_array();
-      for (const LinkView& l : p.links) {
-        w.begin_object();
-        w.field("local", l.local).field("remote", l.remote).field("op", l.op);
-        w.field("ops_per_s", l.ops_s).field("mb_per_s", l.mb_s);
-        for (int i = 0; i < kLinkFields; ++i)
-          if (i != kl_op) w.field(kLinkNames[i], l.row->c[i]);
-        w.end_object();
-      }
-      w.end_array();
-      w.key("cqs").begin_array();
-      for (const CqView& c : p.cqs) {
-        w.begin_object();
-        for (int i = 0; i < kCqFields; ++i) w.field(kCqNames[i], c.row->c[i]);
-        w.field("gap_now_ns", c.gap_now_ns).field("open_gap", c.open_gap);
-        w.end_object();
-      }
-      w.end_array();
-      w.key("stalls_by_cause").begin_array();
-      const auto it = v.counts.find(static_cast<uint32_t>(s.pid()));
-      if (it != v.counts.end())
-        for (const CauseCount& c : it->second) {
-          w.begin_object();
-          w.field("cause", c.cause).field("stalls", c.stalls).field("slow_ops", c.slow_ops);
-          w.end_object();
-        }
-      w.end_array();
-      w.end_object();
-    }
-    w.end_array();
-    w.key("stalls").begin_array();
-    for (const StallEvent& e : v.stalls) {
-      w.begin_object();
-      w.field("pid", static_cast<uint64_t>(e.pid)).field("tid", static_cast<uint64_t>(e.tid));
-      w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
-      w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
-      w.field("end_real_ns", e.end_real_ns).field("dur_ns", e.dur_ns);
-      w.field("cause", e.cause).field("why", e.why);
-      w.end_object();
-    }
-    w.end_array();
-    w.key("skipped").begin_array();
-    for (const Skipped& s : v.skipped) {
-      w.begin_object();
-      w.field("file", s.name).field("why", s.why).field("stale", s.stale);
-      w.end_object();
-    }
-    w.end_array();
-    w.end_object();
-  }
-  std::fclose(f);
-  std::string s(buf, len);
-  std::free(buf);
-  return s;
+  std::string text;
+  if (!json_text(
+          &text,
+          [&](JsonWriter& w) {
+            w.begin_object();
+            w.field("format", "fabtrace-top").field("version", uint64_t{1});
+            w.field("time_real_ns", v.now_real_ns).field("time_mono_ns", v.now_mono_ns);
+            w.field("sort", sort_key_name(opt.sort));
+            w.key("filter").begin_object();
+            w.field("rank", opt.filter.rank)
+                .field("link", opt.filter.link)
+                .field("op", opt.filter.op);
+            w.field("pid", static_cast<int64_t>(opt.filter.pid));
+            w.end_object();
+            w.key("session");
+            if (v.session) {
+              w.begin_object();
+              w.field("pid", static_cast<int64_t>(v.session_info.pid));
+              w.field("started_real_ns", v.session_info.started_real_ns);
+              w.end_object();
+            } else {
+              w.null();
+            }
+            w.key("processes").begin_array();
+            for (const ProcessView& p : v.procs) {
+              const Snapshot& s = p.snap;
+              w.begin_object();
+              w.field("rank", s.rank).field("pid", static_cast<int64_t>(s.pid()));
+              w.field("uid", static_cast<uint64_t>(s.owner))
+                  .field("host", s.host)
+                  .field("comm", s.comm);
+              w.field("job", s.job).field("state", state_word(p.state)).field("late", p.late);
+              w.field("age_s", p.age_s).field("ops_per_s", p.ops_s).field("mb_per_s", p.mb_s);
+              w.field("slowest_p99_ns", p.slowest_p99_ns).field("slowest_link", p.slowest_link);
+              w.field("worst_gap_ns", p.worst_gap_ns).field("worst_gap_cq", p.worst_gap_cq);
+              w.field("worst_gap_open", p.worst_gap_open);
+              for (int i = 0; i < kProcessFields; ++i) w.field(kProcessNames[i], s.proc[i]);
+              w.key("links").begin_array();
+              for (const LinkView& l : p.links) {
+                w.begin_object();
+                w.field("local", l.local).field("remote", l.remote).field("op", l.op);
+                w.field("ops_per_s", l.ops_s).field("mb_per_s", l.mb_s);
+                for (int i = 0; i < kLinkFields; ++i)
+                  if (i != kl_op) w.field(kLinkNames[i], l.row->c[i]);
+                w.end_object();
+              }
+              w.end_array();
+              w.key("cqs").begin_array();
+              for (const CqView& c : p.cqs) {
+                w.begin_object();
+                for (int i = 0; i < kCqFields; ++i) w.field(kCqNames[i], c.row->c[i]);
+                w.field("gap_now_ns", c.gap_now_ns).field("open_gap", c.open_gap);
+                w.end_object();
+              }
+              w.end_array();
+              w.key("stalls_by_cause").begin_array();
+              const auto it = v.counts.find(static_cast<uint32_t>(s.pid()));
+              if (it != v.counts.end())
+                for (const CauseCount& c : it->second) {
+                  w.begin_object();
+                  w.field("cause", c.cause).field("stalls", c.stalls).field("slow_ops", c.slow_ops);
+                  w.end_object();
+                }
+              w.end_array();
+              w.end_object();
+            }
+            w.end_array();
+            w.key("stalls").begin_array();
+            for (const StallEvent& e : v.stalls) {
+              w.begin_object();
+              w.field("pid", static_cast<uint64_t>(e.pid))
+                  .field("tid", static_cast<uint64_t>(e.tid));
+              w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
+              w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
+              w.field("end_real_ns", e.end_real_ns).field("dur_ns", e.dur_ns);
+              w.field("cause", e.cause).field("why", e.why);
+              w.end_object();
+            }
+            w.end_array();
+            w.key("skipped").begin_array();
+            for (const Skipped& s : v.skipped) {
+              w.begin_object();
+              w.field("file", s.name).field("why", s.why).field("stale", s.stale);
+              w.end_object();
+            }
+            w.end_array();
+            w.end_object();
+          },
+          true))
+    return "{}\n";
+  return text;
 }
 
 }  // namespace live
