@@ -208,6 +208,7 @@ class KernelLogWriter {
   bool append_raw(const void* record, size_t len);
   bool flush();  // writes the buffered records (kept, then raw) as blocks
   uint64_t buffered_bytes() const { return buf_.size() + raw_buf_.size(); }
+  uint64_t buffered_raw_bytes() const { return raw_buf_.size(); }
   uint64_t raw_bytes() const { return raw_bytes_; }  // raw blocks in the file
 
   // Compaction, which keeps the log within a bound by dropping its oldest raw

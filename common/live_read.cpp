@@ -95,7 +95,7 @@ bool read_snapshot(int dirfd, const std::string& name, const ReadOptions& opt, S
   Head h;
   if (!detail::pread_all(f.fd, &magic, sizeof(magic), 0) || magic != kMagic)
     return fail(why, "no live snapshot magic (not written yet, or not one)");
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  detail::acquire_fence();
   if (!detail::pread_all(f.fd, &h, sizeof(h), 0)) return fail(why, "shorter than its head");
   if (h.c[kh_version] != kVersion)
     return fail(why, "version " + std::to_string(h.c[kh_version]) + ", this fabtrace reads " +

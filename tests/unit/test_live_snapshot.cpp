@@ -54,6 +54,9 @@ TEST(LiveSeqlock, AConcurrentReaderNeverSeesATornBody) {
       std::fill(src.begin(), src.end(), g);
       live::write_seqlocked(seq, body, src.data(), kWords);
       written.store(g, std::memory_order_relaxed);
+      // A pause now and then (the publisher writes once a second): a reader
+      // slowed by a sanitizer could otherwise overlap every write.
+      if (g % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
   const auto check = [&](const std::vector<uint64_t>& got, uint64_t* last, const char* how) {
@@ -67,7 +70,8 @@ TEST(LiveSeqlock, AConcurrentReaderNeverSeesATornBody) {
     *last = got[0];
     return true;
   };
-  uint64_t reads_mem = 0, reads_fd = 0, last_mem = 0, last_fd = 0;
+  std::atomic<uint64_t> reads_mem{0}, reads_fd{0};  // the main thread reads them
+  uint64_t last_mem = 0, last_fd = 0;
   std::thread reader([&] {
     std::vector<uint64_t> got(kWords);
     while (!stop.load(std::memory_order_relaxed)) {

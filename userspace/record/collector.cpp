@@ -345,7 +345,10 @@ bool Collector::compact() {
   if (compact_failed_ || log_failed_) return false;
   if (log_.raw_bytes() == 0) {
     // Only the raw buffer: written first, so that it can go with the rest.
-    if (log_.buffered_bytes() == 0 || !log_.flush() || log_.raw_bytes() == 0) return false;
+    // With none either there is nothing to drop, and no write is made: past
+    // the bound every record asks, and a flush each would slow the collector
+    // behind the ring.
+    if (log_.buffered_raw_bytes() == 0 || !log_.flush() || log_.raw_bytes() == 0) return false;
   }
   const uint64_t reserve = std::min<uint64_t>(1u << 20, opt_.max_log_bytes / 16);
   const uint64_t target = (opt_.max_log_bytes - reserve) / 4 * 3;
