@@ -23,10 +23,21 @@ HeldApp::HeldApp(const std::string& tag, const std::string& family, int count, u
                                                   : std::vector<std::string>{dir})
       if (::chown(d.c_str(), uid, uid) != 0 || ::chmod(d.c_str(), 0755) != 0) pid = -1;
   }
-  std::vector<std::string> argv = {
-      FT_APP,   "--prov", "tcp;ofi_rxm", "--test", family,         "--count", std::to_string(count),
-      "--size", "4096",   "--timeout",   "100",    "--hold-until", release,   "--result",
-      result_prefix};
+  std::vector<std::string> argv = {FT_APP,
+                                   "--prov",
+                                   "tcp;ofi_rxm",
+                                   "--test",
+                                   family,
+                                   "--count",
+                                   std::to_string(count),
+                                   "--size",
+                                   "4096",
+                                   "--timeout",
+                                   "100",
+                                   "--hold-until",
+                                   release,
+                                   "--result",
+                                   result_prefix};
   if (uid) argv = as_uid(uid, argv);
   env.push_back({"FABTRACE_DIR", dir});
   env.push_back({"FABTRACE_LIVE_DIR", live_dir});
