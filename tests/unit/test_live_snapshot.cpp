@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/live_format.h"
 #include "common/live_read.h"
 #include "common/live_seqlock.h"
@@ -197,6 +198,14 @@ live::ReadOptions options(const test::ScratchDir& d) {
   return o;
 }
 
+// The view of the files in d, with no record session.
+bool gather_in(const test::ScratchDir& d, live::NodeView* v, std::string* err) {
+  live::GatherOptions o;
+  o.read = options(d);
+  o.run_dir = d.path("no-session");
+  return live::gather(o, v, err);
+}
+
 TEST(LiveRead, ALiveProcessesFileIsReadWhole) {
   test::ScratchDir d;
   const int fd =
@@ -321,16 +330,11 @@ TEST(LiveView, RatesComeFromTheIntervalAndFiltersSelect) {
   Layout lay;
   lay.link_cap = 4;
   lay.cq_cap = 2;
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + ts.tv_nsec;
+  const uint64_t now = mono_ns();
   ASSERT_EQ(::pwrite(fd, &now, 8, Layout::kBodyOffset + 8 * live::kp_published_mono_ns), 8);
-  live::GatherOptions o;
-  o.read = options(d);
-  o.run_dir = d.path("no-session");
   live::NodeView v;
   std::string err;
-  ASSERT_TRUE(live::gather(o, &v, &err)) << err;
+  ASSERT_TRUE(gather_in(d, &v, &err)) << err;
   ASSERT_EQ(v.procs.size(), 1u);
   EXPECT_FALSE(v.procs[0].late);
   EXPECT_DOUBLE_EQ(v.procs[0].ops_s, 100.0);
@@ -430,12 +434,9 @@ TEST(LiveMetrics, EveryFamilyHasItsHelpAndTypeOnce) {
   const int fd =
       plant(d.path(), ::geteuid(), ::getpid(), live::process_start_time(::getpid()), true);
   ASSERT_GE(fd, 0);
-  live::GatherOptions o;
-  o.read = options(d);
-  o.run_dir = d.path("no-session");
   live::NodeView v;
   std::string err;
-  ASSERT_TRUE(live::gather(o, &v, &err)) << err;
+  ASSERT_TRUE(gather_in(d, &v, &err)) << err;
   const std::string t = live::metrics_text(v, 16);
   EXPECT_NE(t.find("# TYPE fabtrace_ops_total counter\n"), std::string::npos);
   EXPECT_NE(t.find("fabtrace_ops_total{jobid=\"\",rank=\"3\",pid=\"" + std::to_string(::getpid()) +

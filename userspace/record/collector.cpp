@@ -473,29 +473,25 @@ void Collector::live_stall(const ft_hdr& h, const void* data, size_t size) {
   e.tid = h.tid;
   const auto r = ranks_.find(pid);
   e.rank = r != ranks_.end() ? r->second : "";
-  bool known = false;
+  const auto* rec = static_cast<const uint8_t*>(data);
+  ft_window w;
   if (h.kind == FT_EV_STALL && size >= sizeof(ft_stall)) {
-    ft_stall st;
-    std::memcpy(&st, data, sizeof(st));
+    const auto st = kernel_log::record_as<ft_stall>(rec);
     e.cq = st.cq;
-    e.cause = window_cause(st.w);
-    e.why = window_verdict(st.w);
-    known = true;
-    e.end_mono_ns = st.w.end;
-    e.dur_ns = st.w.end > st.w.start ? st.w.end - st.w.start : 0;
+    w = st.w;
   } else if (h.kind == FT_EV_SLOW_OP && size >= sizeof(ft_op)) {
-    ft_op op;
-    std::memcpy(&op, data, sizeof(op));
+    const auto op = kernel_log::record_as<ft_op>(rec);
     e.slow_op = true;
     e.op = op.op < static_cast<uint32_t>(kOpKindCount) ? op_name(static_cast<OpKind>(op.op)) : "?";
     e.bytes = op.bytes;
-    e.cause = window_cause(op.w);
-    e.why = window_verdict(op.w);
-    known = true;
-    e.end_mono_ns = op.w.end;
-    e.dur_ns = op.w.end > op.w.start ? op.w.end - op.w.start : 0;
+    w = op.w;
+  } else {
+    return;
   }
-  if (!known) return;
+  e.cause = window_cause(w);
+  e.why = window_verdict(w);
+  e.end_mono_ns = w.end;
+  e.dur_ns = w.end > w.start ? w.end - w.start : 0;
   const uint64_t now_m = mono_ns();
   e.end_real_ns = real_ns() - (now_m > e.end_mono_ns ? now_m - e.end_mono_ns : 0);
   live_.add(u->second, e);
