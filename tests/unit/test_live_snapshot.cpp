@@ -198,12 +198,12 @@ live::ReadOptions options(const test::ScratchDir& d) {
   return o;
 }
 
-// The view of the files in d, with no record session.
-bool gather_in(const test::ScratchDir& d, live::NodeView* v, std::string* err) {
+// A view of the files in d, with no record session.
+live::GatherOptions no_session(const test::ScratchDir& d) {
   live::GatherOptions o;
   o.read = options(d);
   o.run_dir = d.path("no-session");
-  return live::gather(o, v, err);
+  return o;
 }
 
 TEST(LiveRead, ALiveProcessesFileIsReadWhole) {
@@ -334,7 +334,8 @@ TEST(LiveView, RatesComeFromTheIntervalAndFiltersSelect) {
   ASSERT_EQ(::pwrite(fd, &now, 8, Layout::kBodyOffset + 8 * live::kp_published_mono_ns), 8);
   live::NodeView v;
   std::string err;
-  ASSERT_TRUE(gather_in(d, &v, &err)) << err;
+  live::GatherOptions o = no_session(d);
+  ASSERT_TRUE(live::gather(o, &v, &err)) << err;
   ASSERT_EQ(v.procs.size(), 1u);
   EXPECT_FALSE(v.procs[0].late);
   EXPECT_DOUBLE_EQ(v.procs[0].ops_s, 100.0);
@@ -436,7 +437,7 @@ TEST(LiveMetrics, EveryFamilyHasItsHelpAndTypeOnce) {
   ASSERT_GE(fd, 0);
   live::NodeView v;
   std::string err;
-  ASSERT_TRUE(gather_in(d, &v, &err)) << err;
+  ASSERT_TRUE(live::gather(no_session(d), &v, &err)) << err;
   const std::string t = live::metrics_text(v, 16);
   EXPECT_NE(t.find("# TYPE fabtrace_ops_total counter\n"), std::string::npos);
   EXPECT_NE(t.find("fabtrace_ops_total{jobid=\"\",rank=\"3\",pid=\"" + std::to_string(::getpid()) +
