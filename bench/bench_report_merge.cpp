@@ -28,8 +28,8 @@
 
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
-#include "userspace/report/perfetto_trace.h"
-#include "userspace/report/perfetto_writer.h"
+#include "userspace/report/perfetto/perfetto_trace.h"
+#include "userspace/report/perfetto/writer.h"
 
 namespace fabtrace::report {
 namespace {

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/capture_window.h"
+#include "common/capture_spec.h"
 #include "common/clock.h"
 #include "common/oplog_file.h"
 #include "fabtrace.h"
@@ -69,7 +69,7 @@ bool start_timeline(benchmark::State& state, Timeline& t, const char* tag, const
   *path = bench_path(tag);
   TimelineConfig c = config(256);
   std::string why;
-  parse_capture_window(window, &c.window, &why);
+  parse_capture_spec(window, &c.window, &why);
   if (t.start(c, *path, OplogMeta{"bench", "0", getpid()})) return true;
   state.SkipWithError("cannot open the oplog");
   return false;

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "userspace/report/html_report.h"
-#include "userspace/report/job.h"
-#include "userspace/report/slowest_ops.h"
-#include "userspace/report/summary.h"
-#include "userspace/report/tables.h"
+#include "userspace/report/html/html_report.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/analysis/slowest_ops.h"
+#include "userspace/report/text/summary.h"
+#include "userspace/report/tables/tables.h"
 
 namespace {
 

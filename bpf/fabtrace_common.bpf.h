@@ -62,8 +62,10 @@ struct ft_irq_slot {
 };
 
 struct ft_fault_slot {
-  __u64 start; /* first fault of the bucket */
-  __u64 last;  /* latest fault in it */
+  __u64 start;  /* first fault of the bucket */
+  __u64 last;   /* latest fault in it */
+  __u64 on_cpu; /* the thread's time on a CPU from start to last (a burst goes
+                 * on through preemptions, so the two differ on a loaded node) */
   __u32 count;
   __u32 off_seq; /* the thread's off_n at that latest fault */
 };

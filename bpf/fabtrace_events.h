@@ -58,27 +58,37 @@
 #define FT_RUN_LOG 256      /* per CPU: the last tasks that ran (who held a waiting thread's CPU) */
 #define FT_RUNNERS 2        /* runners kept per off-CPU interval */
 
+/* The record kinds, one line each: X(kind, value, record struct, name, raw).
+ * The enum below, the kernel log's record sizes, names and raw classes
+ * (common/kernel_log.cpp) and the fixtures' list of kinds come from here; a
+ * kind's meaning is written where it is emitted and where it is used.
+ * raw: an event of the node's raw stream, which the log keeps only around
+ * stalls and slow ops by default and which gives way first at its bound. */
+#define FT_EVENT_KINDS(X)                                                                          \
+  X(FT_EV_OFFCPU, 1, ft_offcpu, "offcpu", 1)   /* a traced thread was off its CPU: why, who ran */ \
+  X(FT_EV_IRQ, 2, ft_irq, "irq", 1)            /* a hard IRQ while a traced thread was on CPU */   \
+  X(FT_EV_SOFTIRQ, 3, ft_irq, "softirq", 1)    /* a softirq while a traced thread was on CPU */    \
+  X(FT_EV_FAULTS, 4, ft_faults, "faults", 1)   /* page faults of a traced thread, summarized */    \
+  X(FT_EV_RETRANS, 5, ft_net, "retransmit", 0) /* tcp_retransmit_skb */                            \
+  X(FT_EV_DROP, 6, ft_net, "drop", 0)          /* skb:kfree_skb with its drop reason */            \
+  X(FT_EV_WORK, 7, ft_work, "cxi_work", 1)     /* a cxi driver work item (workqueue start/end) */  \
+  X(FT_EV_CXI_ERR, 8, ft_cxi_err, "cxi_err", 0) /* cass:cass_err */                                \
+  X(FT_EV_THREAD, 9, ft_thread, "thread", 0)    /* a preloaded thread's first fabric activity */   \
+  X(FT_EV_STALL, 10, ft_stall, "stall", 0)      /* a CQ poll gap above the threshold, explained */ \
+  X(FT_EV_SLOW_OP, 11, ft_op, "slow_op", 0)     /* an op above the latency threshold, explained */ \
+  X(FT_EV_OP_ERROR, 12, ft_op, "op_error", 0)   /* an op completed in error */                     \
+  X(FT_EV_POLL, 13, ft_poll, "poll", 1)         /* one CQ poll (opt-in, --polls) */                \
+  X(FT_EV_EXIT, 14, ft_exit, "exit", 0)         /* a traced thread exited */                       \
+  X(FT_EV_MARK, 15, ft_mark, "mark", 0) /* the application's phase mark (include/fabtrace.h) */    \
+  X(FT_EV_UPROBE_OPS, 16, ft_uprobe_ops, "uprobe_ops", 0) /* --uprobes: a link's ops of a kind */  \
+  X(FT_EV_UPROBE_CQ, 17, ft_uprobe_cq, "uprobe_cq", 0) /* --uprobes: an application CQ's polls */  \
+  X(FT_EV_SUMMARY, 18, ft_summary, "summary", 0)       /* the collector's: raw events summed */
+
+#define FT_EVENT_KIND_ENUM(kind, value, record, name, raw) kind = value,
 enum ft_kind {
-  FT_EV_OFFCPU = 1,      /* a traced thread was off its CPU: why, for how long, who ran */
-  FT_EV_IRQ = 2,         /* a hard IRQ handled while a traced thread was on the CPU */
-  FT_EV_SOFTIRQ = 3,     /* a softirq run while a traced thread was on the CPU */
-  FT_EV_FAULTS = 4,      /* page faults of a traced thread, summarized */
-  FT_EV_RETRANS = 5,     /* tcp_retransmit_skb */
-  FT_EV_DROP = 6,        /* skb:kfree_skb with its drop reason */
-  FT_EV_WORK = 7,        /* a cxi driver work item (workqueue_execute_start/end) */
-  FT_EV_CXI_ERR = 8,     /* cass:cass_err */
-  FT_EV_THREAD = 9,      /* a preloaded thread's first fabric activity (USDT) */
-  FT_EV_STALL = 10,      /* a CQ poll gap above the threshold, with its kernel breakdown */
-  FT_EV_SLOW_OP = 11,    /* an op above the latency threshold, with its kernel breakdown */
-  FT_EV_OP_ERROR = 12,   /* an op completed in error */
-  FT_EV_POLL = 13,       /* one CQ poll (opt-in, --polls) */
-  FT_EV_EXIT = 14,       /* a traced thread exited */
-  FT_EV_MARK = 15,       /* the application's phase mark (include/fabtrace.h, USDT) */
-  FT_EV_UPROBE_OPS = 16, /* --uprobes: one link's ops of one kind, paired in BPF */
-  FT_EV_UPROBE_CQ = 17,  /* --uprobes: one application CQ's polls and poll gaps */
-  FT_EV_SUMMARY = 18,    /* the collector's: one thread's raw events of one kind and cause */
-  FT_EV_KINDS = 19       /* one past the last kind: sizes the counter arrays */
+  FT_EVENT_KINDS(FT_EVENT_KIND_ENUM) FT_EV_KINDS /* one past the last: sizes the counters */
 };
+#undef FT_EVENT_KIND_ENUM
 
 struct ft_hdr {
   __u64 ts;   /* CLOCK_MONOTONIC ns: when the event ended (or happened) */
@@ -243,7 +253,7 @@ struct ft_task_time {
   __u64 ns;
   char comm[FT_COMM_LEN];
 };
-struct ft_window {
+struct ft_breakdown {
   __u64 start, end; /* the window (from the preload's clock, converted) */
   __u64 on_cpu_ns;
   __u64 runnable_ns; /* runnable, waiting for a CPU */
@@ -269,7 +279,7 @@ struct ft_window {
 struct ft_stall {
   struct ft_hdr h;
   __u64 cq; /* the CQ's index in the rank's report (CQ#n) */
-  struct ft_window w;
+  struct ft_breakdown w;
 };
 
 /* FT_EV_SLOW_OP / FT_EV_OP_ERROR: fired by the thread that polled the completion. */
@@ -280,7 +290,7 @@ struct ft_op {
   __s32 err; /* FT_EV_OP_ERROR: the provider's error (positive FI_E*) */
   char local[FT_ADDR_LEN];
   char remote[FT_ADDR_LEN];
-  struct ft_window w;
+  struct ft_breakdown w;
 };
 
 /* FT_EV_POLL: one poll (fi_cq_read/readfrom/sread...) timed by BPF at the preload's
@@ -465,7 +475,7 @@ FT_STATIC_ASSERT(sizeof(struct ft_irq) % 8 == 0, "ft_irq layout");
 FT_STATIC_ASSERT(sizeof(struct ft_tuple) == 40, "ft_tuple layout");
 FT_STATIC_ASSERT(sizeof(struct ft_proc) == 16, "ft_proc layout");
 FT_STATIC_ASSERT(sizeof(struct ft_net) % 8 == 0, "ft_net layout");
-FT_STATIC_ASSERT(sizeof(struct ft_window) % 8 == 0, "ft_window layout");
+FT_STATIC_ASSERT(sizeof(struct ft_breakdown) % 8 == 0, "ft_breakdown layout");
 FT_STATIC_ASSERT(sizeof(struct ft_stall) % 8 == 0, "ft_stall layout");
 FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");

@@ -14,7 +14,8 @@
  * preempted every few ms); a sleep or a block in between (futex, I/O, a stop)
  * ends the burst, and so do more off-CPU intervals than FT_FAULT_OFF_SCAN. */
 static __always_inline bool same_burst(const struct ft_thread_state* st,
-                                       const struct ft_fault_slot* cur, __u64 now) {
+                                       const struct ft_fault_slot* cur, __u64 now,
+                                       __u64* on_cpu_since) {
   const __u32 since = (__u32)st->off_n - cur->off_seq; /* off-CPU intervals closed since */
   if (since > FT_FAULT_OFF_SCAN) return false;
   __u64 off = 0;
@@ -27,6 +28,7 @@ static __always_inline bool same_burst(const struct ft_thread_state* st,
   }
   const __u64 gap = now - cur->last;
   const __u64 on_cpu = gap > off ? gap - off : 0;
+  *on_cpu_since = on_cpu;
   return on_cpu < FT_FAULT_BURST_GAP_NS ||
          (cur->count >= FT_FAULT_BURST_MIN && on_cpu < FT_FAULT_BURST_HOLD_NS);
 }
@@ -52,9 +54,11 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   __u64 n = st->flt_n;
   if (n) {
     struct ft_fault_slot* cur = &st->flt[(n - 1) & (FT_FAULT_HIST - 1)];
+    __u64 on_cpu = 0;
     if (cur->count < FT_FAULT_BUCKET_MAX && now - cur->start < FT_FAULT_BUCKET_NS &&
-        same_burst(st, cur, now)) {
+        same_burst(st, cur, now, &on_cpu)) {
       cur->last = now;
+      cur->on_cpu += on_cpu;
       cur->count++;
       cur->off_seq = (__u32)st->off_n;
       goto summary;
@@ -63,6 +67,7 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   struct ft_fault_slot* s = &st->flt[n & (FT_FAULT_HIST - 1)];
   s->start = now;
   s->last = now;
+  s->on_cpu = 0;
   s->count = 1;
   s->off_seq = (__u32)st->off_n;
   st->flt_n = n + 1;

@@ -70,11 +70,8 @@ const char* irq_class_name(IrqClass c) {
   }
 }
 
-std::string cxi_work_class(const std::string& f) {
-  static const struct {
-    const char* name;
-    const char* cls;
-  } known[] = {
+const std::vector<CxiWorkFunction>& cxi_work_functions() {
+  static const std::vector<CxiWorkFunction> known = {
       {"error_irq_worker", "error"},
       {"cass_pri_worker", "page-request"},
       {"pause_timeout_worker", "pause-timeout"},
@@ -85,7 +82,11 @@ std::string cxi_work_class(const std::string& f) {
       {"cass_sbl_worker", "link"},
       {"cass_tc_worker", "traffic-class"},
   };
-  for (const auto& k : known)
+  return known;
+}
+
+std::string cxi_work_class(const std::string& f) {
+  for (const CxiWorkFunction& k : cxi_work_functions())
     if (f == k.name) return k.cls;
   return "";
 }

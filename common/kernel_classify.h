@@ -26,8 +26,17 @@ struct IrqName {
 IrqName classify_irq(const std::string& name);
 const char* irq_class_name(IrqClass c);  // "cxi-completion", ..., "other"
 
-// The class of a cxi driver work function ("error", "page-request",
-// "pause-timeout", ... ; "" when the name is not one of the driver's).
+// The cxi driver's work functions that fabtrace names, each with its class
+// ("error", "page-request", "pause-timeout", "link", "microcontroller",
+// "traffic-class").
+struct CxiWorkFunction {
+  const char* name;
+  const char* cls;
+};
+const std::vector<CxiWorkFunction>& cxi_work_functions();
+
+// The class of a cxi driver work function (cxi_work_functions(); the exact
+// name, "" when it is not one of them).
 std::string cxi_work_class(const std::string& function);
 
 // The cxi driver's work functions listed in a /proc/kallsyms text: text symbols

@@ -38,21 +38,21 @@ std::string human_ns(uint64_t ns) {
   return b;
 }
 
-std::vector<WindowPart> window_parts(const ft_window& w) {
+std::vector<BreakdownPart> window_parts(const ft_breakdown& w) {
   return {{"on-cpu", w.on_cpu_ns},   {"runnable", w.runnable_ns},   {"futex", w.futex_ns},
           {"sleep", w.sleep_ns},     {"nanosleep", w.nanosleep_ns}, {"disk", w.disk_ns},
           {"stopped", w.stopped_ns}, {"other", w.other_ns},         {"irq", w.irq_ns},
           {"softirq", w.softirq_ns}};
 }
 
-bool window_valid(const ft_window& w) {
+bool window_valid(const ft_breakdown& w) {
   if (w.start > w.end) return false;
   const uint64_t len = w.end - w.start;
   // The parts outside IRQs are disjoint pieces of the window (an off-CPU
   // interval is clipped to it; on-CPU is the rest): their sum is the window's
   // length at most, give or take a nanosecond per part.
   uint64_t sum = 0;
-  for (const WindowPart& p : window_parts(w)) {
+  for (const BreakdownPart& p : window_parts(w)) {
     if (p.ns > len) return false;
     const std::string n = p.name;
     if (n != "irq" && n != "softirq") sum += p.ns;
@@ -77,14 +77,14 @@ std::string wait_on_name(uint32_t on) {
   }
 }
 
-std::string page_faults_text(const ft_window& w) {
+std::string page_faults_text(const ft_breakdown& w) {
   const std::string n = std::to_string(w.faults) + " page faults";
   if (w.flags & FT_WIN_PARTIAL_FAULT) return "at least " + n;
   if (w.flags & FT_WIN_FAULTS_PRORATED) return "about " + n;
   return n;
 }
 
-const char* faults_bound(const ft_window& w) {
+const char* faults_bound(const ft_breakdown& w) {
   if (w.flags & FT_WIN_PARTIAL_FAULT) return "at_least";
   if (w.flags & FT_WIN_FAULTS_PRORATED) return "about";
   return "exact";
@@ -100,7 +100,7 @@ struct Cause {
   const char* cls;
 };
 
-std::vector<Cause> causes_of(const ft_window& w) {
+std::vector<Cause> causes_of(const ft_breakdown& w) {
   std::vector<Cause> causes = {
       {w.runnable_ns,
        w.top[0].pid ? "preempted by " + task(w.top[0]) : "runnable, waiting for a CPU",
@@ -139,13 +139,13 @@ std::vector<Cause>::const_iterator top_cause(const std::vector<Cause>& causes) {
 
 }  // namespace
 
-const char* window_cause(const ft_window& w) {
+const char* window_cause(const ft_breakdown& w) {
   if (!window_valid(w)) return "malformed";
   const std::vector<Cause> causes = causes_of(w);
   return top_cause(causes)->cls;
 }
 
-std::string window_verdict(const ft_window& w) {
+std::string window_verdict(const ft_breakdown& w) {
   if (!window_valid(w)) return kMalformedWindow;
   const uint64_t len = w.end > w.start ? w.end - w.start : 0;
   const std::vector<Cause> causes = causes_of(w);

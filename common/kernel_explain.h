@@ -14,19 +14,19 @@
 namespace fabtrace {
 
 // The parts of a window, in the order they are listed.
-struct WindowPart {
+struct BreakdownPart {
   const char* name;  // "on-cpu", "runnable", "futex", "sleep", "nanosleep", "disk", "stopped",
                      // "other", "irq", "softirq"
   uint64_t ns;
 };
 // Every part of the window's breakdown (IRQ and softirq time are inside on-cpu).
-std::vector<WindowPart> window_parts(const ft_window& w);
+std::vector<BreakdownPart> window_parts(const ft_breakdown& w);
 
 // A window the kernel could have broken down: not reversed, and no part
 // longer than the window (the parts before IRQs adding up to it at most).
 // Anything else (a crafted log, a probe whose arguments were never checked)
 // is malformed: counted, never explained.
-bool window_valid(const ft_window& w);
+bool window_valid(const ft_breakdown& w);
 // An op_error record's code is one (1 .. FT_MAX_ERR).
 inline bool op_error_valid(int32_t err) { return err > 0 && err <= FT_MAX_ERR; }
 constexpr const char* kMalformedWindow = "malformed window (not explained)";
@@ -44,19 +44,19 @@ constexpr const char* kMalformedWindow = "malformed window (not explained)";
 // that is not exact says so: "at least N" (the history did not reach the
 // window's start: the faults it holds for certain), "about N" (a burst over an
 // edge of the window prorated by time).
-std::string window_verdict(const ft_window& w);
+std::string window_verdict(const ft_breakdown& w);
 
 // The class of the cause that took most of the window, one word of a fixed
 // set (a metric's label: cardinality 10): "preempted", "stopped", "futex",
 // "nanosleep", "sleep" (another sleeping syscall), "disk", "other", "on-cpu",
 // "interrupts", and "malformed" for a window that is not window_valid.
-const char* window_cause(const ft_window& w);
+const char* window_cause(const ft_breakdown& w);
 
 // The window's page faults as the verdict words them ("131072 page faults",
 // "at least ...", "about ..."), and as a word for tables: "exact", "at_least",
 // "about".
-std::string page_faults_text(const ft_window& w);
-const char* faults_bound(const ft_window& w);
+std::string page_faults_text(const ft_breakdown& w);
+const char* faults_bound(const ft_breakdown& w);
 
 // "pipe", "socket", "file", "character device", "other file"; "" for
 // FT_ON_NONE (enum ft_wait_on).

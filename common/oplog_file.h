@@ -11,7 +11,7 @@
 //           at mono0_ns (the wall anchor); residual_ns and pairs describe the fit.
 //   kEnd    {"ops_written":...,"dropped":...,"filtered":...,"outside_window":...}
 //           (outside_window: ops left out by the capture window; version 2)
-//   kWindow {"spec":"...","signal":"..."}  (OplogWindow; version 2)
+//   kWindow {"spec":"...","signal":"..."}  (OplogCaptureSpec; version 2)
 #pragma once
 
 #include <cstddef>
@@ -73,7 +73,7 @@ struct OplogMarkName {
 
 // What the timeline was asked to capture (kWindow). Which spans it did
 // capture are the kCaptureOn/kCaptureOff marks.
-struct OplogWindow {
+struct OplogCaptureSpec {
   std::string spec;    // FABTRACE_OPS_WINDOW as understood ("" = the whole run)
   std::string signal;  // the toggle signal ("SIGUSR2"), or why there is none
 };
@@ -101,7 +101,7 @@ class OplogFileWriter {
   // and the capture window. n == 0 / an empty vector writes nothing.
   bool write_mark_names(const std::vector<OplogMarkName>& names);
   bool write_marks(const oplog::OpEntry* marks, size_t n);
-  bool write_window(const OplogWindow& w);
+  bool write_window(const OplogCaptureSpec& w);
   bool write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered,
                  uint64_t outside_window = 0);
   void close();
@@ -171,7 +171,7 @@ class OplogReader {
   // The mark's name, "" when the id is not in the dictionary.
   const std::string& mark_name(uint32_t id) const;
   bool has_window() const { return has_window_; }
-  const OplogWindow& window() const { return window_; }
+  const OplogCaptureSpec& window() const { return window_; }
   // Marks in the whole kMarks blocks read by the last read_all/scan.
   uint64_t marks_read() const { return marks_read_; }
   bool truncated() const { return truncated_; }
@@ -202,7 +202,7 @@ class OplogReader {
   bool has_calib_ = false;
   std::map<uint32_t, OplogLink> links_;
   std::map<uint32_t, std::string> mark_names_;
-  OplogWindow window_;
+  OplogCaptureSpec window_;
   bool has_window_ = false;
   uint64_t marks_read_ = 0;
   bool truncated_ = false;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/input_limits.h"
@@ -13,28 +14,57 @@
 
 namespace fabtrace {
 
+// An op row's outcomes other than its timed completions, in the report's
+// order: X(member, its words in the text report); the JSON key is the member's
+// name. The preload's cells (preload/stats.h) count them under the same names,
+// and their merge, the text and JSON writers, both JSON readers and the job's
+// byte form all take this list. (The CSV's columns are a contract of their own:
+// userspace/report/tables.)
+#define FABTRACE_OP_OUTCOMES(X)                                                           \
+  X(errors, "err") /* completions in error (fi_cq_readerr, incl. cancelled) */            \
+  /* accepted, not timed by design: no completion (inject, selective), context kept       \
+   * (peek/claim, multi-recv, triggered); in version 1 reports also the ring_full ops */  \
+  X(untimed, "untimed")                                                                   \
+  X(ring_full, "ring full")   /* accepted, not timed: the in-flight ring had no record */ \
+  X(unfinished, "unfinished") /* accepted, timed, never completed (CQ closed, or exit) */ \
+  X(eagain, "EAGAIN")         /* refused at issue with -FI_EAGAIN */                      \
+  X(refused, "refused")       /* refused at issue with another error */
+
+// An op row's times (ns) and its rate, in the report's order: X(member), the
+// JSON key its name.
+#define FABTRACE_OP_TIMES(X) X(avg_ns) X(min_ns) X(max_ns) X(p50_ns) X(p99_ns) X(gbps)
+
+// An op row's JSON keys, in the order the writer puts them (the readers look
+// them up in this order), with version 1's "imm" before its later name.
+#define FABTRACE_OP_KEY_NAME(m, words) #m,
+#define FABTRACE_OP_TIME_KEY_NAME(m) #m,
+inline constexpr std::string_view kOpRowKeys[] = {"op",
+                                                  "bytes",
+                                                  "size_unknown",
+                                                  "count",
+                                                  FABTRACE_OP_OUTCOMES(FABTRACE_OP_KEY_NAME) "imm",
+                                                  "completed_within_50us",
+                                                  FABTRACE_OP_TIMES(FABTRACE_OP_TIME_KEY_NAME)};
+#undef FABTRACE_OP_KEY_NAME
+#undef FABTRACE_OP_TIME_KEY_NAME
+
 // The figures of one (op, size) of one link, without the op's name (a
-// job's link table holds the name once per job: userspace/report/job.h).
+// job's link table holds the name once per job: userspace/report/job/job.h).
 struct OpStats {
-  uint64_t bytes = 0;   // message size (received size for receives, unless size_unknown)
-  uint64_t count = 0;   // timed successful completions
-  uint64_t errors = 0;  // completions in error (fi_cq_readerr, incl. cancelled)
-  // Accepted, not timed by design: no completion (inject, selective), context
-  // kept (peek/claim, multi-recv, triggered). In version 1 reports it also
-  // held the ring_full ops.
-  uint64_t untimed = 0;
-  uint64_t ring_full = 0;  // accepted, not timed: the in-flight ring had no free record
-  uint64_t unfinished =
-      0;                 // accepted, timed, never completed (CQ closed or still in flight at exit)
-  uint64_t eagain = 0;   // refused at issue with -FI_EAGAIN
-  uint64_t refused = 0;  // refused at issue with another error
+  uint64_t bytes = 0;  // message size (received size for receives, unless size_unknown)
+  uint64_t count = 0;  // timed successful completions
+#define FABTRACE_OP_OUTCOME_MEMBER(m, words) uint64_t m = 0;
+  FABTRACE_OP_OUTCOMES(FABTRACE_OP_OUTCOME_MEMBER)
+#undef FABTRACE_OP_OUTCOME_MEMBER
   // Receives completed less than 50 us after they were posted: the message
   // was already waiting, or the receive was posted just in time on a fast
   // path; this count alone does not tell which (the job report's "posted
   // late" verdict comes from both ranks' per-op timelines).
   uint64_t within_50us = 0;
-  double avg_ns = 0, min_ns = 0, max_ns = 0, p50_ns = 0, p99_ns = 0;
-  double gbps = 0;  // bytes / mean latency: per-op bandwidth (GB/s = bytes/ns)
+  // gbps: bytes / mean latency, per-op bandwidth (GB/s = bytes/ns)
+#define FABTRACE_OP_TIME_MEMBER(m) double m = 0;
+  FABTRACE_OP_TIMES(FABTRACE_OP_TIME_MEMBER)
+#undef FABTRACE_OP_TIME_MEMBER
   // A receive row whose completions carried no length (the provider's CQ had
   // no length field): bytes is the posted buffer size, and gbps is 0.
   bool size_unknown = false;
@@ -58,40 +88,55 @@ struct LinkReport {
 // One NIC (libfabric domain): concurrency-aware achieved bandwidth.
 // One time window of a NIC's activity: window `index` starts index *
 // window_ns after the rank's first fabric activity.
-struct NicWindow {
+struct NicTimeBin {
   uint64_t index = 0;
   double busy_ns = 0;  // time in the window with at least one op in flight
   uint64_t bytes = 0;  // bytes of the busy periods in it, spread over their time
 };
 
+// A NIC's whole-run figures, then its peak and what fell in no window, in the
+// report's order: X(kind, member, JSON key), kind count (uint64_t) or real
+// (double). The JSON writer and reader and the job's byte form take them.
+#define FABTRACE_NIC_TOTALS(X)                                                      \
+  X(count, ops, "ops") /* successful non-receive ops */                             \
+  X(count, bytes, "bytes")                                                          \
+  X(real, busy_ns, "busy_ns")     /* union of in-flight intervals, whole run */     \
+  X(real, gbps, "achieved_gbps")  /* bytes / busy_ns: the whole run ("achieved") */ \
+  X(real, window_ns, "window_ns") /* the width of the time windows (see windows) */
+// The peak: the fastest time window of at most peak_limit_ns (10 ms), by the
+// whole-run figure's basis: peak_gbps is its bytes over its busy time
+// (peak_busy_ns), so peak_gbps >= gbps. Its activity lasted peak_span_ns (first
+// issue to last completion in it), from peak_start_s (seconds after the first
+// fabric activity). Where the periods in no window (unbinned) were faster
+// still, they are the peak: peak_span_ns 0 (not placed in time). Unbinned:
+// busy time and bytes in the whole-run figures but in no window nor stretch
+// (periods a thread folded alone while another held the NIC's lock).
+#define FABTRACE_NIC_PEAK(X)                    \
+  X(real, peak_limit_ns, "peak_limit_ns")       \
+  X(real, peak_gbps, "peak_gbps")               \
+  X(real, peak_start_s, "peak_start_s")         \
+  X(real, peak_span_ns, "peak_span_ns")         \
+  X(count, peak_bytes, "peak_bytes")            \
+  X(real, peak_busy_ns, "peak_busy_ns")         \
+  X(real, unbinned_busy_ns, "unbinned_busy_ns") \
+  X(count, unbinned_bytes, "unbinned_bytes")
+
+namespace report_field {
+using count = uint64_t;
+using real = double;
+}  // namespace report_field
+
 // One per domain with any op (a domain that only received has ops == 0).
 struct NicReport {
   std::string domain;               // domain name
   std::vector<std::string> locals;  // the addresses of its endpoints
-  uint64_t ops = 0;                 // successful non-receive ops
-  uint64_t bytes = 0;
-  double busy_ns = 0;  // union of in-flight intervals, whole run
-  double gbps = 0;     // bytes / busy_ns: the whole run ("achieved")
+#define FABTRACE_NIC_MEMBER(kind, m, key) report_field::kind m = 0;
+  FABTRACE_NIC_TOTALS(FABTRACE_NIC_MEMBER)
   // Over time: the windows with activity (bounded: at most 4096; wider
   // windows in long runs).
-  double window_ns = 0;
-  std::vector<NicWindow> windows;
-  // The peak: the fastest time window of at most peak_limit_ns (10 ms), by
-  // the whole-run figure's basis: peak_gbps is its bytes over its busy time
-  // (peak_busy_ns), so peak_gbps >= gbps. Its activity lasted peak_span_ns
-  // (first issue to last completion in it), from peak_start_s. Where the
-  // periods in no window (unbinned) were faster still, they are the peak:
-  // peak_span_ns 0 (not placed in time).
-  double peak_limit_ns = 0;
-  double peak_gbps = 0;
-  double peak_start_s = 0;  // seconds after the first fabric activity
-  double peak_span_ns = 0;
-  uint64_t peak_bytes = 0;
-  double peak_busy_ns = 0;
-  // Busy time and bytes in the whole-run figures but in no window nor
-  // stretch (periods a thread folded alone while another held the NIC's lock).
-  double unbinned_busy_ns = 0;
-  uint64_t unbinned_bytes = 0;
+  std::vector<NicTimeBin> windows;
+  FABTRACE_NIC_PEAK(FABTRACE_NIC_MEMBER)
+#undef FABTRACE_NIC_MEMBER
 };
 
 struct CqReport {

@@ -32,14 +32,10 @@ void text_row(std::FILE* out, const OpRow& o) {
     std::fprintf(out, "  [<50us of post %llu = %.1f%%]",
                  static_cast<unsigned long long>(o.within_50us),
                  100.0 * static_cast<double>(o.within_50us) / static_cast<double>(o.count));
-  const struct {
-    uint64_t v;
-    const char* what;
-  } extras[] = {{o.errors, "err"},          {o.untimed, "untimed"},
-                {o.ring_full, "ring full"}, {o.unfinished, "unfinished"},
-                {o.eagain, "EAGAIN"},       {o.refused, "refused"}};
-  for (const auto& e : extras)
-    if (e.v) std::fprintf(out, "  [%llu %s]", static_cast<unsigned long long>(e.v), e.what);
+#define FABTRACE_OUTCOME_TEXT(m, words) \
+  if (o.m) std::fprintf(out, "  [%llu %s]", static_cast<unsigned long long>(o.m), words);
+  FABTRACE_OP_OUTCOMES(FABTRACE_OUTCOME_TEXT)
+#undef FABTRACE_OUTCOME_TEXT
   std::fputc('\n', out);
 }
 
@@ -151,20 +147,17 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
     j.key("locals").begin_array();
     for (const std::string& a : n.locals) j.value(a);
     j.end_array();
-    j.field("ops", n.ops).field("bytes", n.bytes);
-    j.field("busy_ns", n.busy_ns).field("achieved_gbps", n.gbps);
-    j.field("window_ns", n.window_ns);
+#define FABTRACE_NIC_JSON(kind, m, key) j.field(key, n.m);
+    FABTRACE_NIC_TOTALS(FABTRACE_NIC_JSON)
     j.key("windows").begin_array();  // [index, busy_ns, bytes], windows with activity only
-    for (const NicWindow& w : n.windows) {
+    for (const NicTimeBin& w : n.windows) {
       j.begin_array();
       j.value(w.index).value(w.busy_ns).value(w.bytes);
       j.end_array();
     }
     j.end_array();
-    j.field("peak_limit_ns", n.peak_limit_ns).field("peak_gbps", n.peak_gbps);
-    j.field("peak_start_s", n.peak_start_s).field("peak_span_ns", n.peak_span_ns);
-    j.field("peak_bytes", n.peak_bytes).field("peak_busy_ns", n.peak_busy_ns);
-    j.field("unbinned_busy_ns", n.unbinned_busy_ns).field("unbinned_bytes", n.unbinned_bytes);
+    FABTRACE_NIC_PEAK(FABTRACE_NIC_JSON)
+#undef FABTRACE_NIC_JSON
     j.end_object();
   }
   j.end_array();
@@ -188,12 +181,13 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
       j.begin_object();
       j.field("op", o.op).field("bytes", o.bytes).field("count", o.count);
       if (o.size_unknown) j.field("size_unknown", true);
-      j.field("errors", o.errors).field("untimed", o.untimed).field("ring_full", o.ring_full);
-      j.field("unfinished", o.unfinished);
-      j.field("eagain", o.eagain).field("refused", o.refused);
+#define FABTRACE_OUTCOME_JSON(m, words) j.field(#m, o.m);
+      FABTRACE_OP_OUTCOMES(FABTRACE_OUTCOME_JSON)
+#undef FABTRACE_OUTCOME_JSON
       if (o.recv) j.field("completed_within_50us", o.within_50us);
-      j.field("avg_ns", o.avg_ns).field("min_ns", o.min_ns).field("max_ns", o.max_ns);
-      j.field("p50_ns", o.p50_ns).field("p99_ns", o.p99_ns).field("gbps", o.gbps);
+#define FABTRACE_TIME_JSON(m) j.field(#m, o.m);
+      FABTRACE_OP_TIMES(FABTRACE_TIME_JSON)
+#undef FABTRACE_TIME_JSON
       j.end_object();
     }
     j.end_array();

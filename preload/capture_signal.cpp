@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/capture_window.h"
+#include "common/capture_spec.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "preload/timeline.h"

@@ -41,7 +41,7 @@ void add_pending_nic_intervals(Shard* tail) {
     domains = runtime().domains;
   }
   for (DomainWrap* d : domains) {
-    const auto bin = [d](PeriodWindow<NicBusy::kShared>& g) {
+    const auto bin = [d](BusyPeriodRing<NicBusy::kShared>& g) {
       g.bin_all();
       d->nic.activity.finish();
     };

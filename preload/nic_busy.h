@@ -5,7 +5,7 @@
 // a poll completes all end at the poll's timestamp, so together they are the
 // one interval [earliest issue, poll].
 //
-// Each thread first merges its intervals into its own PeriodWindow for the NIC
+// Each thread first merges its intervals into its own BusyPeriodRing for the NIC
 // (plain stores: nothing shared). When that window fills, the thread moves its
 // periods into the NIC's shared window under a try-lock (one exchange per
 // kLocal periods); a thread that finds the lock held keeps going and folds its
@@ -91,7 +91,7 @@ struct NicActivity {
 // The most recent disjoint busy periods (ascending), plus the ticks of those
 // folded out of it. N is a power of two.
 template <int N>
-struct PeriodWindow {
+struct BusyPeriodRing {
   static_assert((N & (N - 1)) == 0, "power of two");
   uint64_t start[N] = {}, end[N] = {}, bytes[N] = {};
   uint32_t head = 0, n = 0;     // oldest period, number of periods
@@ -238,8 +238,8 @@ struct NicBusy {
   static constexpr int kShared = 256;
   bool serial = false;  // FI_THREAD_DOMAIN: the application serializes the domain
   std::atomic<uint32_t> lock{0};
-  PeriodWindow<kShared> window;  // the lock holder's only
-  NicActivity activity;          // the lock holder's only (window.sink points here)
+  BusyPeriodRing<kShared> window;  // the lock holder's only
+  NicActivity activity;            // the lock holder's only (window.sink points here)
   // Periods threads folded on their own while the lock was held: in the
   // totals, not in the bins.
   uint64_t unbinned_ticks = 0, unbinned_bytes = 0;
@@ -279,7 +279,7 @@ struct NicBusy {
   // Adds [a, b] straight to the shared window, or to the contended totals
   // while another thread holds it.
   void add_shared(uint64_t a, uint64_t b, uint64_t nbytes) {
-    if (!with_window([=](PeriodWindow<kShared>& g) { g.insert(a, b, nbytes); }))
+    if (!with_window([=](BusyPeriodRing<kShared>& g) { g.insert(a, b, nbytes); }))
       add_contended(b > a ? b - a : 0, nbytes);
   }
   // Total busy ticks (at exit, once every thread's periods are in).
@@ -306,12 +306,12 @@ struct NicLocal {
   // per NIC a thread uses.
   static constexpr int kLocal = 64;
   NicBusy* nic = nullptr;
-  PeriodWindow<kLocal> w;
+  BusyPeriodRing<kLocal> w;
 
   // Moves every period into the NIC's window. False when its lock is held.
   bool flush() {
     if (!nic || (w.n == 0 && w.folded == 0 && w.folded_bytes == 0)) return true;
-    return nic->with_window([this](PeriodWindow<NicBusy::kShared>& g) {
+    return nic->with_window([this](BusyPeriodRing<NicBusy::kShared>& g) {
       for (uint32_t i = 0; i < w.n; ++i) g.insert(w.s(i), w.e(i), w.b(i));
       g.folded += w.folded;
       g.folded_bytes += w.folded_bytes;

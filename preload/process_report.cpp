@@ -22,12 +22,9 @@ struct Folded {
 };
 
 void merge_into(Cell& dst, const Cell& src) {
-  dst.errors += src.errors;
-  dst.eagain += src.eagain;
-  dst.refused += src.refused;
-  dst.untimed += src.untimed;
-  dst.ring_full += src.ring_full;
-  dst.unfinished += src.unfinished;
+#define FABTRACE_OUTCOME_MERGE(m, words) dst.m += src.m;
+  FABTRACE_OP_OUTCOMES(FABTRACE_OUTCOME_MERGE)
+#undef FABTRACE_OUTCOME_MERGE
   dst.within_50us += src.within_50us;
   dst.ok_bytes += src.ok_bytes;
   dst.lat.merge(src.lat);
@@ -56,8 +53,11 @@ void fold(const Shard* s, Folded* f) {
 bool any_activity(const Folded& f) {
   for (const auto& kv : f.cells) {
     const Cell& c = kv.second;
-    if (c.lat.count() + c.errors + c.untimed + c.ring_full + c.unfinished + c.eagain + c.refused)
-      return true;
+    uint64_t ops = c.lat.count();
+#define FABTRACE_OUTCOME_ADD(m, words) ops += c.m;
+    FABTRACE_OP_OUTCOMES(FABTRACE_OUTCOME_ADD)
+#undef FABTRACE_OUTCOME_ADD
+    if (ops) return true;
   }
   return false;
 }
@@ -101,12 +101,9 @@ OpRow op_row(const RowKey& k, const Cell& c, const Calibration& cal) {
   o.size_unknown = std::get<2>(k);
   o.recv = op_is_recv(kind);
   o.count = c.lat.count();
-  o.errors = c.errors;
-  o.untimed = c.untimed;
-  o.ring_full = c.ring_full;
-  o.unfinished = c.unfinished;
-  o.eagain = c.eagain;
-  o.refused = c.refused;
+#define FABTRACE_OUTCOME_COPY(m, words) o.m = c.m;
+  FABTRACE_OP_OUTCOMES(FABTRACE_OUTCOME_COPY)
+#undef FABTRACE_OUTCOME_COPY
   o.within_50us = c.within_50us;
   if (o.count) {
     o.avg_ns = c.lat.mean() * cal.ns_per_tick;

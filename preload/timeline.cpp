@@ -69,7 +69,7 @@ TimelineConfig Timeline::config_from_env(long rank) {
   c.flush_ms = env_u64("FABTRACE_OPS_FLUSH_MS", 200, 1, 60000);
   const std::string win = env_trimmed("FABTRACE_OPS_WINDOW");
   std::string why;
-  if (!parse_capture_window(win, &c.window, &why))
+  if (!parse_capture_spec(win, &c.window, &why))
     log_line("warning: FABTRACE_OPS_WINDOW=%s: %s; the timeline covers the whole run", win.c_str(),
              why.c_str());
   const char* sig = std::getenv("FABTRACE_OPS_SIGNAL");
@@ -99,7 +99,7 @@ bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const O
   if (!file_.open(path, meta)) return false;  // the writer said why, in one line
   path_ = path;
   write_calib();
-  OplogWindow w;
+  OplogCaptureSpec w;
   w.spec = cfg.window.text();
   w.signal = cfg.signal_note;
   file_.write_window(w);
@@ -321,13 +321,13 @@ void Timeline::finish() {
   if (file_.failed())  // its first error was said: never a path to a cut file as a success
     log_line("warning: per-op timeline %s is incomplete: a write failed (see above)",
              path_.c_str());
-  else if (cfg_.window.kind == CaptureWindow::kWhole && capture_head_.load() == 0)
+  else if (cfg_.window.kind == CaptureSpec::kWhole && capture_head_.load() == 0)
     log_line("per-op timeline -> %s (%llu ops)", path_.c_str(),
              static_cast<unsigned long long>(written_));
   else
     log_line("per-op timeline -> %s (%llu ops; %llu outside the capture window %s)", path_.c_str(),
              static_cast<unsigned long long>(written_), static_cast<unsigned long long>(outside),
-             cfg_.window.kind == CaptureWindow::kWhole ? "(signal)" : cfg_.window.text().c_str());
+             cfg_.window.kind == CaptureSpec::kWhole ? "(signal)" : cfg_.window.text().c_str());
   if (captures_lost_)
     log_line("warning: %llu capture window changes not recorded (more than %u between writes)",
              static_cast<unsigned long long>(captures_lost_), kCaptureRing);

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/capture_window.h"
+#include "common/capture_spec.h"
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "common/oplog_format.h"
@@ -42,7 +42,7 @@ struct TimelineConfig {
   uint64_t min_bytes = 65536;  // FABTRACE_OPS_MIN_BYTES; errors always pass
   uint64_t mb = 64;            // FABTRACE_OPS_MB
   uint64_t flush_ms = 200;     // FABTRACE_OPS_FLUSH_MS
-  CaptureWindow window;        // FABTRACE_OPS_WINDOW
+  CaptureSpec window;          // FABTRACE_OPS_WINDOW
   int signo = 0;               // FABTRACE_OPS_SIGNAL (0: none)
   std::string signal_note;     // written in the file: "SIGUSR2", or why there is no toggle
 };
@@ -119,7 +119,7 @@ class Timeline {
   void drain_captures();
   void name_new_marks();
   void write_marks();
-  void init_window(const CaptureWindow& w);
+  void init_window(const CaptureSpec& w);
   OpChunk* pop_free();
   void push_free(OpChunk* c);
   void run();

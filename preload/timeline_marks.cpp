@@ -80,11 +80,11 @@ void Timeline::append_mark(Shard* s, uint8_t kind, uint32_t name, uint32_t tid, 
 
 // ---------------------------------------------------------------- capture window
 
-void Timeline::init_window(const CaptureWindow& w) {
+void Timeline::init_window(const CaptureSpec& w) {
   switch (w.kind) {
-    case CaptureWindow::kWhole:
+    case CaptureSpec::kWhole:
       break;
-    case CaptureWindow::kTime: {
+    case CaptureSpec::kTime: {
       const Calibration cal = clock_calibration();
       const uint64_t t0 = now_ticks();  // about the first fabric activity: the timeline starts then
       const uint64_t lo = t0 + cal.ns_to_ticks(w.start_s * 1e9);
@@ -95,7 +95,7 @@ void Timeline::init_window(const CaptureWindow& w) {
       if (hi != UINT64_MAX) push_capture(oplog::kCaptureOff, hi);
       break;
     }
-    case CaptureWindow::kMark:
+    case CaptureSpec::kMark:
       mark_target_ = mark_name_id(w.mark.c_str());
       if (mark_target_ == oplog::kNoMarkName) {
         log_line("warning: FABTRACE_OPS_WINDOW=mark:%s: no room for the name; whole run",
@@ -106,7 +106,7 @@ void Timeline::init_window(const CaptureWindow& w) {
       capturing_.store(false, std::memory_order_relaxed);
       mark_state_.store(0, std::memory_order_release);
       break;
-    case CaptureWindow::kSignal:
+    case CaptureSpec::kSignal:
       lo_.store(UINT64_MAX, std::memory_order_relaxed);
       capturing_.store(false, std::memory_order_relaxed);
       break;

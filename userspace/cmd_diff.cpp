@@ -1,4 +1,4 @@
-// fabtrace diff A B: two runs compared (report/job_diff.h): what changed on
+// fabtrace diff A B: two runs compared (report/diff/job_diff.h): what changed on
 // stdout, --html FILE a page of it, and with --fail-above R an exit status a
 // CI job can gate on.
 #include <unistd.h>
@@ -14,11 +14,11 @@
 #include "common/safe_output.h"
 #include "userspace/cli/cli.h"
 #include "userspace/commands.h"
-#include "userspace/report/job.h"
-#include "userspace/report/job_diff.h"
-#include "userspace/report/json_tree.h"
-#include "userspace/report/manifest.h"
-#include "userspace/report/report_reader.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/diff/job_diff.h"
+#include "userspace/report/job/json_tree.h"
+#include "userspace/report/tables/manifest.h"
+#include "userspace/report/job/report_reader.h"
 
 namespace fabtrace {
 

@@ -334,7 +334,7 @@ int record_session(const RecordArgs& args) {
                  ev ? static_cast<double>(cpu) / 1e3 / static_cast<double>(ev) : 0.0,
                  static_cast<unsigned long long>(sums.self_count()),
                  static_cast<double>(sums.self_ns()) / 1e6,
-                 sched.empty() ? "at the priority it was started with" : sched.c_str());
+                 sched.empty() ? "at the priority it was started with" : col.sched_line().c_str());
   }
   const int lost_rc = report_lost_data(col);
   if (!col.counters_path().empty())

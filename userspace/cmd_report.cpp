@@ -18,16 +18,16 @@
 #include "common/safe_output.h"
 #include "userspace/cli/cli.h"
 #include "userspace/commands.h"
-#include "userspace/report/html_report.h"
-#include "userspace/report/job.h"
-#include "userspace/report/manifest.h"
-#include "userspace/report/otf2_export.h"
-#include "userspace/report/perfetto_trace.h"
-#include "userspace/report/slowest_ops.h"
-#include "userspace/report/summary.h"
-#include "userspace/report/tables.h"
+#include "userspace/report/html/html_report.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/tables/manifest.h"
+#include "userspace/report/otf2/otf2_export.h"
+#include "userspace/report/perfetto/perfetto_trace.h"
+#include "userspace/report/analysis/slowest_ops.h"
+#include "userspace/report/text/summary.h"
+#include "userspace/report/tables/tables.h"
 #if FABTRACE_HAVE_MPI
-#include "userspace/report_mpi.h"
+#include "userspace/report/mpi/report_mpi.h"
 #endif
 
 namespace fabtrace {

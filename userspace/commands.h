@@ -59,7 +59,7 @@ struct ReportArgs {
 void add_report_command(cli::Cli& cli, CLI::App& parent);
 int job_report(const ReportArgs& args);
 
-// fabtrace diff A B [options]: two runs compared (report/job_diff.h).
+// fabtrace diff A B [options]: two runs compared (report/diff/job_diff.h).
 struct DiffArgs {
   std::string dir_a, dir_b;
   double threshold = 1.2;

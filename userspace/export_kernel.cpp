@@ -14,7 +14,7 @@
 #include "common/kernel_explain.h"
 #include "common/kernel_log.h"
 #include "userspace/commands.h"
-#include "userspace/report/kernel_rows.h"
+#include "userspace/report/job/kernel_rows.h"
 
 namespace fabtrace {
 

@@ -156,10 +156,10 @@ OpCtx* SlotContexts::get(const char* op, int kind, uint32_t seq, size_t slot) {
   return c;
 }
 
-SlotWindow::SlotWindow(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim)
+SlotPool::SlotPool(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim)
     : env_(env), ctx_(slots, nullptr), reclaim_(std::move(reclaim)) {}
 
-size_t SlotWindow::acquire() {
+size_t SlotPool::acquire() {
   size_t found = 0;
   env_.wait(
       [&] {
@@ -184,7 +184,7 @@ size_t SlotWindow::acquire() {
   return found;
 }
 
-void SlotWindow::drain() {
+void SlotPool::drain() {
   env_.wait(
       [&] {
         for (size_t i = 0; i < ctx_.size(); ++i) {

@@ -139,9 +139,9 @@ class SlotContexts {
 };
 
 // A fixed set of buffer slots, each with at most one operation in flight.
-class SlotWindow {
+class SlotPool {
  public:
-  SlotWindow(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim);
+  SlotPool(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim);
   // A free slot; reclaims (and hands to `reclaim`) completed operations as needed.
   size_t acquire();
   void set(size_t slot, OpCtx* ctx) { ctx_[slot] = ctx; }

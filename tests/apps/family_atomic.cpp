@@ -90,7 +90,7 @@ void initiator(Env& env) {
   auto word = [&](size_t v, uint32_t seq, size_t which) {
     return reinterpret_cast<uint64_t*>(buf->data) + ((v * n + seq) * 3 + which);
   };
-  SlotWindow win(env, env.opt.window, [&](OpCtx* c) {
+  SlotPool win(env, env.opt.window, [&](OpCtx* c) {
     if (c->comp.has_flags && !(c->comp.flags & FI_ATOMIC)) {
       env.stats.data_error(std::string(c->op) + " completion flags lack FI_ATOMIC");
     }

@@ -82,7 +82,7 @@ void run_bw(Env& env) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
 
   using Clock = std::chrono::steady_clock;
-  SlotWindow win(env, env.opt.window, nullptr);
+  SlotPool win(env, env.opt.window, nullptr);
   const Clock::time_point t0 = Clock::now();
   Clock::time_point first_issued = t0;
   for (size_t i = 0; i < n; ++i) {

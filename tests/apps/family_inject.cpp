@@ -104,7 +104,7 @@ void initiator(Env& env, size_t size) {
   Buffer* wbuf = f.alloc(env.opt.window * stride, false);
   Buffer* selbuf = f.alloc(n * size, false);  // fi_send without completion: never reused
   uint8_t* s = scratch->data;
-  SlotWindow win(env, env.opt.window, [&](OpCtx* c) {
+  SlotPool win(env, env.opt.window, [&](OpCtx* c) {
     if (c->comp.has_flags && !(c->comp.flags & FI_SEND)) {
       env.stats.data_error("fi_sendmsg(FI_COMPLETION) completion flags lack FI_SEND");
     }
@@ -268,7 +268,7 @@ void target(Env& env, size_t size) {
       env.stats.data_error(what + ": completion tag mismatch");
     }
   };
-  SlotWindow win(env, nslots, verify);
+  SlotPool win(env, nslots, verify);
   SlotContexts contexts(env, nslots);
   for (size_t i = 0; i < total; ++i) {
     if (i == nslots) env.send("ready");

@@ -40,7 +40,7 @@ void send_phase(Env& env, uint16_t phase, size_t size) {
   Fabric& f = env.fab;
   env.recv("ready" + std::to_string(phase));
   Buffer* buf = f.alloc(env.opt.window * size, false);
-  SlotWindow win(env, env.opt.window, nullptr);
+  SlotPool win(env, env.opt.window, nullptr);
   for (uint32_t seq = 0; seq < env.opt.count; ++seq) {
     size_t slot = win.acquire();
     uint8_t* s = buf->data + slot * size;

@@ -137,7 +137,7 @@ void sender(Env& env, size_t size) {
   Fabric& f = env.fab;
   env.agree_supported("peek", nullptr);
   Buffer* buf = f.alloc(env.opt.window * size, false);
-  SlotWindow win(env, env.opt.window, nullptr);
+  SlotPool win(env, env.opt.window, nullptr);
   for (uint32_t seq = 0; seq < env.opt.count; ++seq) {
     size_t slot = win.acquire();
     uint8_t* s = buf->data + slot * size;

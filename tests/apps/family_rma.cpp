@@ -56,7 +56,7 @@ void initiator(Env& env, size_t size) {
 
   // Writes.
   {
-    SlotWindow win(env, nslots, [&](OpCtx* c) {
+    SlotPool win(env, nslots, [&](OpCtx* c) {
       if (c->comp.has_flags && (c->comp.flags & (FI_RMA | FI_WRITE)) != (FI_RMA | FI_WRITE)) {
         env.stats.data_error(std::string(c->op) + " completion flags lack FI_RMA|FI_WRITE");
       }
@@ -121,7 +121,7 @@ void initiator(Env& env, size_t size) {
     auto pieces_of = [&](const OpCtx* c) -> const std::vector<Piece>& {
       return c->kind == kRead ? whole : lpieces;
     };
-    SlotWindow win(env, nslots, [&](OpCtx* c) {
+    SlotPool win(env, nslots, [&](OpCtx* c) {
       const uint8_t* s = buf->data + c->slot * stride;
       std::string what = std::string(c->op) + " #" + std::to_string(c->seq);
       if (!canaries_intact(s, stride, pieces_of(c))) {

@@ -31,7 +31,7 @@ void sender(Env& env, size_t size) {
   const size_t nctx = f.tx_ctx.size();
   env.recv("ready");
   Buffer* buf = f.alloc(env.opt.window * size, false);
-  SlotWindow win(env, env.opt.window, [&](OpCtx* c) {
+  SlotPool win(env, env.opt.window, [&](OpCtx* c) {
     check_cq(env, c, f.tx_ctx_cq[c->tid],
              std::string(c->op) + " on tx context " + std::to_string(c->tid));
   });
@@ -72,10 +72,10 @@ void receiver(Env& env, size_t size) {
   std::vector<std::vector<bool>> seen(nctx * nctx, std::vector<bool>(env.opt.count, false));
   size_t verified = 0;
   std::vector<Buffer*> bufs;
-  std::vector<std::unique_ptr<SlotWindow>> wins;
+  std::vector<std::unique_ptr<SlotPool>> wins;
   for (size_t rx = 0; rx < nctx; ++rx) {
     bufs.push_back(f.alloc(nslots * size, false));
-    wins.push_back(std::make_unique<SlotWindow>(env, nslots, [&, rx](OpCtx* c) {
+    wins.push_back(std::make_unique<SlotPool>(env, nslots, [&, rx](OpCtx* c) {
       std::string what = std::string(c->op) + " on rx context " + std::to_string(rx);
       check_cq(env, c, f.rx_ctx_cq[rx], what);
       const Completion& comp = c->comp;

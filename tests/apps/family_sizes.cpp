@@ -33,7 +33,7 @@ void sender(Env& env, bool tagged, const std::vector<size_t>& sizes) {
   const size_t total = env.opt.count * sizes.size();
   Buffer* buf = f.alloc(env.opt.window * posted, false);
   std::memset(buf->data, 0x5a, buf->len);
-  SlotWindow win(env, env.opt.window, nullptr);
+  SlotPool win(env, env.opt.window, nullptr);
   const char* fn = tagged ? "fi_tsend" : "fi_send";
   env.recv(std::string(fn) + " ready");  // every first receive is posted
   for (size_t i = 0; i < total; ++i) {
@@ -61,7 +61,7 @@ void receiver(Env& env, bool tagged, const std::vector<size_t>& sizes) {
   const char* fn = tagged ? "fi_trecv" : "fi_recv";
   std::map<uint64_t, uint64_t> by_len;  // from the completions' lengths, when they have one
   size_t with_len = 0;
-  SlotWindow win(env, nslots, [&](OpCtx* c) {
+  SlotPool win(env, nslots, [&](OpCtx* c) {
     if (!c->comp.has_flags) return;
     ++with_len;
     ++by_len[c->comp.len];

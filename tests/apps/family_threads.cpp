@@ -38,7 +38,7 @@ void senders(Env& env, bool tagged) {
   for (size_t t = 0; t < nthreads; ++t) {
     pool.emplace_back([&, t] {
       try {
-        SlotWindow win(env, w, [&](OpCtx* c) {
+        SlotPool win(env, w, [&](OpCtx* c) {
           if (c->comp.has_flags && !(c->comp.flags & FI_SEND)) {
             env.stats.data_error(std::string(fn) + " completion flags lack FI_SEND");
           }
@@ -82,7 +82,7 @@ void receiver(Env& env, bool tagged) {
   Buffer* buf = f.alloc(nslots * stride, false);
   std::vector<std::vector<bool>> seen(nthreads, std::vector<bool>(n, false));
   size_t verified = 0;
-  SlotWindow win(env, nslots, [&](OpCtx* ctx) {
+  SlotPool win(env, nslots, [&](OpCtx* ctx) {
     const Completion& c = ctx->comp;
     const uint8_t* s = buf->data + ctx->slot * stride;
     PayloadHdr h;

@@ -71,7 +71,7 @@ void sender(Env& env, bool tagged, size_t size) {
   Buffer* buf = f.alloc(nslots * stride, false);
   std::vector<Piece> pieces = split_pieces(size, f.tx_iov_limit);
   std::vector<uint8_t> tmp(size);
-  SlotWindow win(env, nslots, [&](OpCtx* c) { check_send_completion(env, c, tagged); });
+  SlotPool win(env, nslots, [&](OpCtx* c) { check_send_completion(env, c, tagged); });
 
   for (uint32_t seq = 0; seq < env.opt.count; ++seq) {
     for (uint16_t kind : kinds) {
@@ -209,7 +209,7 @@ void receiver(Env& env, bool tagged, size_t size) {
                            " is not the peer " + std::to_string(f.peer));
     }
   };
-  SlotWindow win(env, nslots, verify);
+  SlotPool win(env, nslots, verify);
   SlotContexts contexts(env, nslots);
 
   for (size_t i = 0; i < total; ++i) {

@@ -1,7 +1,7 @@
 // A NIC counter CSV through its reader and the reduction for the plots.
 #include "common/counter_csv.h"
 #include "tests/fuzz/fuzz_targets.h"
-#include "userspace/report/report_reader.h"
+#include "userspace/report/job/report_reader.h"
 
 namespace fabtrace::fuzz {
 

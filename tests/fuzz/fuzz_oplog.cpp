@@ -5,7 +5,7 @@
 #include "common/oplog_file.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "userspace/commands.h"
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::fuzz {
 

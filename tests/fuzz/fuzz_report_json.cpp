@@ -5,13 +5,13 @@
 #include <cstdlib>
 
 #include "tests/fuzz/fuzz_targets.h"
-#include "userspace/report/html_report.h"
-#include "userspace/report/job.h"
-#include "userspace/report/parsed_report.h"
-#include "userspace/report/report_reader.h"
-#include "userspace/report/report_rows.h"
-#include "userspace/report/summary.h"
-#include "userspace/report/tables.h"
+#include "userspace/report/html/html_report.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/job/parsed_report.h"
+#include "userspace/report/job/report_reader.h"
+#include "userspace/report/job/report_rows.h"
+#include "userspace/report/text/summary.h"
+#include "userspace/report/tables/tables.h"
 
 namespace fabtrace::fuzz {
 

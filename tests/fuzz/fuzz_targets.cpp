@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "common/block_file.h"
-#include "userspace/report/perfetto_trace.h"
+#include "userspace/report/perfetto/perfetto_trace.h"
 
 namespace fabtrace::fuzz {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::fuzz {
 

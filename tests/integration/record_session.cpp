@@ -18,8 +18,10 @@ std::string kernel_log_of(const std::string& dir) {
   return f.empty() ? "" : f.front();
 }
 
-std::vector<Event> export_kernel(const std::string& log, bool* ok) {
-  const RunResult r = run({FABTRACE_CLI, "export", "kernel", log, "--csv"}, {}, false);
+std::vector<Event> export_kernel(const std::string& log, bool* ok, const std::string& kinds) {
+  std::vector<std::string> argv = {FABTRACE_CLI, "export", "kernel", log, "--csv"};
+  if (!kinds.empty()) argv.insert(argv.end(), {"--kind", kinds});
+  const RunResult r = run(argv, {}, false);
   if (ok) *ok = r.exit_code == 0;
   std::vector<Event> out;
   for (const std::string& line : csv_data_lines(r.output, "ts_ns,kind,")) {

@@ -40,7 +40,10 @@ struct Event {
 std::string kernel_log_of(const std::string& dir);
 
 // The log read back through the CLI. `ok` says whether the export succeeded.
-std::vector<Event> export_kernel(const std::string& log, bool* ok = nullptr);
+// kinds: only those ("mark,stall"; "" for every kind), for a test that polls a
+// growing log for one record (a whole export of a flood is slow under ASan).
+std::vector<Event> export_kernel(const std::string& log, bool* ok = nullptr,
+                                 const std::string& kinds = "");
 
 // The children of `pid` (/proc/PID/task/PID/children).
 std::vector<int> children_of(int pid);

@@ -22,7 +22,7 @@ size_t sends_in(size_t i) { return i % 3 + 1; }
 struct Oplog {
   std::vector<oplog::OpEntry> ops, marks;
   std::map<uint32_t, std::string> names;
-  OplogWindow window;
+  OplogCaptureSpec window;
   uint64_t outside = 0;
   std::string op_name(const oplog::OpEntry& e) const {
     return e.kind < op_names.size() ? op_names[e.kind] : "?";

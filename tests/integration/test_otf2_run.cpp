@@ -13,7 +13,7 @@
 #include "tests/integration/harness.h"
 #include "tests/integration/sample_stepper.h"
 #include "tests/support/require_program.h"
-#include "userspace/report/otf2_export.h"
+#include "userspace/report/otf2/otf2_export.h"
 
 namespace fabtrace::test {
 namespace {

@@ -11,11 +11,14 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -282,7 +285,8 @@ TEST(Record, PreemptedPollerNamesTheHog) {
 }
 
 // Page faults inside a slow op: rank 0 touches 64 MiB of fresh memory (16384
-// pages) between posting a send and polling its completion.
+// pages) between posting a send and polling its completion, and counts the
+// faults of its own thread around the touch.
 TEST(Record, PageFaultsInsideASlowOp) {
   REQUIRE_SESSION_SLOT();
   StreamSession s("rec-faults", {}, {"--count", "400", "--touch-mb", "64"});
@@ -292,22 +296,31 @@ TEST(Record, PageFaultsInsideASlowOp) {
   const auto reps = reports_of_rank(s.dir, "0");
   ASSERT_EQ(reps.size(), 1u);
   const uint32_t rank0 = reps[0].at("pid").get<uint32_t>();
+  const uint64_t touched =
+      load_json(s.dir + "/app.r0.json").at("measured").at("touch_faults").get<uint64_t>();
+  ASSERT_GE(touched, 16384u);
   const Event* slow = nullptr;
   for (const Event& e : ev)
     if (e.kind == "slow_op" && e.pid == rank0 && e.detail.count("op") &&
         e.detail.at("op") == "fi_tsend" && (!slow || e.num("faults") > slow->num("faults")))
       slow = &e;
   ASSERT_NE(slow, nullptr) << "no slow fi_tsend of rank 0";
+  std::printf("slow op: %llu page faults printed, the touch's own %llu\n",
+              static_cast<unsigned long long>(slow->num("faults")),
+              static_cast<unsigned long long>(touched));
   // In-window counts come from the thread's fault buckets; a bucket that reaches
-  // over the window's edge is prorated by time, so the edges are exact to one
-  // burst: within 1% of the 16384 faults the touch made.
-  EXPECT_GE(slow->num("faults"), 16384u * 99 / 100) << slow->cause;
+  // over the window's edge is prorated by the thread's time on a CPU (a burst
+  // goes on through preemptions, which hold no faults), so the edges are exact
+  // to one burst: within 1% of the faults the touch made, on a loaded node too
+  // (prorated by wall time, CI counted about 15,713 of a touch's 18,432 faults
+  // under ASan).
+  EXPECT_GE(slow->num("faults"), touched * 99 / 100) << slow->cause;
   EXPECT_NE(slow->cause.find("page faults"), std::string::npos) << slow->cause;
   // The log's fault summaries of that thread add up to at least the touch.
   uint64_t faults = 0;
   for (const Event& e : ev)
     if (e.kind == "faults" && e.tid == rank0) faults += e.num("count");
-  EXPECT_GE(faults, 16384u);
+  EXPECT_GE(faults, touched);
 }
 
 // ---- the log's bound (record --max-size, --raw) ----
@@ -381,7 +394,7 @@ TEST(Record, AFloodStaysWithinMaxSizeAndKeepsWhatIsAlwaysKept) {
   const bool reached = eventually([&] {
     if (s.record_log().find(kFull) != std::string::npos) return true;
     bool marked = false;
-    for (const Event& e : export_kernel(s.log))
+    for (const Event& e : export_kernel(s.log, nullptr, "mark"))
       marked = marked || (e.kind == "mark" && static_cast<int>(e.pid) == s.rank0);
     return marked && given_way_of(s.log).dropped > 0;
   });
@@ -433,6 +446,58 @@ TEST(Record, AFloodStaysWithinMaxSizeAndKeepsWhatIsAlwaysKept) {
   expect_every_sleep_summed(sleeps_of(s, ev), g.lost);
 }
 
+// The nice level of thread `tid` of process `pid` (/proc's stat, field 19),
+// or INT_MIN when it cannot be read.
+int nice_of(int pid, int tid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  std::string st;
+  std::getline(in, st);
+  const size_t close = st.rfind(')');  // the name may hold spaces
+  if (close == std::string::npos) return INT_MIN;
+  std::istringstream fields(st.substr(close + 2));
+  std::string f;
+  for (int i = 3; i <= 19 && fields >> f; ++i)
+    if (i == 19) return std::stoi(f);
+  return INT_MIN;
+}
+
+// A collector held back while a flood fills its ring buffer (planted: the
+// session stopped with SIGSTOP for 5 s while four threads of rank 0 sleep
+// 1 us at a time, --raw all) is woken by the programs when it runs again: its
+// draining thread leaves nice 19 for the priority it was started with, and
+// goes back once it has caught up; the session's line says how often. At
+// nice 19 beside a busy loop it would get about 1.5% of a core, and the flood
+// would outrun it for as long as the busy loop ran.
+TEST(Record, ACollectorHeldBackByAFloodCatchesUpAtItsOwnPriorityThenStepsBack) {
+  REQUIRE_SESSION_SLOT();
+  errno = 0;
+  const int own = getpriority(PRIO_PROCESS, 0);
+  if (errno != 0 || own >= 19) GTEST_SKIP() << "the test runs at nice " << own;
+  StreamSession s("rec-pace", {}, {"--count", "1000000", "--sleepers", "4"}, {}, "",
+                  {"--raw", "all"});
+  ASSERT_TRUE(s.wait_polling()) << s.record_log();
+  // The draining thread is record's main thread.
+  ASSERT_TRUE(eventually([&] { return nice_of(s.record, s.record) == 19; }, 10))
+      << "not in the background: " << nice_of(s.record, s.record);
+  ASSERT_EQ(kill(s.record, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_EQ(kill(s.record, SIGCONT), 0);
+  // Raised for at least a second after it last found itself behind: seen by a
+  // look every 100 ms.
+  EXPECT_TRUE(eventually([&] { return nice_of(s.record, s.record) == own; }, 20))
+      << "never raised to nice " << own;
+  EXPECT_TRUE(eventually([&] { return nice_of(s.record, s.record) == 19; }, 60))
+      << "never back at nice 19";
+  ASSERT_EQ(s.finish(), 0) << s.record_log();
+  std::smatch m;
+  const std::string log = s.record_log();
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("its own priority while behind a flood: ([0-9]+) times, ([0-9.]+) s")))
+      << log;
+  EXPECT_GE(std::stoull(m[1]), 1u);
+  EXPECT_GE(std::stod(m[2]), 1.0) << "raised for less than the second it stays";
+}
+
 // By default the raw events of a process are written only around its stalls
 // and slow ops (the window and 10 ms on each side); the rest are summed and
 // counted: each of the program's sleeps is written or counted. The sleepers'
@@ -443,7 +508,7 @@ TEST(Record, ByDefaultRawEventsAreWrittenOnlyAroundStallsAndSlowOps) {
                   {"--count", "1000000", "--sleepers", "4", "--gap", "sleep:200"});
   ASSERT_TRUE(s.wait_polling()) << s.record_log();
   ASSERT_TRUE(eventually([&] {
-    for (const Event& e : export_kernel(s.log))
+    for (const Event& e : export_kernel(s.log, nullptr, "mark"))
       if (e.kind == "mark" && static_cast<int>(e.pid) == s.rank0) return true;
     return false;
   })) << s.record_log();
@@ -509,7 +574,7 @@ void finished_stream(StreamSession* s) {
 // Such a run says nothing of the read's naming: it is run again, at most 3
 // times in all, each saying so.
 TEST(Record, PipeBlockedPollerNamesRead) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   std::unique_ptr<StreamSession> run;
   for (int attempt = 1;; ++attempt) {
     run = std::make_unique<StreamSession>(
@@ -544,7 +609,7 @@ TEST(Record, PipeBlockedPollerNamesRead) {
 // bound ("at least") and is one; or it says it is an estimate ("about") and
 // is near. It is never an estimate printed as a count.
 TEST(Record, FaultHeavyGapCountIsExactOrABound) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   StreamSession s("rec-faults-gap", {}, {"--count", "300", "--touch-mb", "512"});
   ASSERT_NO_FATAL_FAILURE(finished_stream(&s));
   const auto app = load_json(s.dir + "/app.r0.json");

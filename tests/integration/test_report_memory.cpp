@@ -28,7 +28,7 @@
 #include "fixtures/kernel_records.h"
 #include "fixtures/synthetic_job.h"
 #include "tests/integration/harness.h"
-#include "userspace/report/kernel_join.h"
+#include "userspace/report/analysis/kernel_join.h"
 
 extern char** environ;
 

@@ -22,6 +22,11 @@
 namespace fabtrace::test {
 namespace {
 
+// The tests below run fabtrace report --mpi: a build without MPI fails them, naming the package.
+#define REQUIRE_MPI_BUILD()      \
+  ASSERT_TRUE(FABTRACE_HAVE_MPI) \
+      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev"
+
 // The report of `job` into `out` (emptied first): stdout, stderr and every
 // file written, as one string; the exit code in *rc. `mpi`: K processes
 // under mpirun (loopback only: shared memory and self).
@@ -56,6 +61,21 @@ std::string report_outputs(const std::string& job, const std::string& out, int m
   return all;
 }
 
+// DIR/job reported into DIR/out by one process and by two (`extra` options
+// to both), each exiting 0.
+struct BothRuns {
+  std::string single, mpi;
+};
+BothRuns single_and_two(const std::string& dir, const std::vector<std::string>& extra = {}) {
+  BothRuns b;
+  int rc_single = -1, rc_mpi = -1;
+  b.single = report_outputs(dir + "/job", dir + "/out", 0, dir + "/stderr", &rc_single, extra);
+  b.mpi = report_outputs(dir + "/job", dir + "/out", 2, dir + "/stderr", &rc_mpi, extra);
+  EXPECT_EQ(rc_single, 0) << b.single.substr(0, 4000);
+  EXPECT_EQ(rc_mpi, 0) << b.mpi.substr(0, 4000);
+  return b;
+}
+
 // Names the first difference between two runs' outputs rather than printing megabytes.
 void expect_same(const std::string& single, const std::string& mpi, const std::string& what) {
   if (mpi == single) return;
@@ -88,8 +108,7 @@ std::string oplog_of(const std::string& dir, const ProcessReport& r) {
 }
 
 TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
-  ASSERT_TRUE(FABTRACE_HAVE_MPI)
-      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_MPI_BUILD();
   const std::string dir = make_temp_dir("report-mpi");
   SyntheticOptions o;
   o.nodes = 3;
@@ -99,11 +118,9 @@ TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
   std::ofstream(dir + "/job/fabtrace.cut.r99.p99.json")
       << report_json_text(sj.reports[0]).substr(0, 100);
   const std::string out = dir + "/out";
-  int rc_single = -1, rc_mpi = -1;
-  const std::string single = report_outputs(dir + "/job", out, 0, dir + "/stderr", &rc_single);
-  const std::string mpi = report_outputs(dir + "/job", out, 2, dir + "/stderr", &rc_mpi);
-  ASSERT_EQ(rc_single, 0) << single.substr(0, 4000);
-  ASSERT_EQ(rc_mpi, 0) << mpi.substr(0, 4000);
+  const BothRuns plain = single_and_two(dir);
+  if (HasFailure()) return;
+  const std::string& single = plain.single;
   // The single-process run's known answers are in it (a report that says
   // nothing would also be equal): every rank, the corrupt file, the outputs.
   EXPECT_NE(single.find("fabtrace.cut.r99.p99.json: truncated"), std::string::npos);
@@ -113,24 +130,43 @@ TEST(ReportMpi, TwoProcessesWriteTheSingleProcessOutputs) {
   for (const ProcessReport& r : sj.reports)
     EXPECT_NE(single.find(r.host + "," + r.rank + "," + std::to_string(r.pid)), std::string::npos)
         << "rank " << r.rank << " missing from the single-process outputs";
-  expect_same(single, mpi, "--mpi");
+  expect_same(single, plain.mpi, "--mpi");
   // The links table as links.csv.zst: the same frame from process 0.
-  const std::vector<std::string> zst{"--zstd-links-above", "0"};
-  const std::string single_zst =
-      report_outputs(dir + "/job", out, 0, dir + "/stderr", &rc_single, zst);
-  const std::string mpi_zst = report_outputs(dir + "/job", out, 2, dir + "/stderr", &rc_mpi, zst);
-  ASSERT_EQ(rc_single, 0) << single_zst.substr(0, 4000);
-  ASSERT_EQ(rc_mpi, 0) << mpi_zst.substr(0, 4000);
-  EXPECT_NE(single_zst.find("== " + out + "/links.csv.zst"), std::string::npos);
-  EXPECT_EQ(single_zst.find("== " + out + "/links.json"), std::string::npos);
-  expect_same(single_zst, mpi_zst, "--mpi --zstd-links-above 0");
+  const BothRuns zst = single_and_two(dir, {"--zstd-links-above", "0"});
+  if (HasFailure()) return;
+  EXPECT_NE(zst.single.find("== " + out + "/links.csv.zst"), std::string::npos);
+  EXPECT_EQ(zst.single.find("== " + out + "/links.json"), std::string::npos);
+  expect_same(zst.single, zst.mpi, "--mpi --zstd-links-above 0");
+}
+
+// Without per-op timelines the waits are the weaker evidence of poll gaps
+// that overlap a linked rank's: found the same with 2 processes (which once
+// took the job for one with timelines, in which no wait was matched, and
+// named no root).
+TEST(ReportMpi, WithoutTimelinesTheOverlappingGapsAreTheSame) {
+  REQUIRE_MPI_BUILD();
+  const std::string dir = make_temp_dir("report-mpi-weak");
+  SyntheticOptions o;
+  o.nodes = 2;
+  o.ranks_per_node = 3;
+  o.oplogs = false;
+  o.chain_length = 3;  // each chain's ranks wait about 100 ms on its last
+  write_synthetic_job(make_synthetic_job(o), dir + "/job");
+  size_t removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/job"))
+    if (e.path().extension() == ".oplog") removed += std::filesystem::remove(e.path());
+  ASSERT_GT(removed, 0u) << "the chains' timelines were not written";
+  const BothRuns b = single_and_two(dir);
+  if (HasFailure()) return;
+  EXPECT_NE(b.single.find("root causes of waiting (weaker evidence"), std::string::npos)
+      << b.single.substr(0, 6000);
+  expect_same(b.single, b.mpi, "--mpi without timelines");
 }
 
 // Per-op timelines across 9 ranks, one cut short, read by 2 and by 3
 // processes, with per-rank trace files: the same bytes as one process.
 TEST(ReportMpi, TimelinesAndPerRankTracesAcrossProcesses) {
-  ASSERT_TRUE(FABTRACE_HAVE_MPI)
-      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_MPI_BUILD();
   const std::string dir = make_temp_dir("report-mpi-timelines");
   const SyntheticJob sj = timeline_job(dir + "/job", 3, 3);
   {
@@ -167,8 +203,7 @@ TEST(ReportMpi, TimelinesAndPerRankTracesAcrossProcesses) {
 // the other process's timeline. The generator posted the odd receives 5 us
 // after their send: 5 of 10 late, median 5 us, on both ranks.
 TEST(ReportMpi, ReceivesMatchSendsReadByAnotherProcess) {
-  ASSERT_TRUE(FABTRACE_HAVE_MPI)
-      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_MPI_BUILD();
   const std::string dir = make_temp_dir("report-mpi-posted");
   const SyntheticJob sj = timeline_job(dir + "/job", 2, 1);
   const std::string out = dir + "/out";
@@ -189,8 +224,7 @@ TEST(ReportMpi, ReceivesMatchSendsReadByAnotherProcess) {
 // The per-rank files two processes wrote: each decodes and stands alone, holds
 // its rank's process track only, and a slice per record of its timeline.
 TEST(ReportMpi, PerRankTracesDecode) {
-  ASSERT_TRUE(FABTRACE_HAVE_MPI)
-      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_MPI_BUILD();
   const std::string dir = make_temp_dir("report-mpi-decode");
   const SyntheticJob sj = timeline_job(dir + "/job", 2, 2);
   const std::string out = dir + "/out";
@@ -223,8 +257,7 @@ TEST(ReportMpi, PerRankTracesDecode) {
 // A DIR that cannot be read: process 0 stops before parsing, tells the others,
 // and the job ends with the single-process report's error and exit code.
 TEST(ReportMpi, UnreadableDirEndsEveryProcess) {
-  ASSERT_TRUE(FABTRACE_HAVE_MPI)
-      << "fabtrace was built without MPI: scripts/install-deps installs libopenmpi-dev";
+  REQUIRE_MPI_BUILD();
   const std::string dir = make_temp_dir("report-mpi-none");
   int rc = -1;
   const std::string all = report_outputs(dir + "/nope", dir + "/out", 2, dir + "/stderr", &rc);

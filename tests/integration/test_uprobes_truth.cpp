@@ -256,22 +256,22 @@ void uprobe_truth(const char* prov) {
 
 // (Record tests: they start a session, and so run alone.)
 TEST(Uprobes, TruthTcpRxm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobe_truth("tcp;ofi_rxm");
 }
 
 TEST(Uprobes, TruthShm) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobe_truth("shm");
 }
 
 TEST(Uprobes, TruthUdpRxd) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobe_truth("udp;ofi_rxd");
 }
 
 TEST(Uprobes, TruthSockets) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   uprobe_truth("sockets");
 }
 
@@ -282,7 +282,7 @@ TEST(Uprobes, TruthSockets) {
 // program's own measure of it (each stamps a poll at its return); `fabtrace
 // report` lists it among the longest gaps, as it lists the preload's.
 TEST(Uprobes, LongestPollGapIsTheProgramsOwn) {
-  REQUIRE_ROOT();
+  REQUIRE_SESSION_SLOT();
   const std::string dir = make_temp_dir("up-gap");
   const int rec = start_uprobe_session(dir, "record.log", {"--uprobe-providers", "tcp;ofi_rxm"});
   ASSERT_GT(rec, 0) << slurp(dir + "/record.log");

@@ -60,7 +60,7 @@ TEST_F(CompleteOk, ASendIsTimedAndItsNicIntervalAdded) {
   const NicLocal& l = s_.nic[dom_.id];
   EXPECT_EQ(l.nic, &dom_.nic);
   ASSERT_EQ(l.w.n, 1u);
-  PeriodWindow<NicLocal::kLocal> w = l.w;
+  BusyPeriodRing<NicLocal::kLocal> w = l.w;
   EXPECT_EQ(w.s(0), 1000u);
   EXPECT_EQ(w.e(0), 1700u);
   EXPECT_EQ(w.b(0), 4096u);

@@ -19,9 +19,9 @@
 #include "common/report_writer.h"
 #include "fixtures/synthetic_job.h"
 #include "userspace/commands.h"
-#include "userspace/report/job.h"
-#include "userspace/report/report_reader.h"
-#include "userspace/report/summary.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/job/report_reader.h"
+#include "userspace/report/text/summary.h"
 
 namespace fabtrace {
 namespace {

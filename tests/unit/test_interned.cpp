@@ -1,7 +1,7 @@
-// Interned names (userspace/report/interned.h): one copy per value, whoever
+// Interned names (userspace/report/job/interned.h): one copy per value, whoever
 // asks and from whichever thread, so that rows may compare and group them by
 // address.
-#include "userspace/report/interned.h"
+#include "userspace/report/job/interned.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {

@@ -1,9 +1,9 @@
-// fabtrace diff's comparison (report/job_diff.h) on synthetic jobs with known
+// fabtrace diff's comparison (report/diff/job_diff.h) on synthetic jobs with known
 // answers: rows matched by rank and peer whatever the runs' addresses, hosts
 // and pids; a planted change listed on its row alone, with its ratio; the
 // threshold's and --min-ops's edges; receives listed but not gated; stalls
 // new and gone; the op mix; the text and the page.
-#include "userspace/report/job_diff.h"
+#include "userspace/report/diff/job_diff.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "fixtures/synthetic_job.h"
 #include "fixtures/synthetic_tables.h"
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {

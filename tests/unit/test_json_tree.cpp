@@ -1,7 +1,7 @@
 // JsonTree (the report reader's SAX-built document) against nlohmann's DOM:
 // the same values, kinds, member lookups (the last of repeated keys), dump()
 // text, and the same errors where the DOM parser throws.
-#include "userspace/report/json_tree.h"
+#include "userspace/report/job/json_tree.h"
 
 #include <gtest/gtest.h>
 

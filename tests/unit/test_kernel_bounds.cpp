@@ -15,13 +15,13 @@
 #include "common/kernel_log.h"
 #include "fixtures/kernel_records.h"
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/kernel_join.h"
+#include "userspace/report/analysis/kernel_join.h"
 
 namespace fabtrace {
 namespace {
 
-ft_window window(uint64_t start, uint64_t end) {
-  ft_window w{};
+ft_breakdown window(uint64_t start, uint64_t end) {
+  ft_breakdown w{};
   w.start = start;
   w.end = end;
   w.on_cpu_ns = end > start ? end - start : 0;
@@ -30,7 +30,7 @@ ft_window window(uint64_t start, uint64_t end) {
 
 TEST(KernelBounds, WindowsOutOfRangeAreMalformed) {
   EXPECT_TRUE(window_valid(window(1000, 5000)));
-  ft_window w = window(5000, 1000);  // reversed
+  ft_breakdown w = window(5000, 1000);  // reversed
   EXPECT_FALSE(window_valid(w));
   EXPECT_EQ(window_verdict(w), kMalformedWindow);
   w = window(1000, 5000);
@@ -104,7 +104,7 @@ TEST(KernelBounds, TheReportKeepsABoundedPartOfACraftedLog) {
   EXPECT_EQ(n.over_bounds, (kKeys - report::kKernelStallKeys) + (kKeys - report::kKernelCpus) +
                                (kKeys - report::kKernelIrqNames) + (kKeys - report::kKernelCauses));
   EXPECT_EQ(n.malformed, 2u * kMalformed);
-  for (const report::KernelWindow& s : n.stalls) EXPECT_NE(s.pid, 8u);
+  for (const report::KernelExplanation& s : n.stalls) EXPECT_NE(s.pid, 8u);
   EXPECT_TRUE(n.op_errors.empty());
 }
 

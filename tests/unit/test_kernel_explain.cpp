@@ -15,14 +15,14 @@ namespace {
 constexpr uint64_t kMs = 1000000;
 constexpr uint64_t kT0 = 5000 * kMs;
 
-ft_window window(uint64_t len_ns) {
-  ft_window w{};
+ft_breakdown window(uint64_t len_ns) {
+  ft_breakdown w{};
   w.start = kT0;
   w.end = kT0 + len_ns;
   return w;
 }
 
-void set_top(ft_window* w, int i, uint32_t pid, uint64_t ns, const char* comm) {
+void set_top(ft_breakdown* w, int i, uint32_t pid, uint64_t ns, const char* comm) {
   w->top[i].pid = pid;
   w->top[i].ns = ns;
   std::memset(w->top[i].comm, 0, FT_COMM_LEN);
@@ -30,7 +30,7 @@ void set_top(ft_window* w, int i, uint32_t pid, uint64_t ns, const char* comm) {
 }
 
 TEST(KernelExplain, PreemptedByANamedTask) {
-  ft_window w = window(50200000);
+  ft_breakdown w = window(50200000);
   w.runnable_ns = 48100000;
   w.on_cpu_ns = 2100000;
   set_top(&w, 0, 4312, 48100000, "stress-ng");
@@ -50,7 +50,7 @@ TEST(KernelExplain, PreemptedByANamedTask) {
 }
 
 TEST(KernelExplain, RunnableWithoutATaskAndUnprintableNames) {
-  ft_window w = window(20 * kMs);
+  ft_breakdown w = window(20 * kMs);
   w.runnable_ns = 15 * kMs;
   w.on_cpu_ns = 5 * kMs;
   EXPECT_EQ(window_verdict(w), "runnable, waiting for a CPU for 15.0 of 20.0 ms; on CPU 5.0 ms");
@@ -69,11 +69,11 @@ TEST(KernelExplain, RunnableWithoutATaskAndUnprintableNames) {
 // One window with nothing but the times it holds (no named task, no flags),
 // and the verdict they make: the largest part leads, a second part large
 // enough follows.
-using Ns = decltype(ft_window::on_cpu_ns);
+using Ns = decltype(ft_breakdown::on_cpu_ns);
 struct VerdictCase {
   const char* name;
   uint64_t len_ns;
-  std::vector<std::pair<Ns ft_window::*, uint64_t>> times;
+  std::vector<std::pair<Ns ft_breakdown::*, uint64_t>> times;
   const char* verdict;
 };
 
@@ -81,7 +81,7 @@ class WindowVerdict : public ::testing::TestWithParam<VerdictCase> {};
 
 TEST_P(WindowVerdict, NamesWhatTheWindowWasSpentOn) {
   const VerdictCase& c = GetParam();
-  ft_window w = window(c.len_ns);
+  ft_breakdown w = window(c.len_ns);
   for (const auto& t : c.times) w.*t.first = t.second;
   EXPECT_EQ(window_verdict(w), c.verdict);
 }
@@ -91,54 +91,54 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         VerdictCase{"Stopped",
                     200400000,
-                    {{&ft_window::stopped_ns, 200 * kMs}, {&ft_window::on_cpu_ns, 400000}},
+                    {{&ft_breakdown::stopped_ns, 200 * kMs}, {&ft_breakdown::on_cpu_ns, 400000}},
                     "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms"},
         VerdictCase{"Futex",
                     10 * kMs,
-                    {{&ft_window::futex_ns, 9800000}, {&ft_window::on_cpu_ns, 200000}},
+                    {{&ft_breakdown::futex_ns, 9800000}, {&ft_breakdown::on_cpu_ns, 200000}},
                     "blocked in futex for 9.8 of 10.0 ms"},
         VerdictCase{"Disk",
                     30 * kMs,
-                    {{&ft_window::disk_ns, 20 * kMs}, {&ft_window::on_cpu_ns, 10 * kMs}},
+                    {{&ft_breakdown::disk_ns, 20 * kMs}, {&ft_breakdown::on_cpu_ns, 10 * kMs}},
                     "in uninterruptible sleep (I/O or page-in) for 20.0 of 30.0 ms; on CPU "
                     "10.0 ms"},
         VerdictCase{"Nanosleep",
                     10 * kMs,
-                    {{&ft_window::nanosleep_ns, 9 * kMs}, {&ft_window::on_cpu_ns, 1 * kMs}},
+                    {{&ft_breakdown::nanosleep_ns, 9 * kMs}, {&ft_breakdown::on_cpu_ns, 1 * kMs}},
                     "sleeping (nanosleep) for 9.0 of 10.0 ms"},
         VerdictCase{"SleepThenFutex",
                     10 * kMs,
-                    {{&ft_window::sleep_ns, 6 * kMs},
-                     {&ft_window::futex_ns, 3 * kMs},
-                     {&ft_window::on_cpu_ns, 1 * kMs}},
+                    {{&ft_breakdown::sleep_ns, 6 * kMs},
+                     {&ft_breakdown::futex_ns, 3 * kMs},
+                     {&ft_breakdown::on_cpu_ns, 1 * kMs}},
                     "blocked in a sleeping syscall for 6.0 of 10.0 ms; blocked in futex 3.0 ms"},
         VerdictCase{"CauseNotSeen",
                     10 * kMs,
-                    {{&ft_window::other_ns, 10 * kMs}},
+                    {{&ft_breakdown::other_ns, 10 * kMs}},
                     "off CPU (cause not seen) for 10.0 of 10.0 ms"},
         VerdictCase{"OnCpu",
                     50 * kMs,
-                    {{&ft_window::on_cpu_ns, 49900000}},
+                    {{&ft_breakdown::on_cpu_ns, 49900000}},
                     "on CPU for 49.9 of 50.0 ms (running, not polling)"},
         // IRQ and softirq time is inside on-CPU time; here it dominates.
         VerdictCase{"InterruptsInsideOnCpu",
                     10 * kMs,
-                    {{&ft_window::on_cpu_ns, 10 * kMs},
-                     {&ft_window::irq_ns, 6 * kMs},
-                     {&ft_window::softirq_ns, 2 * kMs}},
+                    {{&ft_breakdown::on_cpu_ns, 10 * kMs},
+                     {&ft_breakdown::irq_ns, 6 * kMs},
+                     {&ft_breakdown::softirq_ns, 2 * kMs}},
                     "in interrupt handlers on its CPU for 8.0 of 10.0 ms; on CPU 2.0 ms"},
         // IRQs beyond the on-CPU time (separate histories): on CPU counts as 0.
         VerdictCase{"InterruptsBeyondOnCpu",
                     10 * kMs,
-                    {{&ft_window::on_cpu_ns, 1 * kMs},
-                     {&ft_window::irq_ns, 3 * kMs},
-                     {&ft_window::runnable_ns, 9 * kMs}},
+                    {{&ft_breakdown::on_cpu_ns, 1 * kMs},
+                     {&ft_breakdown::irq_ns, 3 * kMs},
+                     {&ft_breakdown::runnable_ns, 9 * kMs}},
                     "runnable, waiting for a CPU for 9.0 of 10.0 ms; in interrupt handlers on "
                     "its CPU 3.0 ms"}),
     [](const ::testing::TestParamInfo<VerdictCase>& i) { return std::string(i.param.name); });
 
 TEST(KernelExplain, HistoryNotes) {
-  ft_window w = window(50 * kMs);
+  ft_breakdown w = window(50 * kMs);
   w.futex_ns = 40 * kMs;
   w.on_cpu_ns = 10 * kMs;
   const std::string base = "blocked in futex for 40.0 of 50.0 ms; on CPU 10.0 ms";
@@ -157,7 +157,7 @@ TEST(KernelExplain, HistoryNotes) {
 }
 
 TEST(KernelExplain, WindowParts) {
-  ft_window w = window(100);
+  ft_breakdown w = window(100);
   w.on_cpu_ns = 1;
   w.runnable_ns = 2;
   w.futex_ns = 3;
@@ -168,7 +168,7 @@ TEST(KernelExplain, WindowParts) {
   w.other_ns = 8;
   w.irq_ns = 9;
   w.softirq_ns = 10;
-  const std::vector<WindowPart> parts = window_parts(w);
+  const std::vector<BreakdownPart> parts = window_parts(w);
   const char* const names[] = {"on-cpu", "runnable", "futex", "sleep", "nanosleep",
                                "disk",   "stopped",  "other", "irq",   "softirq"};
   ASSERT_EQ(parts.size(), 10u);
@@ -211,7 +211,7 @@ TEST(KernelExplain, OffCpuCauses) {
 // A thread blocked in a sleeping syscall is named by it and by what it waited
 // on; what the named syscalls do not hold of the sleep stays generic.
 TEST(KernelExplain, SleepingSyscallsNamed) {
-  ft_window w = window(200 * kMs);
+  ft_breakdown w = window(200 * kMs);
   w.sleep_ns = 190 * kMs;
   w.on_cpu_ns = 10 * kMs;
   w.sleep_calls[0] = {190 * kMs, 0, FT_ON_PIPE};
@@ -230,7 +230,7 @@ TEST(KernelExplain, SleepingSyscallsNamed) {
 // The page faults of a window: a count, "about" one where a burst over an edge
 // was prorated, "at least" one where the history did not reach the start.
 TEST(KernelExplain, PageFaultCountsSayWhatTheyAre) {
-  ft_window w = window(50 * kMs);
+  ft_breakdown w = window(50 * kMs);
   w.on_cpu_ns = 50 * kMs;
   w.faults = 131072;
   EXPECT_EQ(page_faults_text(w), "131072 page faults");

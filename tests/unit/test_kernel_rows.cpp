@@ -1,6 +1,6 @@
 // Kernel log records as rows (userspace/report/kernel_rows.*): every kind's
 // columns and detail keys, names from the log's symbols, connection sides.
-#include "userspace/report/kernel_rows.h"
+#include "userspace/report/job/kernel_rows.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -252,8 +252,8 @@ TEST(KernelRows, Marks) {
   EXPECT_EQ(row_of(m).detail, "type=?");
 }
 
-ft_window preempted_window() {
-  ft_window w{};
+ft_breakdown preempted_window() {
+  ft_breakdown w{};
   w.start = kTs - 50 * 1000000ULL;
   w.end = kTs;
   w.on_cpu_ns = 2000000;

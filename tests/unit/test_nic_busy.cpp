@@ -8,10 +8,10 @@
 namespace fabtrace {
 namespace {
 
-using Window = PeriodWindow<8>;
+using Window = BusyPeriodRing<8>;
 
 // Overlapping ops count once: busy time is the union of in-flight intervals.
-TEST(PeriodWindow, UnionOfOverlappingIntervals) {
+TEST(BusyPeriodRing, UnionOfOverlappingIntervals) {
   Window w;
   w.insert(2000, 3000);
   w.insert(1000, 5000);  // completes later, issued earlier: swallows the first
@@ -22,7 +22,7 @@ TEST(PeriodWindow, UnionOfOverlappingIntervals) {
 
 // Completions arrive out of order (several threads, several CQs): an interval
 // that bridges earlier periods merges them; one in a gap lands in it.
-TEST(PeriodWindow, LateOpsBridgeOrFillGaps) {
+TEST(BusyPeriodRing, LateOpsBridgeOrFillGaps) {
   Window w;
   w.insert(0, 10);
   w.insert(20, 30);
@@ -38,7 +38,7 @@ TEST(PeriodWindow, LateOpsBridgeOrFillGaps) {
   EXPECT_EQ(w.s(1), 55u);
 }
 
-TEST(PeriodWindow, EmptyAndBackwardIntervalsAddNothing) {
+TEST(BusyPeriodRing, EmptyAndBackwardIntervalsAddNothing) {
   Window w;
   w.insert(100, 100);
   w.insert(200, 150);
@@ -48,7 +48,7 @@ TEST(PeriodWindow, EmptyAndBackwardIntervalsAddNothing) {
 
 // Periods older than the window are folded into a total; an op reaching back
 // past them counts only from the newest folded period's end.
-TEST(PeriodWindow, FoldedPeriodsAreKeptAndNotCountedTwice) {
+TEST(BusyPeriodRing, FoldedPeriodsAreKeptAndNotCountedTwice) {
   Window w;
   const uint64_t periods = 24;
   for (uint64_t i = 0; i < periods; ++i) w.insert(i * 100, i * 100 + 10);
@@ -66,7 +66,7 @@ TEST(PeriodWindow, FoldedPeriodsAreKeptAndNotCountedTwice) {
 
 // A full window takes a late period in one of its gaps by folding its oldest;
 // a late period older than every kept one goes straight to the folded total.
-TEST(PeriodWindow, FullWindowTakesLatePeriodsExactly) {
+TEST(BusyPeriodRing, FullWindowTakesLatePeriodsExactly) {
   Window w;
   for (uint64_t i = 0; i < 8; ++i) w.insert(i * 100, i * 100 + 10);
   w.insert(350, 360);  // gap between the 4th and 5th
@@ -155,7 +155,7 @@ TEST(NicBusy, ConcurrentThreadsNeverUndercount) {
 
 // Bytes ride with their periods: merged periods add theirs up, and nothing is
 // lost when the window folds.
-TEST(PeriodWindow, BytesFollowTheirPeriods) {
+TEST(BusyPeriodRing, BytesFollowTheirPeriods) {
   Window w;
   w.insert(0, 100, 10);
   w.insert(50, 150, 20);  // overlaps: one period

@@ -3,7 +3,7 @@
 // rank under its host, the thread and counter locations, every timeline record
 // as an enter and a leave, the clock aligned across hosts; read back with
 // otf2-print (skipped when it is not installed).
-#include "userspace/report/otf2_export.h"
+#include "userspace/report/otf2/otf2_export.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/parsed_report.h"
+#include "userspace/report/job/parsed_report.h"
 
 namespace fabtrace::report {
 namespace {

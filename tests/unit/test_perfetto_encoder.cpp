@@ -2,7 +2,7 @@
 // byte and against `protoc --decode_raw` (skipped when protoc is not installed;
 // scripts/install-deps installs protobuf-compiler).
 #include "tests/support/require_program.h"
-#include "userspace/report/protobuf_encoder.h"
+#include "userspace/report/perfetto/protobuf_encoder.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

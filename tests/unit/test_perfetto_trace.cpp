@@ -28,9 +28,9 @@
 #include "fixtures/kernel_fixture.h"
 #include "fixtures/perfetto_decode.h"
 #include "tests/support/require_program.h"
-#include "userspace/report/job.h"
-#include "userspace/report/perfetto_trace.h"
-#include "userspace/report/perfetto_writer.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/perfetto/perfetto_trace.h"
+#include "userspace/report/perfetto/writer.h"
 
 namespace fabtrace::report {
 namespace {
@@ -657,7 +657,7 @@ TEST_F(PerfettoTrace, UnwritableDirectoryFails) {
   EXPECT_TRUE(files.empty());
 }
 
-// The kernel's tracks (perfetto_kernel.h) on the kernel fixture: a node track
+// The kernel's tracks (perfetto/kernel.h) on the kernel fixture: a node track
 // with the thread's off-CPU slice, the CPU's IRQs, the network's events; the
 // explained stall's instant carries its cause and the flow from the slice that
 // caused it; no slices overlap on any track.

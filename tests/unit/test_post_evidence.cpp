@@ -2,7 +2,7 @@
 // both ranks' per-op timelines, on planted timelines with known answers: on
 // one host and across hosts whose monotonic clocks differ (aligned by the
 // wall anchors), and every case that must give no verdict.
-#include "userspace/report/post_evidence.h"
+#include "userspace/report/analysis/post_evidence.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tests/unit/scratch_dir.h"
-#include "userspace/report/kernel_rows.h"
+#include "userspace/report/job/kernel_rows.h"
 
 namespace fabtrace {
 namespace {

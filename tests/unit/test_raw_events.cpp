@@ -19,7 +19,7 @@
 #include "tests/unit/scratch_dir.h"
 #include "userspace/record/raw_summaries.h"
 #include "userspace/record/raw_windows.h"
-#include "userspace/report/kernel_join.h"
+#include "userspace/report/analysis/kernel_join.h"
 
 namespace fabtrace {
 namespace {

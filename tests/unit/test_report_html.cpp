@@ -1,7 +1,7 @@
 // The HTML report and what feeds it: the heatmap model, the counter series
 // reduced for plotting, and load_job over a synthetic job's files (reports,
 // timelines and counters spread over per-node directories).
-#include "userspace/report/html_report.h"
+#include "userspace/report/html/html_report.h"
 
 #include <gtest/gtest.h>
 
@@ -13,10 +13,12 @@
 
 #include "fixtures/synthetic_job.h"
 #include "fixtures/synthetic_tables.h"
-#include "userspace/report/job.h"
-#include "userspace/report/report_reader.h"
-#include "userspace/report/summary.h"
-#include "userspace/report/svg.h"
+#include "userspace/report/analysis/kernel_join.h"
+#include "userspace/report/html/svg.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/job/report_reader.h"
+#include "userspace/report/text/formats.h"
+#include "userspace/report/text/summary.h"
 
 namespace fabtrace::report {
 namespace {

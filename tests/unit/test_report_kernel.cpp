@@ -11,10 +11,11 @@
 
 #include "common/kernel_log.h"
 #include "fixtures/kernel_fixture.h"
-#include "userspace/report/html_report.h"
-#include "userspace/report/job.h"
-#include "userspace/report/summary.h"
-#include "userspace/report/tables.h"
+#include "userspace/report/analysis/kernel_join.h"
+#include "userspace/report/html/html_report.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/tables/tables.h"
+#include "userspace/report/text/summary.h"
 
 namespace fabtrace::report {
 namespace {

@@ -1,5 +1,5 @@
 // The report's per-op timeline work in parts, as `fabtrace report --mpi`
-// spreads it over processes (report_mpi.cpp), without MPI: the parts of any
+// spreads it over processes (report/mpi/report_mpi.cpp), without MPI: the parts of any
 // split of the ranks, through their byte forms and merged in any order, give
 // what one pass over every rank gives (the slowest ops, the "posted late"
 // matching); the job's context survives its byte form; byte forms cut short
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/job.h"
-#include "userspace/report/job_context.h"
-#include "userspace/report/post_evidence.h"
-#include "userspace/report/slowest_ops.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/job/context.h"
+#include "userspace/report/analysis/post_evidence.h"
+#include "userspace/report/analysis/slowest_ops.h"
 
 namespace fabtrace::report {
 namespace {

@@ -1,7 +1,7 @@
 // report_reader: a per-rank report JSON read back, and every way a file in a
 // job directory can be unusable; load_job over a directory mixing good and
 // bad files.
-#include "userspace/report/report_reader.h"
+#include "userspace/report/job/report_reader.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "common/report_writer.h"
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {

@@ -4,7 +4,7 @@
 // for bit): on what the preload writes, on texts laid out otherwise, and on
 // thousands of damaged texts, where the strict pass declines and the full
 // parse's verdict and message stand.
-#include "userspace/report/report_rows.h"
+#include "userspace/report/job/report_rows.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/report_reader.h"
+#include "userspace/report/job/report_reader.h"
 
 namespace fabtrace::report {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "common/csv.h"
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/job.h"
-#include "userspace/report/table_row.h"
-#include "userspace/report/tables.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/tables/table_row.h"
+#include "userspace/report/tables/tables.h"
 
 namespace fabtrace::report {
 namespace {

@@ -1,7 +1,9 @@
 // The job tables and the terminal summary of `fabtrace report` on synthetic
 // jobs with known answers: outliers, the slowest links, stalls on the wall
 // clock across nodes with different monotonic clocks, late receivers, errors.
-#include "userspace/report/summary.h"
+#include "userspace/report/analysis/kernel_join.h"
+#include "userspace/report/text/formats.h"
+#include "userspace/report/text/summary.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +14,7 @@
 #include "common/version.h"
 #include "fixtures/synthetic_job.h"
 #include "fixtures/synthetic_tables.h"
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {
@@ -203,7 +205,7 @@ TEST(ReportSummary, KernelSlowOpsOfProcessesOutsideTheJobAreNotListed) {
   const Rank& r = job.ranks[1];
   KernelNode n;
   n.host = r.host;
-  KernelWindow mine, other;
+  KernelExplanation mine, other;
   mine.pid = static_cast<uint32_t>(r.pid);
   mine.tid = 11;
   mine.w.start = 1000;

@@ -1,6 +1,6 @@
 // links.csv/json and nics.csv/json: written, parsed back (CSV by hand, JSON
 // with nlohmann) and compared with the job, value for value.
-#include "userspace/report/tables.h"
+#include "userspace/report/tables/tables.h"
 
 #include <gtest/gtest.h>
 #include <zstd.h>
@@ -17,7 +17,7 @@
 #include "common/csv.h"
 #include "fixtures/csv_records.h"
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {

@@ -2,7 +2,7 @@
 // followed to its first rank not itself waiting, a root's cost is the time its
 // waiters waited, the kernel's record of the root names the cause, and poll
 // gaps without timelines are weaker evidence, said so.
-#include "userspace/report/root_causes.h"
+#include "userspace/report/text/waits_text.h"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 
 #include "fixtures/perfetto_decode.h"
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/html_report.h"
-#include "userspace/report/job.h"
-#include "userspace/report/perfetto_trace.h"
+#include "userspace/report/html/html_report.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/perfetto/perfetto_trace.h"
 
 namespace fabtrace::report {
 namespace {
@@ -106,7 +106,7 @@ TEST(RootCauses, TheKernelRecordOfTheRootNamesTheCauseAndTheStallSaysWhom) {
   job.waits.list = {wait(0, 1, 5000, 5200)};
   KernelNode n;
   n.host = "h";
-  KernelWindow w;
+  KernelExplanation w;
   w.pid = 101;
   w.w.start = 4999 * kMs;  // monotonic
   w.w.end = 5201 * kMs;

@@ -2,7 +2,7 @@
 // per-op timelines written here with known durations: the top N per class,
 // their ratio to the row's p50, their times on the job's clock, the timelines'
 // coverage, and the CSV, summary and HTML outputs.
-#include "userspace/report/slowest_ops.h"
+#include "userspace/report/analysis/slowest_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "common/op_kinds.h"
 #include "common/oplog_file.h"
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/job.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {
@@ -44,7 +44,7 @@ void write_oplog(const std::string& dir, const ProcessReport& r, int g, int n, s
   cal.pairs = 2;
   ASSERT_TRUE(w.write_calib(cal));
   if (!window.empty() || !changes.empty()) {
-    ASSERT_TRUE(w.write_window(OplogWindow{window, "SIGUSR2"}));
+    ASSERT_TRUE(w.write_window(OplogCaptureSpec{window, "SIGUSR2"}));
   }
   const int next = (g + 1) % n;
   ASSERT_TRUE(w.write_links({OplogLink{0, SyntheticJob::address(g), SyntheticJob::address(next)},

@@ -22,7 +22,7 @@ namespace {
 struct Read {
   std::vector<oplog::OpEntry> ops, marks;
   std::map<uint32_t, std::string> names;
-  OplogWindow window;
+  OplogCaptureSpec window;
   uint64_t outside = 0;
   uint32_t version = 0;
 };
@@ -75,7 +75,7 @@ class TimelineMarks : public ::testing::Test {
   void start(Timeline& t, const char* name, const char* window) {
     TimelineConfig c = config();
     std::string why;
-    ASSERT_TRUE(parse_capture_window(window, &c.window, &why)) << why;
+    ASSERT_TRUE(parse_capture_spec(window, &c.window, &why)) << why;
     ASSERT_TRUE(t.start(c, path(name), OplogMeta{"h", "0", 1}));
   }
   test::ScratchDir dir_;

@@ -17,7 +17,7 @@
 #include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
 #include "common/report_writer.h"
-#include "userspace/report/report_reader.h"
+#include "userspace/report/job/report_reader.h"
 
 namespace fabtrace {
 namespace {

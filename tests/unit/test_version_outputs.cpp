@@ -24,13 +24,13 @@
 #include "fixtures/perfetto_decode.h"
 #include "fixtures/synthetic_job.h"
 #include "tests/unit/scratch_dir.h"
-#include "userspace/report/html_report.h"
-#include "userspace/report/job.h"
-#include "userspace/report/manifest.h"
-#include "userspace/report/otf2_export.h"
-#include "userspace/report/perfetto_trace.h"
-#include "userspace/report/report_reader.h"
-#include "userspace/report/summary.h"
+#include "userspace/report/html/html_report.h"
+#include "userspace/report/job/job.h"
+#include "userspace/report/tables/manifest.h"
+#include "userspace/report/otf2/otf2_export.h"
+#include "userspace/report/perfetto/perfetto_trace.h"
+#include "userspace/report/job/report_reader.h"
+#include "userspace/report/text/summary.h"
 
 namespace fabtrace {
 namespace {

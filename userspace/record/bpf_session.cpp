@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "cxi.skel.h"
@@ -53,6 +55,8 @@ struct BpfSession::Impl {
   int epfd = -1;  // the ring buffer's wakeups (edge-triggered)
   uint64_t ring_size = 0;
   const std::function<void(const void*, size_t)>* sink = nullptr;
+  uint64_t taken = 0, count = 0;  // what one poll drained: bytes, records (at most ring_size)
+  PollTurn last;
 
   ~Impl() {
     if (rb) ring_buffer__free(rb);
@@ -236,7 +240,11 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
       [](void* ctx, void* data, size_t size) {
         auto* self = static_cast<Impl*>(ctx);
         if (self->sink) (*self->sink)(data, size);
-        return 0;
+        // A ring's worth drained: stop here (libbpf has consumed this record, and
+        // leaves the rest for the next poll).
+        self->taken += size;
+        ++self->count;
+        return self->ring_size && self->taken >= self->ring_size ? -EFBIG : 0;
       },
       &im, nullptr);
   if (!im.rb) {
@@ -307,23 +315,35 @@ void BpfSession::trace_listen_port(uint16_t port, pid_t owner) {
 int BpfSession::poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record,
                      const std::function<void()>& on_drain) {
   if (!impl_ || !impl_->rb) return -1;
+  impl_->last = {};
   // The programs submit without wakeups (see ft_submit) unless the ring is half
   // full: wait on its epoll for the timeout (a wakeup or a signal ends it
-  // early), draining nothing there, then drain everything in one pass.
+  // early), draining nothing there, then drain in one pass.
   // Edge-triggered: only a wakeup ends the wait early (level-triggered, data
   // that arrived since the last drain would end every wait at once).
   if (timeout_ms > 0) {
     epoll_event ev{};
     if (impl_->epfd >= 0)
-      ::epoll_wait(impl_->epfd, &ev, 1, timeout_ms);
+      impl_->last.woken = ::epoll_wait(impl_->epfd, &ev, 1, timeout_ms) > 0;
     else
       usleep(static_cast<useconds_t>(timeout_ms) * 1000);
   }
   if (on_drain) on_drain();
+  // One pass drains at most a ring's worth: libbpf's consume loops for as
+  // long as records arrive, which under a flood is for ever.
+  impl_->taken = impl_->count = 0;
   impl_->sink = &on_record;
   const int n = ring_buffer__consume(impl_->rb);
   impl_->sink = nullptr;
+  impl_->last.bytes = impl_->taken;
+  impl_->last.full = n == -EFBIG;
+  if (impl_->last.full) return static_cast<int>(std::min<uint64_t>(impl_->count, INT_MAX));
   return n < 0 && n != -EINTR ? -1 : (n < 0 ? 0 : n);
+}
+
+const BpfSession::PollTurn& BpfSession::last_poll() const {
+  static const PollTurn none;
+  return impl_ ? impl_->last : none;
 }
 
 uint64_t BpfSession::ring_bytes_for(unsigned cpus) {

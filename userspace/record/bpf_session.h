@@ -83,9 +83,17 @@ class BpfSession {
 
   // Waits up to timeout_ms, or until the programs wake it (the ring buffer half
   // full), then drains the ring buffer: on_drain first, then on_record for each
-  // record. Returns the records consumed, or -1 on error.
+  // record, up to a ring's worth of records (a flood would otherwise hold it
+  // for ever). Returns the records consumed, or -1 on error.
   int poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record,
            const std::function<void()>& on_drain = nullptr);
+  // What the last poll met: whether the programs' wakeup (the ring half full)
+  // ended its wait, and whether it stopped at its budget with records left.
+  struct PollTurn {
+    bool woken = false, full = false;
+    uint64_t bytes = 0;  // drained
+  };
+  const PollTurn& last_poll() const;
   // The ring buffer's size in bytes (0 before start).
   uint64_t ring_bytes() const;
   // The size start() gives the ring buffer on a machine with `cpus` CPUs:

@@ -41,12 +41,6 @@ constexpr uint64_t kStatsNs = 2000000000;  // kernel counters into the log
 // --uprobes: the rows that changed into the log (what a killed session keeps).
 constexpr uint64_t kUprobeRowsNs = 5000000000;
 
-std::string host_name() {
-  char h[256] = {};
-  if (gethostname(h, sizeof(h) - 1) != 0) return "unknown";
-  return h;
-}
-
 std::string read_small(const std::string& path) {
   std::ifstream in(path);
   std::string s;
@@ -63,6 +57,12 @@ std::string read_kallsyms() {
 }
 
 }  // namespace
+
+std::string Collector::host_name() {
+  char h[256] = {};
+  if (gethostname(h, sizeof(h) - 1) != 0) return "unknown";
+  return h;
+}
 
 // The node's Cassini counters, sampled once for all its ranks (every device).
 struct Collector::NodeCounters {
@@ -417,45 +417,8 @@ KernelStats Collector::stats() const {
   s.collector_cpu_ns = run_cpu_ns();
   s.collector_events = events_;
   s.collector_wall_ns = run_wall_ns();
-  s.collector_sched = sched_;
+  s.collector_sched = sched_line();
   return s;
-}
-
-uint64_t Collector::cpu_ns() const {
-  struct rusage u {};
-  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  auto ns = [](const timeval& t) {
-    return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL +
-           static_cast<uint64_t>(t.tv_usec) * 1000ULL;
-  };
-  return ns(u.ru_utime) + ns(u.ru_stime);
-}
-
-uint64_t Collector::run_wall_ns() const { return mono_ns() - (run_t0_ ? run_t0_ : start_ns_); }
-
-std::string Collector::background() {
-  run_cpu0_ = cpu_ns();
-  run_t0_ = mono_ns();
-  errno = 0;
-  const int before = ::getpriority(PRIO_PROCESS, 0);
-  if (errno == 0) nice_before_ = before;
-  size_t threads = 0, failed = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      const pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
-      ++threads;
-      const sched_param p{};
-      // Per thread: nice 19 and no wakeup preemption (SCHED_BATCH).
-      if (::sched_setscheduler(tid, SCHED_BATCH, &p) != 0 ||
-          ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19) != 0)
-        ++failed;
-    }
-    ::closedir(d);
-  }
-  if (threads == 0 || failed == threads) return "";
-  sched_ = "SCHED_BATCH, nice 19";
-  return sched_;
 }
 
 // A stall or slow op into its user's live stalls file, with the kernel's
@@ -474,7 +437,7 @@ void Collector::live_stall(const ft_hdr& h, const void* data, size_t size) {
   const auto r = ranks_.find(pid);
   e.rank = r != ranks_.end() ? r->second : "";
   const auto* rec = static_cast<const uint8_t*>(data);
-  ft_window w;
+  ft_breakdown w;
   if (h.kind == FT_EV_STALL && size >= sizeof(ft_stall)) {
     const auto st = kernel_log::record_as<ft_stall>(rec);
     e.cq = st.cq;
@@ -508,100 +471,13 @@ void Collector::write_error(const std::string& what) {
                    : "");
 }
 
-// --uprobes: one FT_EV_UPROBE_OPS record per (process, op kind, endpoint,
-// peer), one FT_EV_UPROBE_CQ per polled CQ, and every site with its hits as a symbol of class
-// "uprobe_site" (addr = the file offset).
-void Collector::write_uprobes() {
-  uprobe_rows_ = session_.uprobes().rows();
-  uprobe_cqs_ = session_.uprobes().cqs();
-  uprobe_names_ = session_.uprobes().names();
-  uprobe_lost_ = session_.uprobes().lost_counts();
-  uprobe_hits_ = session_.uprobes().site_hits();
-  const uint64_t now = mono_ns();
-  for (const UprobeRow& r : uprobe_rows_) {
-    const ft_uprobe_ops rec = r.record(now);
-    on_record(&rec, sizeof(rec));
-  }
-  for (const UprobeCq& q : uprobe_cqs_) {
-    const ft_uprobe_cq rec = q.record(now);
-    on_record(&rec, sizeof(rec));
-  }
-  std::vector<KernelSymbol> syms;
-  const std::vector<OpSite>& sites = session_.uprobes().sites();
-  for (size_t i = 0; i < sites.size(); ++i) {
-    const OpSite& s = sites[i];
-    syms.push_back({s.offset,
-                    s.what() + " " + s.path +
-                        " hits=" + std::to_string(i < uprobe_hits_.size() ? uprobe_hits_[i] : 0),
-                    kernel_log::kUprobeSiteClass});
-  }
-  log_.write_symbols(syms);
-  write_uprobe_reports();
-}
-
-// --uprobes: each process without the preload that issued ops gets the
-// per-rank report the preload would have written (uprobe_report.h), in the
-// session's directory, so that `fabtrace report DIR` reads it.
-void Collector::write_uprobe_reports() {
-  UprobeReportContext ctx;
-  ctx.host = host_name();
-  const uint64_t now = mono_ns();
-  ctx.start_mono_ns = start_ns_;
-  ctx.start_wall_ns = real_ns() - (now - start_ns_);
-  ctx.duration_s = static_cast<double>(now - start_ns_) / 1e9;
-  std::set<uint32_t> pids;
-  for (const UprobeRow& r : uprobe_rows_)
-    if (r.op != FT_UP_OP_POLLS) pids.insert(r.pid);
-  for (const uint32_t pid : pids) {
-    // A process with the preload writes its own (found by a scan while the
-    // session ran, or now if it still runs).
-    if (preloaded_.count(static_cast<pid_t>(pid))) continue;
-    ScannedProcess p;
-    const bool seen = watch_.scanner().inspect(static_cast<pid_t>(pid), &p);
-    if (seen && p.preload) continue;
-    // Its rank as read when a scan first found it (sanitised: proc_scan.h).
-    const auto first = ranks_.find(static_cast<pid_t>(pid));
-    ctx.rank = first != ranks_.end() ? first->second : seen ? p.rank : "";
-    const ProcessReport rep =
-        uprobe_process_report(pid, uprobe_rows_, uprobe_names_, ctx, uprobe_cqs_);
-    std::string err, name, note;
-    std::FILE* f = dir_.create_stream(
-        output_file_name(OutputKind::kReportJson, ctx.host, rep.rank, pid), &name, &note, &err);
-    if (!note.empty()) std::fprintf(stderr, "fabtrace record: %s\n", note.c_str());
-    if (f) {
-      write_report_json(f, rep);
-      const bool ok = std::fflush(f) == 0 && !std::ferror(f);
-      const int e = errno;
-      if (std::fclose(f) == 0 && ok) continue;
-      err = "writing " + dir_.path_of(name) + " failed: " + std::strerror(ok ? errno : e);
-    }
-    ++outputs_lost_;
-    write_error("uprobes report of pid " + std::to_string(pid) + ": " + err);
-  }
-}
-
-void Collector::snapshot_uprobes() {
-  const uint64_t now = mono_ns();
-  std::vector<ft_uprobe_ops> changed;
-  for (const UprobeRow& r : session_.uprobes().rows()) {
-    const ft_uprobe_ops rec = r.record(now);
-    auto& last = uprobe_snap_[{r.pid, r.op, r.ep, r.peer, r.size_class, r.posted}];
-    if (last.h.kind && last.pending == rec.pending &&
-        std::memcmp(&last.s, &rec.s, sizeof(rec.s)) == 0)
-      continue;
-    last = rec;
-    changed.push_back(rec);
-  }
-  if (!changed.empty() &&
-      !log_.write_uprobe_rows(changed.data(), changed.size(), sizeof(ft_uprobe_ops)))
-    write_error(log_.error());
-}
-
 void Collector::step(int wait_ms) {
+  // A pass that stopped at its budget left records: the next one does not wait.
   session_.poll(
-      wait_ms, [this](const void* d, size_t n) { on_record(d, n); },
+      session_.last_poll().full ? 0 : wait_ms, [this](const void* d, size_t n) { on_record(d, n); },
       [this] { arrival_ = mono_ns(); });
   const uint64_t now = mono_ns();
+  pace(now);
   windows_.release(
       now, [this](const void* d, size_t n) { write_raw(d, n); },
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
@@ -630,12 +506,21 @@ void Collector::finish() {
   // What the programs emitted up to now.
   // Back to the priority it started with: the end of the session is what a
   // job's end waits for.
-  const sched_param sp{};
-  ::sched_setscheduler(0, SCHED_OTHER, &sp);
-  ::setpriority(PRIO_PROCESS, 0, nice_before_);
+  set_own_priority(false);
+  raised_ns_ += raised_ ? mono_ns() - raised_at_ : 0;
+  raised_ = false;
+  // Until the ring is empty, for at most kFinishDrainNs: programs that still
+  // write faster than that would hold the session's end for ever.
   arrival_ = mono_ns();
-  for (int i = 0; i < 100; ++i)
-    if (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) <= 0) break;
+  const uint64_t until = arrival_ + kFinishDrainNs;
+  while (session_.poll(0, [this](const void* d, size_t n) { on_record(d, n); }) > 0 &&
+         session_.last_poll().full && mono_ns() < until) {
+  }
+  if (session_.last_poll().full)
+    std::fprintf(stderr,
+                 "fabtrace record: the programs still wrote faster than the session's end "
+                 "drains: what was left in the ring buffer after %.0f s is not written\n",
+                 static_cast<double>(kFinishDrainNs) / 1e9);
   // What is held is judged now: a window whose margin reaches past the end
   // keeps its events.
   windows_.release(

@@ -103,6 +103,8 @@ class Collector {
   // posix_spawn's child would inherit the nice level). finish() restores the
   // calling thread. What was set, in one line ("" when nothing could be).
   std::string background();
+  // background()'s line, with the times pace() raised the draining thread.
+  std::string sched_line() const;
 
   uint64_t records() const { return log_.records(); }
   // What a write error kept out of the session's files: records of the log,
@@ -141,6 +143,7 @@ class Collector {
   const std::vector<ScannedProcess>& unprobed_later() const { return unprobed_later_; }
 
  private:
+  static std::string host_name();  // gethostname, "unknown" when it fails
   void scan();
   void attach_preload(const ScannedProcess& p);
   void on_record(const void* data, size_t size);
@@ -149,8 +152,11 @@ class Collector {
   bool room(size_t len);  // the bound: compacts when it can
   bool compact();
   void drain_summaries(uint64_t now);
+  void pace(uint64_t now);  // the draining thread's priority: raised while behind
+  void set_own_priority(bool background);
   void find_own_threads();
   void live_stall(const ft_hdr& h, const void* data, size_t size);  // a stall or slow op
+  // --uprobes (uprobes/collector_uprobes.cpp); the priority (collector_pacing.cpp).
   void write_uprobes();
   void snapshot_uprobes();  // the rows changed since the last snapshot (kUprobeRows)
   void write_uprobe_reports();
@@ -179,6 +185,11 @@ class Collector {
   bool compact_failed_ = false;
   std::string sched_;  // background()'s line
   int nice_before_ = 0;
+  // pace(): the draining thread at its own priority while behind a flood.
+  static constexpr uint64_t kCaughtUpNs = 1000000000ULL;
+  static constexpr uint64_t kFinishDrainNs = 2000000000ULL;
+  bool raised_ = false;
+  uint64_t raises_ = 0, raised_at_ = 0, raised_ns_ = 0, last_behind_ = 0;
   uint64_t run_cpu0_ = 0, run_t0_ = 0;  // at background()
   std::string first_write_error_;
   std::vector<std::string> uprobe_notes_;

@@ -27,6 +27,9 @@
 namespace fabtrace {
 
 // One probed function.
+// A name site's straddr form before its function is seen with an AV.
+inline constexpr uint32_t kStraddrUnknown = 0xff;
+
 struct OpSite {
   std::string provider;  // "tcp;ofi_rxm" (several: "tcp;ofi_rxm,shm")
   std::string table;     // "msg", "tagged", "cq", "domain", "ep", "av", "cm", "pep"
