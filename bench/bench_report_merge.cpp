@@ -126,11 +126,11 @@ bool make_input(Input* p) {
       p->oplog_bytes += w.bytes_written();
       w.close();
       Rank rk;
-      rk.host = "node" + rank;
-      rk.rank = rank;
-      rk.pid = 1000 + r;
-      rk.start_mono_ns = c.mono0_ns;
-      rk.start_wall_ns = 1760000000000000000ull;
+      rk.report.host = "node" + rank;
+      rk.report.rank = rank;
+      rk.report.pid = 1000 + r;
+      rk.report.start_mono_ns = c.mono0_ns;
+      rk.report.start_wall_ns = 1760000000000000000ull;
       rk.oplog_path = path;
       p->job.ranks.push_back(rk);
     }

@@ -97,6 +97,16 @@ bool Env::wait_up_to(const std::function<bool()>& done, int ms) {
   }
 }
 
+bool Env::poll_landed(const std::function<bool()>& landed) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms());
+  for (;;) {
+    progress();
+    if (landed()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void Env::settle(int ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (std::chrono::steady_clock::now() < until) {
@@ -200,6 +210,14 @@ void SlotPool::drain() {
         return true;
       },
       "outstanding operations to complete");
+}
+
+void SlotPool::drain_verified(const size_t& verified, size_t total) {
+  if (total <= ctx_.size()) env_.send("ready");
+  drain();
+  if (verified != total)
+    env_.stats.data_error("verified " + std::to_string(verified) + " of " + std::to_string(total) +
+                          " messages");
 }
 
 }  // namespace ftapp

@@ -52,6 +52,10 @@ class Env {
   bool wait_up_to(const std::function<bool()>& done, int ms);
   // Progresses for `ms` milliseconds, letting late (or premature) completions show.
   void settle(int ms);
+  // One-sided writes may land after their initiator's completion: progresses,
+  // then asks `landed`, every millisecond until it says yes or the run's
+  // timeout passes. Its last answer.
+  bool poll_landed(const std::function<bool()>& landed);
   void wait_done(const OpCtx* ctx) {
     wait([&] { return ctxs.done(ctx); }, std::string("completion of ") + ctx->op);
   }
@@ -147,6 +151,11 @@ class SlotPool {
   void set(size_t slot, OpCtx* ctx) { ctx_[slot] = ctx; }
   // Waits for every operation in flight and reclaims it.
   void drain();
+  // The receiver's end: "ready" to the sender when the whole run fit the
+  // slots (it waits for it before going on), every receive drained, and a data
+  // error unless all `total` messages were verified (`verified` is counted by
+  // the reclaim, so it is read after the drain).
+  void drain_verified(const size_t& verified, size_t total);
   size_t size() const { return ctx_.size(); }
 
  private:

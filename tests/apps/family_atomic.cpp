@@ -5,10 +5,8 @@
 // many operations in flight (odd-numbered compares are built to mismatch).
 #include <rdma/fi_atomic.h>
 
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "env.h"
@@ -212,13 +210,7 @@ void target(Env& env) {
   // Non-fetching atomics may be applied after their initiator-side completion.
   std::string why;
   size_t bad = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(env.timeout_ms());
-  for (;;) {
-    env.progress();
-    bad = check(&why);
-    if (bad == 0 || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  env.poll_landed([&] { return (bad = check(&why)) == 0; });
   if (bad != 0) env.stats.data_error(std::to_string(bad) + " wrong target words, first: " + why);
   env.sync("fin");
 }

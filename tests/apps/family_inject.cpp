@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "env.h"
@@ -290,12 +289,7 @@ void target(Env& env, size_t size) {
       win.set(slot, ctx);
     }
   }
-  if (total <= nslots) env.send("ready");
-  win.drain();
-  if (verified != total) {
-    env.stats.data_error("verified " + std::to_string(verified) + " of " + std::to_string(total) +
-                         " messages");
-  }
+  win.drain_verified(verified, total);
 
   // Writes and the atomic complete silently: poll until they are all visible.
   uint64_t want_atomic = has_kind(plan, kInjectAtomic) ? n * (n + 1) / 2 : 0;
@@ -316,16 +310,10 @@ void target(Env& env, size_t size) {
   };
   std::string why;
   size_t bad = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(env.timeout_ms());
-  for (;;) {
-    env.progress();
+  env.poll_landed([&] {
     bad = check_writes(&why);
-    if ((bad == 0 && *atomic_word == want_atomic && env.remote_data_count() >= expect_rcd) ||
-        std::chrono::steady_clock::now() > deadline) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    return bad == 0 && *atomic_word == want_atomic && env.remote_data_count() >= expect_rcd;
+  });
   if (bad != 0) env.stats.data_error(std::to_string(bad) + " injected writes wrong, first: " + why);
   if (*atomic_word != want_atomic) {
     env.stats.data_error("fi_inject_atomic target is " + std::to_string(*atomic_word) +

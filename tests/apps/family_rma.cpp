@@ -3,10 +3,8 @@
 #include <rdma/fi_rma.h>
 #include <sys/uio.h>
 
-#include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "env.h"
@@ -216,16 +214,10 @@ void target(Env& env, size_t size) {
   // everything is in place (or the timeout passes).
   std::string why;
   size_t bad = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(env.timeout_ms());
-  for (;;) {
-    env.progress();
+  env.poll_landed([&] {
     bad = check_writes(tgt->data, kinds, n, size, &why);
-    if ((bad == 0 && env.remote_data_count() >= expect_data) ||
-        std::chrono::steady_clock::now() > deadline) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    return bad == 0 && env.remote_data_count() >= expect_data;
+  });
   if (bad != 0) {
     env.stats.data_error(std::to_string(bad) + " written slots wrong, first: " + why);
   }

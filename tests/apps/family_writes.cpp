@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cmath>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "env.h"
@@ -95,19 +94,15 @@ void check_written(Env& env, const Buffer& tgt, size_t size) {
   const size_t n = env.opt.count;
   size_t bad = 0;
   std::string why;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(env.timeout_ms());
-  for (;;) {
-    env.progress();
+  env.poll_landed([&] {
     bad = 0;
     for (uint32_t seq = 0; seq < n; ++seq) {
       std::string w;
       if (!check_payload_is(tgt.data + seq * size, size, kWrite, 0, seq, &w) && bad++ == 0)
         why = "fi_write #" + std::to_string(seq) + ": " + w;
     }
-    if (bad == 0 || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    return bad == 0;
+  });
   if (bad) env.stats.data_error(std::to_string(bad) + " written slots wrong, first: " + why);
 }
 

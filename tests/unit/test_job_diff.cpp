@@ -264,7 +264,7 @@ TEST(JobDiff, ProcessesWithoutRankByTheirStart) {
   const std::vector<std::string> labels = process_labels(job);
   ASSERT_EQ(labels.size(), 4u);
   for (size_t i = 0; i < job.ranks.size(); ++i) {
-    const long pid = job.ranks[i].pid;  // 1000 + the synthetic rank
+    const long pid = job.ranks[i].pid();  // 1000 + the synthetic rank
     const char* want[] = {"NA.2", "NA", "NA.4", "NA.3"};
     EXPECT_EQ(labels[i], want[pid - 1000]) << pid;
   }

@@ -228,11 +228,11 @@ class PerfettoTrace : public ::testing::Test {
   Job make_job() {
     Job job;
     Rank r0;
-    r0.host = "h0";
-    r0.rank = "0";
-    r0.pid = 100;
-    r0.start_mono_ns = kMono0;
-    r0.start_wall_ns = kWall0;
+    r0.report.host = "h0";
+    r0.report.rank = "0";
+    r0.report.pid = 100;
+    r0.report.start_mono_ns = kMono0;
+    r0.report.start_wall_ns = kWall0;
     // Link 0: a [0,100] b [10,50] c [20,120] d [100,150] e [60,70] (us), written in
     // completion order b e a c d. Sorted by start, first-fit lanes are
     // lane 1 {a, d}, lane 2 {b, e}, lane 3 {c}. Link 1: one op in error.
@@ -248,11 +248,11 @@ class PerfettoTrace : public ::testing::Test {
                                 {{0, "nicA", "nicB"}, {1, "nicA", "nicC"}}, "0");
     r0.counters_path = write_counters("r0.csv");
     Rank r1;
-    r1.host = "h1";
-    r1.rank = "1";
-    r1.pid = 100;  // same pid on another host: still its own process track
-    r1.start_mono_ns = kMono1;
-    r1.start_wall_ns = kWall1;
+    r1.report.host = "h1";
+    r1.report.rank = "1";
+    r1.report.pid = 100;  // same pid on another host: still its own process track
+    r1.report.start_mono_ns = kMono1;
+    r1.report.start_wall_ns = kWall1;
     // Starts at wall kWall0 exactly, like rank 0's op a: on rank 1's monotonic
     // clock that is kMono1 - 2 ms.
     r1_ops_ = {{0, 40 * kUs, 7, OpKind::kTrecv, 4096, false}};
@@ -289,11 +289,11 @@ class PerfettoTrace : public ::testing::Test {
 // A rank that started at kMono0 on its monotonic clock, kWall0 on the wall.
 Rank rank_at(const std::string& host, const std::string& rank, long pid) {
   Rank r;
-  r.host = host;
-  r.rank = rank;
-  r.pid = pid;
-  r.start_mono_ns = kMono0;
-  r.start_wall_ns = kWall0;
+  r.report.host = host;
+  r.report.rank = rank;
+  r.report.pid = pid;
+  r.report.start_mono_ns = kMono0;
+  r.report.start_wall_ns = kWall0;
   return r;
 }
 
@@ -594,10 +594,10 @@ TEST_F(PerfettoTrace, ReorderWindowPacksOutOfOrderOps) {
 TEST_F(PerfettoTrace, UnreadableInputsAreSkipped) {
   Job job;
   Rank r;
-  r.host = "h";
-  r.rank = "NA";
-  r.pid = 0;  // unknown pid: a synthetic one
-  r.start_wall_ns = kWall0;
+  r.report.host = "h";
+  r.report.rank = "NA";
+  r.report.pid = 0;  // unknown pid: a synthetic one
+  r.report.start_wall_ns = kWall0;
   r.oplog_path = dir_ + "/missing.oplog";
   r.counters_path = dir_ + "/missing.csv";
   job.ranks.push_back(r);
@@ -724,11 +724,11 @@ TEST_F(PerfettoTrace, MarksAndPhasesOnTheRankTrack) {
   Job job;
   job.ranks.push_back(make_rank(ProcessReport()));
   Rank& r = job.ranks.back();
-  r.host = r.report.host = "h";
-  r.rank = "0";
-  r.pid = 1;
-  r.start_mono_ns = kMono0;
-  r.start_wall_ns = kWall0;
+  r.report.host = "h";
+  r.report.rank = "0";
+  r.report.pid = 1;
+  r.report.start_mono_ns = kMono0;
+  r.report.start_wall_ns = kWall0;
   r.oplog_path = dir_ + "/m.oplog";
   {
     OplogFileWriter w;

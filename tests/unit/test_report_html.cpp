@@ -256,7 +256,7 @@ TEST(ReportLoader, ReadsASyntheticJobSpreadOverNodeDirectories) {
   ASSERT_EQ(job.ranks.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     const Rank& r = job.ranks[i];
-    EXPECT_EQ(r.rank, std::to_string(i));  // sorted by host, then rank
+    EXPECT_EQ(r.rank(), std::to_string(i));  // sorted by host, then rank
     EXPECT_FALSE(r.oplog_path.empty());
     EXPECT_EQ(r.oplog_ops, sj.oplog_ops_per_rank);
     EXPECT_TRUE(r.oplog_ended);

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "fixtures/synthetic_job.h"
-#include "userspace/report/job/job.h"
-#include "userspace/report/job/context.h"
 #include "userspace/report/analysis/post_evidence.h"
 #include "userspace/report/analysis/slowest_ops.h"
+#include "userspace/report/job/context.h"
+#include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
 namespace {
@@ -163,12 +163,12 @@ TEST(ReportParts, JobContextRoundTrip) {
   ASSERT_EQ(back.ranks.size(), job.ranks.size());
   for (size_t i = 0; i < job.ranks.size(); ++i) {
     const Rank &a = job.ranks[i], &b = back.ranks[i];
-    EXPECT_EQ(b.host, a.host);
-    EXPECT_EQ(b.rank, a.rank);
-    EXPECT_EQ(b.pid, a.pid);
-    EXPECT_EQ(b.start_mono_ns, a.start_mono_ns);
-    EXPECT_EQ(b.start_wall_ns, a.start_wall_ns);
-    EXPECT_EQ(b.duration_s, a.duration_s);
+    EXPECT_EQ(b.host(), a.host());
+    EXPECT_EQ(b.rank(), a.rank());
+    EXPECT_EQ(b.pid(), a.pid());
+    EXPECT_EQ(b.start_mono_ns(), a.start_mono_ns());
+    EXPECT_EQ(b.start_wall_ns(), a.start_wall_ns());
+    EXPECT_EQ(b.duration_s(), a.duration_s());
     EXPECT_EQ(b.oplog_path, a.oplog_path);
     EXPECT_EQ(b.counters_path, a.counters_path);
     EXPECT_EQ(b.oplog_ops, a.oplog_ops);

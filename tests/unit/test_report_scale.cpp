@@ -152,7 +152,7 @@ std::string tables_text(const Job& job, const std::string& out) {
   for (const std::string& f : files) all += "== " + f.substr(out.size()) + "\n" + slurp(f);
   for (const Skipped& s : job.skipped) all += "skipped " + s.path + ": " + s.why + "\n";
   for (const Rank& r : job.ranks)
-    all += "rank " + r.host + " " + r.rank + " links " + std::to_string(r.link_count) + "\n";
+    all += "rank " + r.host() + " " + r.rank() + " links " + std::to_string(r.link_count) + "\n";
   all += "nics " + std::to_string(job.nic_count()) + " ops " + std::to_string(job.ops) + "\n";
   return all;
 }

@@ -204,14 +204,14 @@ TEST(ReportSummary, KernelSlowOpsOfProcessesOutsideTheJobAreNotListed) {
   Job job = job_of(sj);
   const Rank& r = job.ranks[1];
   KernelNode n;
-  n.host = r.host;
+  n.host = r.host();
   KernelExplanation mine, other;
-  mine.pid = static_cast<uint32_t>(r.pid);
+  mine.pid = static_cast<uint32_t>(r.pid());
   mine.tid = 11;
   mine.w.start = 1000;
   mine.w.end = 1000 + 3000000;
   mine.verdict = "mine";
-  other.pid = static_cast<uint32_t>(r.pid + 999999);  // no rank of the job
+  other.pid = static_cast<uint32_t>(r.pid() + 999999);  // no rank of the job
   other.tid = 12;
   other.w.start = 1000;
   other.w.end = 1000 + 9000000;  // the longest: listed first were it kept
@@ -221,7 +221,7 @@ TEST(ReportSummary, KernelSlowOpsOfProcessesOutsideTheJobAreNotListed) {
   const auto lines =
       section(summary_text(job, SummaryOptions()), "slow ops (>= FABTRACE_SLOW_OP_US)");
   ASSERT_EQ(lines.size(), 2u) << summary_text(job, SummaryOptions());
-  EXPECT_EQ(lines[0].rfind("  " + r.host + " r" + r.rank + " tid 11 ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].rfind("  " + r.host() + " r" + r.rank() + " tid 11 ", 0), 0u) << lines[0];
   EXPECT_NE(lines[0].find("3.00 ms: mine"), std::string::npos) << lines[0];
   EXPECT_EQ(lines[1],
             "  (1 slow ops of 1 process outside the job, traced on its nodes, not listed)");

@@ -50,7 +50,7 @@ Job synthetic_job_with_awkward_names() {
   Job job;
   for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
   // Names a CSV must quote.
-  job.ranks[0].host = job.ranks[0].report.host = "node,\"01\"";
+  job.ranks[0].report.host = job.ranks[0].report.host = "node,\"01\"";
   job.ranks[0].report.links[0].remote = "fi_sockaddr_in6://[fe80::1],x\ny";
   build_job_tables(&job);
   return job;

@@ -209,7 +209,7 @@ TEST(RootCauses, SyntheticChainsHaveTheirLastRanksAsRootsAndFlowsToThem) {
   ASSERT_EQ(job.ranks.size(), 12u);
   ASSERT_EQ(sj.chain_waits.size(), 3u * 3 * 3);
   std::map<std::string, int> index;  // rank string -> index in job.ranks
-  for (size_t i = 0; i < job.ranks.size(); ++i) index[job.ranks[i].rank] = static_cast<int>(i);
+  for (size_t i = 0; i < job.ranks.size(); ++i) index[job.ranks[i].rank()] = static_cast<int>(i);
   const auto idx = [&](int g) { return index.at(std::to_string(g)); };
 
   // The waits: as planted.
@@ -236,7 +236,7 @@ TEST(RootCauses, SyntheticChainsHaveTheirLastRanksAsRootsAndFlowsToThem) {
   EXPECT_EQ(named, tails);
   for (const RootCause& rc : wa.roots)
     if (tails.count(static_cast<int>(rc.rank))) {
-      EXPECT_EQ(rc.cost_ns, 3 * 3 * (100 * kMs + 30000)) << job.ranks[rc.rank].rank;
+      EXPECT_EQ(rc.cost_ns, 3 * 3 * (100 * kMs + 30000)) << job.ranks[rc.rank].rank();
       EXPECT_EQ(rc.cause, "late to post (no kernel log of its node)");
     }
 

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <link.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
@@ -14,96 +13,22 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <map>
-#include <set>
-#include <sstream>
 
 #include "bpf/uprobe_ops.h"
 #include "common/addr_format.h"
-#include "common/clock.h"
 #include "common/op_kinds.h"
 
 namespace fabtrace {
-
-// The BPF side reads these fields at fixed offsets.
-static_assert(offsetof(fi_msg, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg layout");
-static_assert(offsetof(fi_msg, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg layout");
-static_assert(offsetof(fi_msg, context) == FT_UP_MSG_CTX_OFF, "fi_msg layout");
-static_assert(offsetof(fi_msg_tagged, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_tagged layout");
-static_assert(offsetof(fi_msg_tagged, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_tagged layout");
-static_assert(offsetof(fi_msg_tagged, context) == FT_UP_TMSG_CTX_OFF, "fi_msg_tagged layout");
-static_assert(offsetof(fi_msg_rma, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_rma layout");
-static_assert(offsetof(fi_msg_rma, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_rma layout");
-static_assert(offsetof(fi_msg_rma, context) == FT_UP_RMSG_CTX_OFF, "fi_msg_rma layout");
-static_assert(offsetof(fi_msg_atomic, msg_iov) == FT_UP_MSG_IOV_OFF, "fi_msg_atomic layout");
-static_assert(offsetof(fi_msg_atomic, iov_count) == FT_UP_MSG_COUNT_OFF, "fi_msg_atomic layout");
-static_assert(offsetof(fi_msg_atomic, datatype) == FT_UP_AMSG_DT_OFF && sizeof(fi_datatype) == 4,
-              "fi_msg_atomic layout");
-static_assert(offsetof(fi_msg_atomic, context) == FT_UP_AMSG_CTX_OFF, "fi_msg_atomic layout");
-// iov_bytes sums a fi_ioc array as an iovec array: element count where iov_len is.
-static_assert(sizeof(fi_ioc) == sizeof(iovec) &&
-                  offsetof(fi_ioc, count) == offsetof(iovec, iov_len),
-              "fi_ioc layout");
-static_assert(FI_INT8 == 0 && FI_UINT64 == 7 && FI_DOUBLE == 9 && FI_LONG_DOUBLE == 12 &&
-                  FI_LONG_DOUBLE_COMPLEX == 13 && FI_INT128 == 14 && FI_UINT128 == 15,
-              "enum fi_datatype (ft_up_datatype_size)");
-static_assert(offsetof(fi_cq_attr, format) == FT_UP_CQ_ATTR_FORMAT_OFF, "fi_cq_attr layout");
-// Each message struct's peer where FT_UP_PEER_MSG reads it.
-static_assert(offsetof(fi_msg, addr) == FT_UP_MSG_ADDR_OFF &&
-                  offsetof(fi_msg_tagged, addr) == FT_UP_MSG_ADDR_OFF &&
-                  offsetof(fi_msg_rma, addr) == FT_UP_MSG_ADDR_OFF &&
-                  offsetof(fi_msg_atomic, addr) == FT_UP_MSG_ADDR_OFF,
-              "the messages' ->addr (FT_UP_PEER_MSG)");
-static_assert(FI_ADDR_UNSPEC == FT_UP_ADDR_UNSPEC && FI_ADDR_NOTAVAIL == FT_UP_ADDR_UNSPEC,
-              "fi_addr_t's any / not available");
-static_assert(FI_CLASS_AV == FT_UP_FI_CLASS_AV && offsetof(fid, fclass) == 0, "struct fid's class");
-// What an endpoint open reads of its info (uprobe_ops.bpf.c, ft_up_ep_open).
-static_assert(offsetof(fi_info, addr_format) == FT_UP_INFO_ADDR_FORMAT_OFF &&
-                  offsetof(fi_info, src_addrlen) == FT_UP_INFO_SRC_ADDRLEN_OFF &&
-                  offsetof(fi_info, dest_addrlen) == FT_UP_INFO_DEST_ADDRLEN_OFF &&
-                  offsetof(fi_info, src_addr) == FT_UP_INFO_SRC_ADDR_OFF &&
-                  offsetof(fi_info, dest_addr) == FT_UP_INFO_DEST_ADDR_OFF &&
-                  offsetof(fi_info, ep_attr) == FT_UP_INFO_EP_ATTR_OFF &&
-                  offsetof(fi_ep_attr, type) == 0 && FI_EP_MSG == FT_UP_FI_EP_MSG,
-              "fi_info layout");
-static_assert(offsetof(fi_info, tx_attr) == FT_UP_INFO_TX_ATTR_OFF &&
-                  offsetof(fi_info, rx_attr) == FT_UP_INFO_RX_ATTR_OFF &&
-                  offsetof(fi_tx_attr, op_flags) == FT_UP_ATTR_OP_FLAGS_OFF &&
-                  offsetof(fi_rx_attr, op_flags) == FT_UP_ATTR_OP_FLAGS_OFF,
-              "fi_info's tx_attr and rx_attr op_flags");
-// The flags that decide whether an op completes (op_completes).
-static_assert(FI_MULTI_RECV == FT_UP_FI_MULTI_RECV && FI_PEEK == FT_UP_FI_PEEK &&
-                  FI_TRIGGER == FT_UP_FI_TRIGGER && FI_COMPLETION == FT_UP_FI_COMPLETION &&
-                  FI_INJECT == FT_UP_FI_INJECT && FI_CLAIM == FT_UP_FI_CLAIM &&
-                  FI_SELECTIVE_COMPLETION == FT_UP_FI_SELECTIVE_COMPLETION &&
-                  FI_EAGAIN == FT_UP_FI_EAGAIN,
-              "op and bind flags");
-static_assert(FI_SOCKADDR == FT_UP_FI_SOCKADDR && FI_SOCKADDR_IN6 == FT_UP_FI_SOCKADDR_IN6 &&
-                  AF_INET == FT_UP_AF_INET && AF_INET6 == FT_UP_AF_INET6,
-              "sockaddr formats and families (ft_up_connect_ret)");
-// The endpoint open's call in flight and a connected endpoint are built from
-// up_zero's all-zero row (lookup_or_zero).
-static_assert(sizeof(ft_up_stats) >= sizeof(ft_up_conn_call) &&
-                  sizeof(ft_up_stats) >= sizeof(ft_up_conn),
-              "up_zero is large enough");
-static_assert(sizeof(fi_cq_entry) == 8 && sizeof(fi_cq_msg_entry) == 24 &&
-                  sizeof(fi_cq_data_entry) == 40 && sizeof(fi_cq_tagged_entry) == 48,
-              "CQ entry sizes (uprobe_ops.bpf.c entry_size)");
 
 bool file_offset_in(uint64_t addr, uint64_t bias, const std::vector<ElfLoad>& loads,
                     uint64_t* offset) {
@@ -116,6 +41,17 @@ bool file_offset_in(uint64_t addr, uint64_t bias, const std::vector<ElfLoad>& lo
     }
   }
   return false;
+}
+
+std::string real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  if (p.empty()) {
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) return "";
+    return std::string(buf, static_cast<size_t>(n));
+  }
+  if (realpath(p.c_str(), buf)) return buf;
+  return p;
 }
 
 namespace {
@@ -140,17 +76,6 @@ int find_object(struct dl_phdr_info* info, size_t, void* data) {
   q->offset = off;
   q->path = info->dlpi_name ? info->dlpi_name : "";
   return 1;
-}
-
-std::string real_path(const std::string& p) {
-  char buf[PATH_MAX];
-  if (p.empty()) {
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    if (n <= 0) return "";
-    return std::string(buf, static_cast<size_t>(n));
-  }
-  if (realpath(p.c_str(), buf)) return buf;
-  return p;
 }
 
 // The dlsym'd exported entry points (libfabric is opened at run time: the
@@ -184,6 +109,18 @@ Fabric& fabric_lib() {
   static Fabric f;
   return f;
 }
+
+}  // namespace
+
+std::string fabric_library_path() {
+  std::string why, lib;
+  uint64_t off = 0;
+  if (!fabric_lib().open(&why) || !code_location(fn_ptr(fabric_lib().getinfo), &lib, &off))
+    return "";
+  return real_path(lib);
+}
+
+namespace {
 
 // Appends the site of `fn` for (table, op) (its description: describe_site).
 void add_site(std::vector<OpSite>* out, const std::string& prov, const char* table, const char* op,
@@ -298,11 +235,6 @@ void add_table(std::vector<OpSite>* out, const std::string& prov, const char* ta
   for (size_t i = 0; i < N; ++i) add_site(out, prov, table, slots[i].name, fns[i]);
 }
 
-template <typename F>
-const void* fn_ptr(F f) {
-  return reinterpret_cast<const void*>(f);
-}
-
 }  // namespace
 
 OpSite op_site(const std::string& provider, const std::string& table, const std::string& op,
@@ -385,30 +317,6 @@ uint64_t probe_offset(const std::string& path, uint64_t offset) {
 
 namespace {
 
-// Whether cq->ops->read reaches cq->ops->readfrom through the table: the read is
-// called with a copy of the table whose readfrom only records that it was
-// called (the helper's own CQ, empty; the table is put back at once).
-fid_cq* g_spied_cq = nullptr;
-ssize_t spy_readfrom(fid_cq* cq, void*, size_t, fi_addr_t*) {
-  g_spied_cq = cq;
-  return -FI_EAGAIN;
-}
-bool read_calls_readfrom(fid_cq* cq) {
-  fi_ops_cq* const real = cq->ops;
-  fi_ops_cq spy = *real;
-  spy.readfrom = spy_readfrom;
-  g_spied_cq = nullptr;
-  cq->ops = &spy;
-  fi_cq_entry e;
-  real->read(cq, &e, 1);
-  cq->ops = real;
-  return g_spied_cq == cq;
-}
-
-}  // namespace
-
-namespace {
-
 // Provider `prov`'s info for an `ep_type` endpoint with `caps`, as an
 // application would ask for it, or NULL with *why. Only an info of that very
 // provider: asked for "tcp" with FI_EP_RDM, libfabric offers "tcp;ofi_rxm",
@@ -442,135 +350,6 @@ fi_info* provider_info(const std::string& prov, int threading, int ep_type, uint
   f.freeinfo(list);
   if (!info) *why = prov + ": fi_getinfo offers only other providers' endpoints of this type";
   return info;
-}
-
-// `n` words of this process's memory at `addr`, read without trusting that the
-// object is that long (process_vm_readv: an unmapped tail reads short). The
-// words not read are 0.
-std::vector<uint64_t> words_at(const void* addr, size_t n) {
-  std::vector<uint64_t> w(n, 0);
-  iovec local{w.data(), n * sizeof(uint64_t)};
-  iovec remote{const_cast<void*>(addr), n * sizeof(uint64_t)};
-  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0) w.assign(n, 0);
-  return w;
-}
-
-// The CQ's per-format function: past the fid_cq (fid, ops), the first word
-// that is a different function of one library file in each format's CQ.
-bool find_cq_format_fn(const std::vector<uint64_t> (&w)[5], UprobeLayout* l) {
-  for (size_t i = sizeof(fid_cq) / 8; i < kLayoutWords; ++i) {
-    std::string path;
-    bool ok = true;
-    for (int fmt = 1; fmt <= 4 && ok; ++fmt) {
-      for (int o = 1; o < fmt; ++o) ok = ok && w[o][i] != w[fmt][i];
-      std::string p;
-      ok = ok && w[fmt][i] &&
-           code_location(reinterpret_cast<const void*>(w[fmt][i]), &p, &l->fmt_fn[fmt]) &&
-           (path.empty() || p == path);
-      path = p;
-    }
-    if (ok) {
-      l->path = real_path(path);
-      l->cq_kind = FT_UP_CQ_FMT_FN;
-      l->cq_fmt_off = i * 8;
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
-bool find_cq_format_word(const std::vector<uint64_t> (&w)[5], UprobeLayout* l) {
-  for (size_t i = sizeof(fid_cq) / 4; i < 2 * kLayoutWords; ++i) {
-    bool ok = true;
-    for (uint64_t fmt = 1; fmt <= 4 && ok; ++fmt)
-      ok = ((w[fmt][i / 2] >> (32 * (i % 2))) & 0xffffffffu) == fmt;
-    if (ok) {
-      l->cq_kind = FT_UP_CQ_FMT_WORD;
-      l->cq_fmt_off = i * 4;
-      return true;
-    }
-  }
-  return false;
-}
-
-namespace {
-
-// The words of the heap block that starts at `addr`, at most `most`: glibc
-// keeps a block's size (low 3 bits: flags) in the word before it; `most` where
-// that word does not look like one (not a block's start). The search stays in
-// the object, not in the one malloc placed after it: sockets allocates an
-// endpoint's attributes just after the endpoint, so in one process its CQs
-// look one pointer away at a fixed distance past the endpoint's end, which
-// holds in no other.
-size_t object_words(uint64_t addr, size_t most) {
-  const uint64_t size = words_at(reinterpret_cast<const void*>(addr - 8), 1)[0] & ~uint64_t{7};
-  if (addr % 16 || size < 32 || size % 16 || size > (uint64_t{1} << 20)) return most;
-  return std::min<size_t>(most, (size - 8) / 8);
-}
-
-// Where endpoint `ep` keeps its pointer to `cq`: a word of the endpoint, or
-// of an object it points to, and so on, FT_UP_EP_HOPS_MAX pointers deep at
-// the most; the shallowest, then the lowest offsets.
-bool find_ep_cq(const void* ep, const void* cq, uint32_t* hops,
-                uint64_t (&path)[FT_UP_EP_HOPS_MAX + 1]) {
-  struct Node {
-    uint64_t addr;
-    std::vector<uint64_t> offs;
-  };
-  std::vector<Node> level = {{reinterpret_cast<uint64_t>(ep), {}}};
-  std::set<uint64_t> seen = {level.front().addr};
-  for (uint32_t depth = 0; depth <= FT_UP_EP_HOPS_MAX; ++depth) {
-    std::vector<Node> next;
-    for (const Node& n : level) {
-      const size_t count = object_words(n.addr, kLayoutWords);
-      const std::vector<uint64_t> w = words_at(reinterpret_cast<const void*>(n.addr), count);
-      for (size_t i = 0; i < count; ++i) {
-        if (w[i] == reinterpret_cast<uint64_t>(cq)) {
-          for (uint32_t h = 0; h < depth; ++h) path[h] = n.offs[h];
-          path[depth] = i * 8;
-          *hops = depth;
-          return true;
-        }
-        // An aligned pointer not followed yet (a number reads as nothing).
-        if (depth < FT_UP_EP_HOPS_MAX && w[i] && w[i] % 8 == 0 && seen.insert(w[i]).second) {
-          next.push_back({w[i], n.offs});
-          next.back().offs.push_back(i * 8);
-        }
-      }
-    }
-    level = std::move(next);
-  }
-  return false;
-}
-
-// The layout (struct UprobeLayout) from one CQ of each format and an endpoint
-// whose transmit side is bound to cq[CONTEXT] and receive side to cq[TAGGED].
-// *why says which part was not found.
-bool find_layout(fid_cq* const (&cq)[5], fid_ep* ep, UprobeLayout* out, std::string* why) {
-  UprobeLayout l;
-  std::vector<uint64_t> w[5];
-  for (int fmt = 1; fmt <= 4; ++fmt) w[fmt] = words_at(cq[fmt], kLayoutWords);
-  if (!find_cq_format_fn(w, &l)) {
-    std::string path;
-    uint64_t off = 0;
-    if (!find_cq_format_word(w, &l) || !code_location(fn_ptr(cq[1]->ops->read), &path, &off)) {
-      *why = "no CQ format function or word found in its CQs' memory";
-      return false;
-    }
-    l.path = real_path(path);
-  }
-  for (const int side : {FT_UP_TX, FT_UP_RX})
-    if (!find_ep_cq(ep, cq[side == FT_UP_TX ? FI_CQ_FORMAT_CONTEXT : FI_CQ_FORMAT_TAGGED],
-                    &l.ep_hops[side], l.ep_path[side])) {
-      *why = std::string("its endpoint's ") + (side == FT_UP_TX ? "transmit" : "receive") +
-             " CQ not found in its memory (" + std::to_string(FT_UP_EP_HOPS_MAX) +
-             " pointers deep)";
-      return false;
-    }
-  *out = l;
-  return true;
 }
 
 // What the endpoints and the peers are: the endpoint's getname and the AV's
@@ -804,181 +583,6 @@ bool probe_provider_here(const std::string& prov, int threading, int ep_type,
   if (fab) fi_close(&fab->fid);
   f.freeinfo(info);
   return ret == 0;
-}
-
-namespace {
-
-// The providers' distinct layouts (res->layouts), and each site's: the one
-// its providers have (a function shared by providers whose layouts differ, or
-// by one without a layout, gets none: its CQs are not learnt rather than
-// learnt wrong).
-void assign_layouts(const std::vector<UprobeLayout>& per_provider, OptableResult* res) {
-  std::map<std::string, uint32_t> of;  // provider -> index in res->layouts + 1
-  for (const UprobeLayout& l : per_provider) {
-    auto it = std::find(res->layouts.begin(), res->layouts.end(), l);
-    if (it == res->layouts.end() && res->layouts.size() >= FT_UP_MAX_LAYOUTS) {
-      res->notes.push_back(l.provider + ": more than " + std::to_string(FT_UP_MAX_LAYOUTS) +
-                           " layouts: its CQs opened before the session are not learnt");
-      continue;
-    }
-    if (it == res->layouts.end()) it = res->layouts.insert(res->layouts.end(), l);
-    of[l.provider] = static_cast<uint32_t>(it - res->layouts.begin()) + 1;
-  }
-  for (OpSite& site : res->sites) {
-    std::set<uint32_t> got;
-    for (const std::string& p : site.providers()) got.insert(of.count(p) ? of[p] : 0);
-    site.layout = got.size() == 1 ? *got.begin() : 0;
-  }
-}
-
-}  // namespace
-
-OptableResult probe_optables(const std::vector<std::string>& providers, int timeout_ms) {
-  OptableResult res;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    res.notes.push_back(std::string("pipe: ") + std::strerror(errno));
-    return res;
-  }
-  const pid_t parent = getpid();
-  const pid_t child = fork();
-  if (child < 0) {
-    res.notes.push_back(std::string("fork: ") + std::strerror(errno));
-    close(fds[0]);
-    close(fds[1]);
-    return res;
-  }
-  if (child == 0) {
-    // It dies with the collector, however the collector dies (a killed one
-    // left it running on for its provider's timeouts); a parent gone already
-    // before the call is caught by the check after it.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
-    close(fds[0]);
-    std::string text;
-    // The library file the helper opened: the by-name path reads its symbols.
-    std::string ignored;
-    if (fabric_lib().open(&ignored)) {
-      std::string lib;
-      uint64_t off = 0;
-      if (code_location(fn_ptr(fabric_lib().getinfo), &lib, &off))
-        text += "F\t" + real_path(lib) + "\n";
-    }
-    for (const std::string& p : providers) {
-      // Once per threading level and endpoint type: a provider may choose its
-      // tables by threading, and offer RDM, MSG or DGRAM endpoints (several;
-      // udp's DGRAM functions are not those rxd's RDM tables hold over it).
-      // The layout from the first open with FI_THREAD_SAFE (RDM where the
-      // provider has it, else MSG, else DGRAM: the utility objects).
-      bool opened = false, layout_tried = false;
-      std::vector<std::string> failed;
-      UprobeLayout layout;
-      for (const int ep_type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
-        for (const int threading : {FI_THREAD_SAFE, FI_THREAD_DOMAIN}) {
-          std::vector<OpSite> sites;
-          std::vector<std::string> notes;
-          std::string why;
-          const bool learn = threading == FI_THREAD_SAFE && !layout_tried;
-          const bool ok = probe_provider_here(p, threading, ep_type, &sites, &why, &notes,
-                                              learn ? &layout : nullptr);
-          for (const std::string& n : notes) text += "#" + n + "\n";
-          if (!ok) {
-            failed.push_back(
-                why + " (" + ep_type_name(ep_type) +
-                (threading == FI_THREAD_SAFE ? ", FI_THREAD_SAFE)" : ", FI_THREAD_DOMAIN)"));
-            continue;
-          }
-          opened = true;
-          layout_tried = layout_tried || learn;
-          for (const OpSite& s : sites) text += site_line(s) + "\n";
-        }
-      }
-      // An endpoint type the provider does not offer is no news; a provider
-      // that opened with neither is.
-      if (!opened)
-        for (const std::string& w : failed) text += "#" + w + "\n";
-      if (!layout.path.empty()) text += layout_line(layout) + "\n";
-    }
-    size_t off = 0;
-    while (off < text.size()) {
-      const ssize_t n = write(fds[1], text.data() + off, text.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string text;
-  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout_ms) * 1000000ULL;
-  bool timed_out = false;
-  for (;;) {
-    const uint64_t now = mono_ns();
-    if (now >= deadline) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>((deadline - now) / 1000000ULL) + 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      timed_out = r == 0;
-      break;
-    }
-    char buf[4096];
-    const ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > (1u << 20)) break;
-  }
-  close(fds[0]);
-  if (timed_out) {
-    kill(child, SIGKILL);
-    res.notes.push_back("the op-table probe did not finish in " + std::to_string(timeout_ms) +
-                        " ms: killed");
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::vector<OpSite> all;
-  std::vector<UprobeLayout> layouts;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    if (line[0] == '#') {
-      const std::string n = line.substr(1);
-      if (std::find(res.notes.begin(), res.notes.end(), n) == res.notes.end())
-        res.notes.push_back(n);
-      continue;
-    }
-    if (line.rfind("F\t/", 0) == 0) {
-      res.library = line.substr(2);
-      continue;
-    }
-    UprobeLayout l;
-    if (parse_layout_line(line, &l)) {
-      layouts.push_back(l);
-      continue;
-    }
-    OpSite s;
-    if (parse_site_line(line, &s)) all.push_back(s);
-  }
-  res.sites = dedupe_sites(all, &res.notes);
-  assign_layouts(layouts, &res);
-  // A utility provider and its core probed together: the utility provider's
-  // own core objects (opened and driven from inside it) look like an
-  // application's, and its ops are counted twice.
-  for (const std::string& layered : providers) {
-    const size_t semi = layered.find(';');
-    if (semi == std::string::npos) continue;
-    const std::string core = layered.substr(0, semi);
-    if (std::find(providers.begin(), providers.end(), core) != providers.end())
-      res.notes.push_back(layered + " and " + core + " are probed together: a " + layered +
-                          " process's inner " + core +
-                          " endpoints and CQs look like an application's (its ops counted "
-                          "twice): probe them in separate sessions");
-  }
-  return res;
 }
 
 }  // namespace fabtrace

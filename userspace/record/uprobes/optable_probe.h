@@ -24,6 +24,9 @@
 #include "bpf/uprobe_ops.h"
 #include "common/op_kinds.h"
 
+struct fid_cq;  // rdma/fi_eq.h
+struct fid_ep;  // rdma/fi_endpoint.h
+
 namespace fabtrace {
 
 // One probed function.
@@ -90,6 +93,18 @@ bool file_offset_in(uint64_t addr, uint64_t bias, const std::vector<ElfLoad>& lo
 // (the executable's real path for the main program) and the offset.
 bool code_location(const void* addr, std::string* path, uint64_t* offset);
 
+// The real path of an object's file (this executable's for "").
+std::string real_path(const std::string& p);
+
+// A function pointer as the code address it is.
+template <typename F>
+const void* fn_ptr(F f) {
+  return reinterpret_cast<const void*>(f);
+}
+
+// The real path of the libfabric file this process opens (dlopen), or empty.
+std::string fabric_library_path();
+
 // "+0x1a2b": how record names a file offset (a probe's point, a symbol's place).
 std::string hex_offset(uint64_t offset);
 
@@ -152,6 +167,16 @@ constexpr size_t kLayoutWords = 128;
 // past the fid_cq, the first 32-bit word equal to the CQ's format in all four.
 // The fallback where no per-format function is found.
 bool find_cq_format_word(const std::vector<uint64_t> (&w)[5], UprobeLayout* l);
+
+// The layout from one CQ of each format ([enum fi_cq_format], 1..4) and an
+// endpoint whose transmit side is bound to cq[FI_CQ_FORMAT_CONTEXT] and
+// receive side to cq[FI_CQ_FORMAT_TAGGED]; false with *why naming the part not
+// found (optable_layout.cpp).
+bool find_layout(fid_cq* const (&cq)[5], fid_ep* ep, UprobeLayout* out, std::string* why);
+
+// Whether cq->ops->read reaches cq->ops->readfrom through the op table (then
+// readfrom's probe sees every read).
+bool read_calls_readfrom(fid_cq* cq);
 
 // The pipe's line for a layout ("L\t<provider>\t<numbers>\t<path>") and its reader.
 std::string layout_line(const UprobeLayout& l);

@@ -90,7 +90,7 @@ std::string row_key(const std::string& host, const std::string& rank, long pid,
 // one host's ranks share CLOCK_MONOTONIC; across hosts each rank's anchors.
 int64_t post_minus_issue(const Job& job, const Recv& rv, const Send& sd) {
   const Rank &a = job.ranks[rv.rank], &b = job.ranks[sd.rank];
-  if (a.host == b.host) return rv.post - sd.issue;
+  if (a.host() == b.host()) return rv.post - sd.issue;
   return (rv.post + a.wall_offset_ns()) - (sd.issue + b.wall_offset_ns());
 }
 
@@ -173,7 +173,10 @@ RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOption
   if (!rd.open(rank.oplog_path, &why) || !rd.scan(&why)) return t;
   const Calibration cal = rd.calib();
   t.residual_ns = cal.residual_ns;
-  const auto& links = rd.links();
+  // A copy of the whole file's link table (the scan read it): read_all reads
+  // the table again as it goes, and a link's block may come after its first
+  // ops (the preload writes links lazily), so a reference would miss them.
+  const auto links = rd.links();
   for (const auto& [id, l] : links) t.links.push_back({id, l.local, l.remote});
   t.ops.reserve(static_cast<size_t>(std::min<uint64_t>(rd.ops_read(), opt.max_records)));
   bool full = false;
@@ -272,7 +275,7 @@ void ReceiveMatcher::add(const RankTimeline& t) {
                                 std::pair<std::vector<Recv>*, size_t>(nullptr, kNoRow));
       if (fresh) {
         const auto row =
-            st_->rows.find(row_key(rank.host, rank.rank, rank.pid, link.local, link.remote,
+            st_->rows.find(row_key(rank.host(), rank.rank(), rank.pid(), link.local, link.remote,
                                    op_name(kind), o.bytes, o.size_unknown));
         if (row != st_->rows.end())
           it->second = {&c.recvs[RecvKey{link.local, rf}][link.remote], row->second};
@@ -311,8 +314,8 @@ void ReceiveMatcher::finish() {
   // Rows of ranks without a timeline.
   std::map<std::string, bool> rank_has;  // host, rank, pid -> timeline read
   for (uint32_t r = 0; r < job->ranks.size(); ++r)
-    rank_has[job->ranks[r].host + '\n' + job->ranks[r].rank + '\n' +
-             std::to_string(job->ranks[r].pid)] = has_timeline[r];
+    rank_has[job->ranks[r].host() + '\n' + job->ranks[r].rank() + '\n' +
+             std::to_string(job->ranks[r].pid())] = has_timeline[r];
   for (LinkRow& l : job->links) {
     if (!l.row.recv) continue;
     if (!rank_has[l.host() + '\n' + l.rank() + '\n' + std::to_string(l.pid())])

@@ -38,14 +38,14 @@ struct Analyzer {
         windows(j.ranks.size()),
         logged(j.ranks.size(), false) {
     std::map<std::pair<std::string, long>, uint32_t> pids;
-    for (uint32_t r = 0; r < j.ranks.size(); ++r) pids[{j.ranks[r].host, j.ranks[r].pid}] = r;
+    for (uint32_t r = 0; r < j.ranks.size(); ++r) pids[{j.ranks[r].host(), j.ranks[r].pid()}] = r;
     for (const KernelNode& n : j.kernel)
       for (const auto* list : {&n.stalls, &n.slow_ops})
         for (const KernelExplanation& w : *list) {
           const auto it = pids.find({n.host, static_cast<long>(w.pid)});
           if (it != pids.end()) windows[it->second].push_back(&w);
         }
-    for (uint32_t r = 0; r < j.ranks.size(); ++r) logged[r] = kernel_node(j, j.ranks[r].host);
+    for (uint32_t r = 0; r < j.ranks.size(); ++r) logged[r] = kernel_node(j, j.ranks[r].host());
     for (const Wait& w : job.waits.list)
       if (w.rank < by_rank.size() && w.on < by_rank.size()) by_rank[w.rank].push_back(&w);
     for (auto& v : by_rank)
@@ -218,7 +218,7 @@ void weak_overlaps(const Job& job, const std::vector<int64_t>& off,
   // Which rank owns each row, by the row's owner (rows of a rank share it).
   std::map<std::tuple<std::string, std::string, long>, uint32_t> index;
   for (uint32_t r = 0; r < job.ranks.size(); ++r)
-    index[{job.ranks[r].host, job.ranks[r].rank, job.ranks[r].pid}] = r;
+    index[{job.ranks[r].host(), job.ranks[r].rank(), job.ranks[r].pid()}] = r;
   std::unordered_map<const void*, int64_t> by_owner;
   const auto rank_of = [&](const LinkRow& l) {
     const auto [it, fresh] = by_owner.try_emplace(&l.host(), -1);
@@ -290,7 +290,7 @@ WaitAnalysis analyze_waits(const Job& job) {
   const Analyzer an(job);
   std::map<std::tuple<std::string, std::string, long>, uint32_t> index;
   for (uint32_t r = 0; r < job.ranks.size(); ++r)
-    index[{job.ranks[r].host, job.ranks[r].rank, job.ranks[r].pid}] = r;
+    index[{job.ranks[r].host(), job.ranks[r].rank(), job.ranks[r].pid()}] = r;
 
   std::map<uint32_t, RootCause> roots;
   // (root, class of cause) -> the time, and the words of its longest part.

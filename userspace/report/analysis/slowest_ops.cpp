@@ -80,9 +80,9 @@ struct RankPass {
   SlowOp resolve(const OplogReader& rd, const OplogCalib& cal, int64_t offset,
                  const oplog::OpEntry& e) const {
     SlowOp s;
-    s.host = rank.host;
-    s.rank = rank.rank;
-    s.pid = rank.pid;
+    s.host = rank.host();
+    s.rank = rank.rank();
+    s.pid = rank.pid();
     s.tid = e.tid;
     const auto l = rd.links().find(e.link_id);
     if (l != rd.links().end()) {
@@ -116,14 +116,14 @@ struct RankPass {
     }
     const OplogCalib cal = rd.has_calib() ? rd.calib() : OplogCalib();
     int64_t offset = rank.wall_offset_ns();
-    if (rank.start_wall_ns == 0 && rd.has_calib() && cal.real0_ns != 0)
+    if (rank.start_wall_ns() == 0 && rd.has_calib() && cal.real0_ns != 0)
       offset = static_cast<int64_t>(cal.real0_ns) - static_cast<int64_t>(cal.mono0_ns);
 
     TopN ops(top), recvs(top);
     TimelineCover cover;
-    cover.host = rank.host;
-    cover.rank = rank.rank;
-    cover.pid = rank.pid;
+    cover.host = rank.host();
+    cover.rank = rank.rank();
+    cover.pid = rank.pid();
     cover.spec = rd.window().spec;
     cover.signal = rd.window().signal;
     // Capture changes, in file order (each thread's and the writer's are in time order).
@@ -168,9 +168,9 @@ struct RankPass {
                      [](const auto& a, const auto& b) { return a.second < b.second; });
     c->whole = c->spec.empty() && changes.empty();
     if (c->whole) return;
-    const int64_t start = static_cast<int64_t>(rank.start_wall_ns);
-    const int64_t end = rank.start_wall_ns ? start + static_cast<int64_t>(rank.duration_s * 1e9)
-                                           : std::numeric_limits<int64_t>::max();
+    const int64_t start = static_cast<int64_t>(rank.start_wall_ns());
+    const int64_t end = rank.start_wall_ns() ? start + static_cast<int64_t>(rank.duration_s() * 1e9)
+                                             : std::numeric_limits<int64_t>::max();
     bool on = c->spec.empty();
     int64_t from = start;
     for (const auto& ch : changes) {

@@ -40,7 +40,8 @@ struct Names {
 Names names_of(const Job& job) {
   Names n;
   n.proc = process_labels(job);
-  for (size_t i = 0; i < job.ranks.size(); ++i) n.index[{job.ranks[i].host, job.ranks[i].pid}] = i;
+  for (size_t i = 0; i < job.ranks.size(); ++i)
+    n.index[{job.ranks[i].host(), job.ranks[i].pid()}] = i;
   // The local addresses of each process, from its NIC rows in order; the
   // addresses only its link rows name (reports that wrote no NIC row for a
   // domain that only received) after them.
@@ -294,13 +295,14 @@ std::vector<std::string> process_labels(const Job& job) {
   // By rank; processes that share one (NA, or the reports of two jobs in
   // one directory) in the order they started.
   std::map<std::string, std::vector<size_t>> by_rank;
-  for (size_t i = 0; i < job.ranks.size(); ++i) by_rank[job.ranks[i].rank].push_back(i);
+  for (size_t i = 0; i < job.ranks.size(); ++i) by_rank[job.ranks[i].rank()].push_back(i);
   std::vector<std::string> labels(job.ranks.size());
   for (auto& [rank, idx] : by_rank) {
     const auto start = [&job](size_t i) {
       const Rank& r = job.ranks[i];
       return std::make_tuple(
-          r.report.job.start_wall_ns ? r.report.job.start_wall_ns : r.start_wall_ns, r.host, r.pid);
+          r.report.job.start_wall_ns ? r.report.job.start_wall_ns : r.start_wall_ns(), r.host(),
+          r.pid());
     };
     std::stable_sort(idx.begin(), idx.end(),
                      [&](size_t x, size_t y) { return start(x) < start(y); });

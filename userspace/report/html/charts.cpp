@@ -89,12 +89,13 @@ void section_counters(const Job& job, const HtmlOptions& opt, Html* h) {
       by_dev[t.device].push_back(&t);
     }
     if (devs.empty()) {
-      h->raw("<h3>" + escape(who(r.host, r.rank, r.pid)) + "</h3>");
+      h->raw("<h3>" + escape(who(r.host(), r.rank(), r.pid())) + "</h3>");
       h->note(fmt_count(r.counter_samples) + " samples; no counter changed.");
       continue;
     }
     for (const std::string& d : devs) {
-      h->raw("<h3>" + escape(who(r.host, r.rank, r.pid) + " " + d) + "</h3><div class=\"charts\">");
+      h->raw("<h3>" + escape(who(r.host(), r.rank(), r.pid()) + " " + d) +
+             "</h3><div class=\"charts\">");
       for (const CounterTrack* t : by_dev[d]) {
         svg::LineChart c;
         c.title = t->name;

@@ -52,12 +52,12 @@ void section_ranks(const Job& job, const HtmlOptions& opt, Html* h) {
   for (size_t i = 0; i < job.ranks.size() && i < opt.max_table_rows; ++i) {
     const Rank& r = job.ranks[i];
     t.row();
-    t.td(r.host);
-    t.td(r.rank);
-    t.n(std::to_string(r.pid));
-    t.td(r.providers);
-    t.td(fmt_wall(r.start_wall_ns, true));
-    t.n(fixed(r.duration_s, 3) + " s");
+    t.td(r.host());
+    t.td(r.rank());
+    t.n(std::to_string(r.pid()));
+    t.td(r.providers());
+    t.td(fmt_wall(r.start_wall_ns(), true));
+    t.n(fixed(r.duration_s(), 3) + " s");
     t.n(std::to_string(r.link_count));
     t.n(std::to_string(r.report.cqs.size()));
     t.n(r.oplog_path.empty() ? "-" : fmt_count(r.oplog_ops));

@@ -17,13 +17,8 @@ using byte_form::Reader;
 using byte_form::Writer;
 
 void put(Writer& w, const Rank& r) {
-  for (const std::string* s :
-       {&r.host, &r.rank, &r.providers, &r.report_path, &r.oplog_path, &r.counters_path})
-    w.str(*s);
-  w.num<int64_t>(r.pid);
-  w.num(r.start_mono_ns);
-  w.num(r.start_wall_ns);
-  w.num(r.duration_s);
+  // Who and when travel in the report's own bytes, at the end.
+  for (const std::string* s : {&r.report_path, &r.oplog_path, &r.counters_path}) w.str(*s);
   for (uint64_t v : {uint64_t{r.link_count}, uint64_t{r.unlisted_locals}, r.oplog_ops,
                      r.oplog_dropped, r.counter_samples})
     w.num(v);
@@ -40,13 +35,7 @@ void put(Writer& w, const Rank& r) {
 }
 
 bool get(Reader& rd, Rank* r) {
-  for (std::string* s :
-       {&r->host, &r->rank, &r->providers, &r->report_path, &r->oplog_path, &r->counters_path})
-    *s = rd.str();
-  r->pid = static_cast<long>(rd.num<int64_t>());
-  r->start_mono_ns = rd.num<uint64_t>();
-  r->start_wall_ns = rd.num<uint64_t>();
-  r->duration_s = rd.num<double>();
+  for (std::string* s : {&r->report_path, &r->oplog_path, &r->counters_path}) *s = rd.str();
   r->link_count = static_cast<size_t>(rd.num<uint64_t>());
   r->unlisted_locals = static_cast<size_t>(rd.num<uint64_t>());
   r->oplog_ops = rd.num<uint64_t>();

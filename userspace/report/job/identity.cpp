@@ -31,7 +31,7 @@ JobIdentity job_identity(const Job& job) {
     if (const std::string j = job_text(m); !j.empty()) ++jobs[j];
     if (!m.command.empty()) ++commands[printable(m.command)];
     if (!m.libfabric.empty()) ++libfabrics[printable(m.libfabric)];
-    if (!r.providers.empty()) ++providers[printable(r.providers)];
+    if (!r.providers().empty()) ++providers[printable(r.providers())];
     ++versions[r.report.fabtrace_version];
     if (m.start_wall_ns && (!id.first_start_wall_ns || m.start_wall_ns < id.first_start_wall_ns))
       id.first_start_wall_ns = m.start_wall_ns;

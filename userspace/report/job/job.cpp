@@ -15,7 +15,7 @@ std::vector<int64_t> job_clock_offsets(const Job& job) {
   std::map<std::string, int64_t> by_host;
   std::vector<int64_t> out(job.ranks.size(), 0);
   for (size_t i = 0; i < job.ranks.size(); ++i)
-    out[i] = by_host.try_emplace(job.ranks[i].host, job.ranks[i].wall_offset_ns()).first->second;
+    out[i] = by_host.try_emplace(job.ranks[i].host(), job.ranks[i].wall_offset_ns()).first->second;
   return out;
 }
 
@@ -27,14 +27,14 @@ std::string who(const std::string& host, const std::string& rank, long pid) {
 
 std::string rank_name(const Job& job, uint32_t r) {
   const Rank& k = job.ranks[r];
-  return who(k.host, k.rank, k.pid);
+  return who(k.host(), k.rank(), k.pid());
 }
 
 std::vector<std::string> Job::hosts() const {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const Rank& r : ranks)
-    if (seen.insert(r.host).second) out.push_back(r.host);
+    if (seen.insert(r.host()).second) out.push_back(r.host());
   return out;
 }
 
@@ -81,13 +81,6 @@ size_t Job::distinct_links() const {
 
 Rank make_rank(ProcessReport report, std::string report_path) {
   Rank r;
-  r.host = report.host;
-  r.rank = report.rank;
-  r.pid = report.pid;
-  r.providers = report.providers;
-  r.start_mono_ns = report.start_mono_ns;
-  r.start_wall_ns = report.start_wall_ns;
-  r.duration_s = report.duration_s;
   r.report_path = std::move(report_path);
   r.report = std::move(report);
   return r;

@@ -40,17 +40,19 @@ constexpr size_t kCounterPlotPoints = 400;
 
 // One process (rank) of the job.
 struct Rank {
-  std::string host;
-  std::string rank;  // as the launcher set it ("NA" when unknown)
-  long pid = 0;
-  std::string providers;
-  uint64_t start_mono_ns = 0;  // first fabric activity, the rank's CLOCK_MONOTONIC
-  uint64_t start_wall_ns = 0;  // the same instant, CLOCK_REALTIME
-  double duration_s = 0;
+  // Who and when, as the rank's own report says (report's fields, not copies).
+  const std::string& host() const { return report.host; }
+  const std::string& rank() const { return report.rank; }  // "NA" when unknown
+  long pid() const { return report.pid; }
+  const std::string& providers() const { return report.providers; }
+  // First fabric activity, on the rank's CLOCK_MONOTONIC and CLOCK_REALTIME.
+  uint64_t start_mono_ns() const { return report.start_mono_ns; }
+  uint64_t start_wall_ns() const { return report.start_wall_ns; }
+  double duration_s() const { return report.duration_s; }
   // wall_ns = mono_ns + wall_offset_ns: how this rank's monotonic times align
   // with the other nodes' (ranks on one host share CLOCK_MONOTONIC).
   int64_t wall_offset_ns() const {
-    return static_cast<int64_t>(start_wall_ns) - static_cast<int64_t>(start_mono_ns);
+    return static_cast<int64_t>(start_wall_ns()) - static_cast<int64_t>(start_mono_ns());
   }
   std::string report_path;    // fabtrace.<host>.r<rank>.p<pid>.json
   std::string oplog_path;     // fabtrace_ops.<...>.oplog, empty when none

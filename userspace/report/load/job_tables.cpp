@@ -106,9 +106,9 @@ void build_tables(Job* job, bool take_rows, StagedRows* staged) {
     std::stable_sort(order.begin(), order.end(), [&rk](size_t ia, size_t ib) {
       const Rank& a = rk[ia];
       const Rank& b = rk[ib];
-      if (a.host != b.host) return a.host < b.host;
-      if (a.rank != b.rank) return rank_less(a.rank, b.rank);
-      return a.pid < b.pid;
+      if (a.host() != b.host()) return a.host() < b.host();
+      if (a.rank() != b.rank()) return rank_less(a.rank(), b.rank());
+      return a.pid() < b.pid();
     });
     std::vector<Rank> ranks;
     std::vector<std::vector<LinkRow>> rows;
@@ -161,11 +161,11 @@ void build_tables(Job* job, bool take_rows, StagedRows* staged) {
   }
   for (size_t i = 0; i < job->ranks.size(); ++i) {
     Rank& r = job->ranks[i];
-    if (r.start_wall_ns) {
-      const uint64_t end =
-          r.start_wall_ns + static_cast<uint64_t>(std::llround(std::max(0.0, r.duration_s) * 1e9));
-      if (!job->first_wall_ns || r.start_wall_ns < job->first_wall_ns)
-        job->first_wall_ns = r.start_wall_ns;
+    if (r.start_wall_ns()) {
+      const uint64_t end = r.start_wall_ns() +
+                           static_cast<uint64_t>(std::llround(std::max(0.0, r.duration_s()) * 1e9));
+      if (!job->first_wall_ns || r.start_wall_ns() < job->first_wall_ns)
+        job->first_wall_ns = r.start_wall_ns();
       job->last_wall_ns = std::max(job->last_wall_ns, end);
     }
     // Counts are bounded per file (common/input_limits.h); their sums over
@@ -186,29 +186,30 @@ void build_tables(Job* job, bool take_rows, StagedRows* staged) {
       // The rank's rows are freed as soon as they are in the job's table.
       std::vector<LinkRow> mine =
           staged ? std::move(staged->per_rank[i])
-                 : link_rows_of(r.host, r.rank, r.pid, &r.report.links, take_rows);
+                 : link_rows_of(r.host(), r.rank(), r.pid(), &r.report.links, take_rows);
       for (LinkRow& row : mine) {
         add_row_totals(job, row.row);
         job->links.push_back(std::move(row));
       }
     }
-    for (const NicReport& n : r.report.nics) job->nics.push_back(NicRow{r.host, r.rank, r.pid, n});
+    for (const NicReport& n : r.report.nics)
+      job->nics.push_back(NicRow{r.host(), r.rank(), r.pid(), n});
   }
   if (staged) std::vector<LinkRow>().swap(staged->table);
   for (const Rank& r : job->ranks) {
     for (const CqReport& c : r.report.cqs) {
       if (c.polls == 0) continue;
       Stall s;
-      s.host = r.host;
-      s.rank = r.rank;
-      s.pid = r.pid;
+      s.host = r.host();
+      s.rank = r.rank();
+      s.pid = r.pid();
       s.cq = c;
       // The gap's end on this rank's monotonic clock, moved onto the wall clock
       // by the rank's own (monotonic, wall) anchor pair.
-      const int64_t end_mono = static_cast<int64_t>(r.start_mono_ns) +
+      const int64_t end_mono = static_cast<int64_t>(r.start_mono_ns()) +
                                static_cast<int64_t>(std::llround(c.max_gap_end_s * 1e9));
       s.end_mono_ns = end_mono > 0 ? static_cast<uint64_t>(end_mono) : 0;
-      s.end_wall_ns = r.start_wall_ns ? static_cast<uint64_t>(end_mono + r.wall_offset_ns()) : 0;
+      s.end_wall_ns = r.start_wall_ns() ? static_cast<uint64_t>(end_mono + r.wall_offset_ns()) : 0;
       s.end_job_s =
           s.end_wall_ns && job->first_wall_ns
               ? static_cast<double>(static_cast<int64_t>(s.end_wall_ns - job->first_wall_ns)) / 1e9

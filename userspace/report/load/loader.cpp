@@ -162,7 +162,7 @@ void load_kernel_logs(const std::vector<std::string>& paths, Job* job) {
                               "kernel log without its end block: the session did not stop "
                               "cleanly"});
     bool host_has_ranks = false;
-    for (const Rank& r : job->ranks) host_has_ranks = host_has_ranks || r.host == n.host;
+    for (const Rank& r : job->ranks) host_has_ranks = host_has_ranks || r.host() == n.host;
     if (!host_has_ranks)
       job->partial.push_back(
           {path, "kernel log of host " + n.host + ", where no rank of this job reported"});

@@ -362,7 +362,7 @@ bool Exporter::write_counters(const Rank& r, uint32_t group, int64_t shift) {
   std::vector<OTF2_MetricValue> values(kMaxMetricMembers);
   // mono -> aligned: the rank's offset, or the file's own when the rank has no anchor.
   int64_t row_shift = shift;
-  if (r.start_wall_ns == 0)
+  if (r.start_wall_ns() == 0)
     row_shift =
         static_cast<int64_t>(cs.rows[0][1]) - static_cast<int64_t>(cs.rows[0][0]) - ref_offset_;
   for (size_t first = 0; first < cols.size(); first += kMaxMetricMembers) {
@@ -503,7 +503,7 @@ bool Exporter::run(const std::string& dir, std::string* error) {
       set_properties() && check(OTF2_Archive_OpenEvtFiles(archive_), "opening the event files");
   // The first rank with a wall anchor sets the clock: its monotonic ns as they are.
   for (const Rank& r : job_.ranks)
-    if (r.start_wall_ns) {
+    if (r.start_wall_ns()) {
       ref_offset_ = r.wall_offset_ns();
       break;
     }
@@ -519,14 +519,14 @@ bool Exporter::run(const std::string& dir, std::string* error) {
   }
   for (const Rank& r : job_.ranks) {
     if (!ok) break;
-    auto h = std::find(hosts_.begin(), hosts_.end(), r.host);
-    if (h == hosts_.end()) h = hosts_.insert(hosts_.end(), r.host);
+    auto h = std::find(hosts_.begin(), hosts_.end(), r.host());
+    if (h == hosts_.end()) h = hosts_.insert(hosts_.end(), r.host());
     const uint32_t group = static_cast<uint32_t>(groups_.size());
-    groups_.push_back(Group{
-        "rank " + (r.rank.empty() ? std::string("NA") : r.rank) + " pid " + std::to_string(r.pid),
-        static_cast<uint32_t>(h - hosts_.begin())});
+    groups_.push_back(Group{"rank " + (r.rank().empty() ? std::string("NA") : r.rank()) + " pid " +
+                                std::to_string(r.pid()),
+                            static_cast<uint32_t>(h - hosts_.begin())});
     ++st_->ranks;
-    const int64_t shift = r.start_wall_ns ? r.wall_offset_ns() - ref_offset_ : 0;
+    const int64_t shift = r.start_wall_ns() ? r.wall_offset_ns() - ref_offset_ : 0;
     if (!messages_by_rank_.empty()) {
       message_locs_.push_back(location("messages", group, OTF2_LOCATION_TYPE_CPU_THREAD));
       ok = write_messages(group, message_locs_.back(), shift);

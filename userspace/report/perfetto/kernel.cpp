@@ -38,7 +38,7 @@ class KernelTracks {
     node_.name = "kernel (" + n.host + ")";
     for (const KernelTask& t : n.tasks) comm_[static_cast<uint32_t>(t.tid)] = t.comm;
     for (const Rank& r : job.ranks)
-      if (r.host == n.host) rank_of_[static_cast<uint32_t>(r.pid)] = r.rank;
+      if (r.host() == n.host) rank_of_[static_cast<uint32_t>(r.pid())] = r.rank();
     for (const Stall& s : job.stalls)
       if (s.host == n.host && s.has_cause)
         flows_[s.cause.tid].push_back({s.cause.w.start, s.cause.w.end, stall_flow_id(s)});

@@ -133,7 +133,7 @@ bool Builder::write_ops(RankTrack& r) {
   const OplogCalib cal = rd.has_calib() ? rd.calib() : OplogCalib();
   if (rd.has_calib()) {
     // No wall anchor from the rank's report: use the oplog's own.
-    if (rank.start_wall_ns == 0 && cal.real0_ns != 0)
+    if (rank.start_wall_ns() == 0 && cal.real0_ns != 0)
       r.wall_offset = static_cast<int64_t>(cal.real0_ns) - static_cast<int64_t>(cal.mono0_ns);
   } else if (rd.ops_read() > 0) {
     warn(rank.oplog_path + " has no clock calibration: its times are taken as ns");

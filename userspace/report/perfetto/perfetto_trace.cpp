@@ -40,8 +40,8 @@ std::string file_token(const std::string& s) {
 }  // namespace
 
 std::string rank_label(const Rank& r) {
-  std::string s = "rank " + (r.rank.empty() ? std::string("NA") : r.rank);
-  if (!r.host.empty()) s += " (" + r.host + ")";
+  std::string s = "rank " + (r.rank().empty() ? std::string("NA") : r.rank());
+  if (!r.host().empty()) s += " (" + r.host() + ")";
   return s;
 }
 
@@ -103,7 +103,7 @@ bool Builder::write_kernel(const KernelNode& n, int32_t order,
   ctx.order = order;
   ctx.wall_offset = static_cast<int64_t>(n.meta.real_ns) - static_cast<int64_t>(n.meta.mono_ns);
   for (const RankTrack& r : ranks)
-    if (r.rank->host == n.host && r.rank->start_wall_ns) {
+    if (r.rank->host() == n.host && r.rank->start_wall_ns()) {
       ctx.wall_offset = r.wall_offset;
       break;
     }
@@ -152,16 +152,16 @@ bool Builder::run(std::string* error) {
     RankTrack& r = ranks[i];
     r.rank = &rk;
     r.name = rank_label(rk);
-    r.pid = rk.pid > 0 && rk.pid <= std::numeric_limits<int32_t>::max()
-                ? static_cast<int32_t>(rk.pid)
+    r.pid = rk.pid() > 0 && rk.pid() <= std::numeric_limits<int32_t>::max()
+                ? static_cast<int32_t>(rk.pid())
                 : kSyntheticPidBase + static_cast<int32_t>(i);
     r.order = static_cast<int32_t>(i);
     r.uuid = next_uuid_++;
     r.gap_uuid = next_uuid_++;
     r.wall_offset = rk.wall_offset_ns();
-    r.last_ts = static_cast<int64_t>(rk.start_wall_ns);
-    if (rk.start_wall_ns != 0 && (first_wall == 0 || rk.start_wall_ns < first_wall))
-      first_wall = rk.start_wall_ns;
+    r.last_ts = static_cast<int64_t>(rk.start_wall_ns());
+    if (rk.start_wall_ns() != 0 && (first_wall == 0 || rk.start_wall_ns() < first_wall))
+      first_wall = rk.start_wall_ns();
   }
   // The clock snapshot's instant: any will do (both clocks are equal), the job's start reads best.
   const uint64_t snap = first_wall != 0 ? first_wall : 1;
@@ -179,13 +179,13 @@ bool Builder::run(std::string* error) {
     std::unordered_set<std::string> used;
     for (size_t i = 0; ok && i < ranks.size(); ++i) {
       const Rank& rk = *ranks[i].rank;
-      std::string base = prefix + ".r" + file_token(rk.rank);
-      if (used.count(base)) base += ".p" + std::to_string(rk.pid);
+      std::string base = prefix + ".r" + file_token(rk.rank());
+      if (used.count(base)) base += ".p" + std::to_string(rk.pid());
       for (int k = 2; used.count(base); ++k) base += "." + std::to_string(k);
       used.insert(base);
       if (!mine(i)) continue;
       next_uuid_ = (uint64_t{i} + 1) << 32;
-      ok = open_base(base, rk.start_wall_ns != 0 ? rk.start_wall_ns : snap);
+      ok = open_base(base, rk.start_wall_ns() != 0 ? rk.start_wall_ns() : snap);
       if (ok) ok = write_rank(ranks[i]);
       if (ok) ok = finish_file();
       mark_item(i);

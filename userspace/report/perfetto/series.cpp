@@ -18,15 +18,15 @@ bool contains(const std::string& s, const char* what) { return s.find(what) != s
 }  // namespace
 
 bool Builder::write_stalls(RankTrack& r) {
-  const auto it = stalls_by_rank_.find(r.rank->host + '\n' + r.rank->rank);
+  const auto it = stalls_by_rank_.find(r.rank->host() + '\n' + r.rank->rank());
   if (it == stalls_by_rank_.end()) return true;
   const double min_ns = opt_.long_gap_ms * 1e6;
   for (const Stall* s : it->second) {
-    if (s->pid != 0 && r.rank->pid != 0 && s->pid != r.rank->pid) continue;  // another process
+    if (s->pid != 0 && r.rank->pid() != 0 && s->pid != r.rank->pid()) continue;  // another process
     if (!(s->cq.max_gap_ns >= min_ns) || s->cq.max_gap_ns <= 0) continue;
     uint64_t ts = s->end_wall_ns;
-    if (ts == 0 && r.rank->start_wall_ns != 0)
-      ts = r.rank->start_wall_ns + static_cast<uint64_t>(std::llround(s->cq.max_gap_end_s * 1e9));
+    if (ts == 0 && r.rank->start_wall_ns() != 0)
+      ts = r.rank->start_wall_ns() + static_cast<uint64_t>(std::llround(s->cq.max_gap_end_s * 1e9));
     if (ts == 0) continue;  // no wall-clock time to put it at
     char name[96];
     std::snprintf(name, sizeof(name), "CQ#%u poll gap %.3f ms", s->cq.id, s->cq.max_gap_ns / 1e6);
@@ -76,7 +76,7 @@ bool Builder::write_counters(RankTrack& r) {
 
   // mono -> wall: the rank's offset, or the file's own (wall_ns - t_mono_ns).
   int64_t offset = r.wall_offset;
-  if (rank.start_wall_ns == 0)
+  if (rank.start_wall_ns() == 0)
     offset = static_cast<int64_t>(cs.rows[0][1]) - static_cast<int64_t>(cs.rows[0][0]);
 
   for (const std::vector<uint64_t>& row : cs.rows) {
@@ -148,7 +148,7 @@ bool Builder::write_nic_windows(RankTrack& r) {
     const std::string name = "NIC " + n.domain + " " + short_addrs(n.locals, 1) + " GB/s";
     ++stats_->nic_tracks;
     const auto at = [&](uint64_t index) {
-      return static_cast<int64_t>(rank.start_mono_ns) +
+      return static_cast<int64_t>(rank.start_mono_ns()) +
              static_cast<int64_t>(static_cast<double>(index) * n.window_ns) + r.wall_offset;
     };
     for (size_t i = 0; i < n.windows.size(); ++i) {

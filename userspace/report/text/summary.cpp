@@ -388,7 +388,7 @@ std::string summary_text(const Job& job, const SummaryOptions& opt) {
     any = true;
     Wrapper w(&s, "  " + fmt_count(total) + " " + what + ": ", kWidth);
     for (const Rank& r : job.ranks)
-      if (field(r)) w.add(who(r.host, r.rank, r.pid) + " x" + fmt_count(field(r)));
+      if (field(r)) w.add(who(r.host(), r.rank(), r.pid()) + " x" + fmt_count(field(r)));
     w.add(fix);
     w.done();
   };

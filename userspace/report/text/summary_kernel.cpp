@@ -68,7 +68,7 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
   std::set<std::pair<std::string, uint32_t>> outside;  // (host, pid) not of the job
   size_t outside_ops = 0;
   std::map<std::pair<std::string, long>, const Rank*> ranks;  // by (host, pid)
-  for (const Rank& r : job.ranks) ranks[{r.host, r.pid}] = &r;
+  for (const Rank& r : job.ranks) ranks[{r.host(), r.pid()}] = &r;
   for (const KernelNode& n : job.kernel)
     for (const KernelExplanation& w : n.slow_ops) {
       const auto r = ranks.find({n.host, static_cast<long>(w.pid)});
@@ -86,7 +86,7 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
     for (size_t i = 0; i < slow.size() && i < top; ++i) {
       const KernelExplanation& w = *slow[i].w;
       const Rank& r = *slow[i].rank;
-      s += "  " + who(r.host, r.rank, r.pid) + " tid " + std::to_string(w.tid) + "  " +
+      s += "  " + who(r.host(), r.rank(), r.pid()) + " tid " + std::to_string(w.tid) + "  " +
            op_label(w.op) + " " + fmt_size(w.bytes) + " " + short_addr(printable(w.local)) +
            " -> " + short_addr(printable(w.remote)) + "  " +
            fmt_ns(static_cast<double>(w.dur_ns())) + ": " + printable(w.verdict) + "\n";
