@@ -431,15 +431,6 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-/* spank_step.h */
-void ft_child_defaults(void) {
-  setsid();
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, NULL);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
-}
-
 static void start_record(void) {
   char log_name[128];
   const int log_fd = record_log(log_name, sizeof(log_name));

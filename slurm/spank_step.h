@@ -1,11 +1,13 @@
-/* What the SPANK plugin's files share: the step on this node, and the two
- * functions one file gives the other. Hidden: slurmstepd sees only the
+/* What the SPANK plugin's files share: the step on this node, a child's
+ * defaults, and the report (spank_report.c), hidden: slurmstepd sees only the
  * plugin's slurm_spank_* entry points. */
 #ifndef FABTRACE_SPANK_STEP_H
 #define FABTRACE_SPANK_STEP_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #define FT_HIDDEN __attribute__((visibility("hidden")))
 
@@ -20,7 +22,13 @@ struct ft_step {
 
 /* A child of slurmstepd, before its exec: a session of its own (the step's
  * signals to its tasks never reach it), no signal blocked or caught. */
-FT_HIDDEN void ft_child_defaults(void);
+static inline void ft_child_defaults(void) {
+  setsid();
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+}
 
 /* Root, after the node's last task ended, on the node of task 0:
  * `cli report STEPDIR -o STEPDIR/report` run as the job's user, waited for,
