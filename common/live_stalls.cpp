@@ -121,6 +121,17 @@ bool parse_stalls_file_name(const std::string& name, uid_t* uid) {
   return true;
 }
 
+void write_stall_event(JsonWriter& w, const StallEvent& e, bool with_mono) {
+  w.begin_object();
+  w.field("pid", static_cast<uint64_t>(e.pid)).field("tid", static_cast<uint64_t>(e.tid));
+  w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
+  w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
+  if (with_mono) w.field("end_mono_ns", e.end_mono_ns);
+  w.field("end_real_ns", e.end_real_ns).field("dur_ns", e.dur_ns);
+  w.field("cause", e.cause).field("why", e.why);
+  w.end_object();
+}
+
 std::string stalls_to_json(const StallsDoc& d) {
   std::string text;
   if (!json_text(
@@ -132,16 +143,7 @@ std::string stalls_to_json(const StallsDoc& d) {
             w.field("updated_real_ns", d.updated_real_ns)
                 .field("updated_mono_ns", d.updated_mono_ns);
             w.key("recent").begin_array();
-            for (const StallEvent& e : d.recent) {
-              w.begin_object();
-              w.field("pid", static_cast<uint64_t>(e.pid))
-                  .field("tid", static_cast<uint64_t>(e.tid));
-              w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
-              w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
-              w.field("end_mono_ns", e.end_mono_ns).field("end_real_ns", e.end_real_ns);
-              w.field("dur_ns", e.dur_ns).field("cause", e.cause).field("why", e.why);
-              w.end_object();
-            }
+            for (const StallEvent& e : d.recent) write_stall_event(w, e, true);
             w.end_array();
             w.key("counts").begin_array();
             for (const CauseCount& c : d.counts) {

@@ -29,6 +29,9 @@
 #include <vector>
 
 namespace fabtrace {
+
+class JsonWriter;
+
 namespace live {
 
 constexpr const char* kRunDir = "/run/fabtrace-live";
@@ -74,6 +77,9 @@ struct StallsDoc {
 };
 
 std::string stalls_to_json(const StallsDoc& d);
+// One event as a JSON object, the stalls file's and `fabtrace top --json`'s
+// (which leaves out the monotonic end: it is of the session's node).
+void write_stall_event(JsonWriter& w, const StallEvent& e, bool with_mono);
 // False with *why for anything but a whole document within the bounds.
 bool stalls_from_json(const std::string& text, StallsDoc* d, std::string* why);
 

@@ -386,16 +386,7 @@ std::string view_json(const NodeView& v, const GatherOptions& opt) {
             }
             w.end_array();
             w.key("stalls").begin_array();
-            for (const StallEvent& e : v.stalls) {
-              w.begin_object();
-              w.field("pid", static_cast<uint64_t>(e.pid))
-                  .field("tid", static_cast<uint64_t>(e.tid));
-              w.field("rank", e.rank).field("kind", e.slow_op ? "slow_op" : "stall");
-              w.field("cq", e.cq).field("op", e.op).field("bytes", e.bytes);
-              w.field("end_real_ns", e.end_real_ns).field("dur_ns", e.dur_ns);
-              w.field("cause", e.cause).field("why", e.why);
-              w.end_object();
-            }
+            for (const StallEvent& e : v.stalls) write_stall_event(w, e, false);
             w.end_array();
             w.key("skipped").begin_array();
             for (const Skipped& s : v.skipped) {
