@@ -149,7 +149,10 @@ class OplogReader {
   // past the end of the file, a calibration out of range, a string too long
   // stop the walk like a corrupt block. Returns false only on a hard
   // error (a failing read(2)), with *error set. May be called again: each call
-  // starts over from the first block and resets what it tracks.
+  // starts over from the first block and resets what it tracks, but for the
+  // link and mark-name tables, which a file only adds to: a walk after a scan
+  // has them whole from its first block, though the writer puts a table block
+  // after the ops that use it (it writes them lazily).
   bool read_all(const std::function<void(const oplog::OpEntry*, size_t)>& on_ops,
                 std::string* error);
   // The same, also calling on_marks for each kMarks block (version 2 files);

@@ -225,6 +225,11 @@ bool OplogReader::open(const std::string& path, std::string* error) {
   path_ = path;
   header_ = OplogHeaderInfo();
   reset_tracking();
+  // Not reset by a walk: the tables only grow, and a later walk needs the
+  // whole of them from its first block on (a link's table may come after the
+  // ops that use it).
+  links_.clear();
+  mark_names_.clear();
   std::string why;
   fd_ = open_regular_file(path, &why);
   if (fd_ < 0) {
@@ -315,8 +320,6 @@ bool OplogReader::stop(const std::string& why) {
 void OplogReader::reset_tracking() {
   calib_ = OplogCalib();
   has_calib_ = false;
-  links_.clear();
-  mark_names_.clear();
   window_ = OplogCaptureSpec();
   has_window_ = false;
   marks_read_ = 0;

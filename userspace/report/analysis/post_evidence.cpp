@@ -173,10 +173,9 @@ RankTimeline read_rank_timeline(const Job& job, uint32_t r, const EvidenceOption
   if (!rd.open(rank.oplog_path, &why) || !rd.scan(&why)) return t;
   const Calibration cal = rd.calib();
   t.residual_ns = cal.residual_ns;
-  // A copy of the whole file's link table (the scan read it): read_all reads
-  // the table again as it goes, and a link's block may come after its first
-  // ops (the preload writes links lazily), so a reference would miss them.
-  const auto links = rd.links();
+  // The whole file's link table, from the scan (a link's block may come after
+  // its first ops: the preload writes links lazily).
+  const auto& links = rd.links();
   for (const auto& [id, l] : links) t.links.push_back({id, l.local, l.remote});
   t.ops.reserve(static_cast<size_t>(std::min<uint64_t>(rd.ops_read(), opt.max_records)));
   bool full = false;
