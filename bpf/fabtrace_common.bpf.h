@@ -197,6 +197,17 @@ static __always_inline void ft_thread_exit(__u32 tgid, __u32 tid) {
   if (share && share->held) __sync_fetch_and_add(&share->held, (__u32)-1);
 }
 
+/* A record's header, for a record of `size` bytes and `kind`. */
+static __always_inline void ft_hdr_fill(struct ft_hdr* h, __u32 size, __u16 kind, __u64 ts,
+                                        __u32 pid, __u32 tid) {
+  h->ts = ts;
+  h->kind = kind;
+  h->size = (__u16)size;
+  h->cpu = bpf_get_smp_processor_id();
+  h->pid = pid;
+  h->tid = tid;
+}
+
 /* Reserves a record of `kind` in the ring buffer with its header filled; counts
  * it as emitted, or as lost when the ring is full. */
 static __always_inline void* ft_reserve(__u32 size, __u16 kind, __u64 ts, __u32 pid, __u32 tid) {
@@ -206,12 +217,7 @@ static __always_inline void* ft_reserve(__u32 size, __u16 kind, __u64 ts, __u32 
     return 0;
   }
   ft_count(kind);
-  h->ts = ts;
-  h->kind = kind;
-  h->size = (__u16)size;
-  h->cpu = bpf_get_smp_processor_id();
-  h->pid = pid;
-  h->tid = tid;
+  ft_hdr_fill(h, size, kind, ts, pid, tid);
   return h;
 }
 
@@ -304,6 +310,19 @@ static __always_inline void ft_submit(void* r) {
   const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
   const __u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
   bpf_ringbuf_submit(r, avail > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/* A record built elsewhere (its header filled) copied into the ring buffer,
+ * waking the collector as ft_submit does; counted as ft_reserve counts. */
+static __always_inline void ft_output(void* rec, __u32 size, __u16 kind) {
+  const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+  const __u64 ring = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+  if (bpf_ringbuf_output(&events, rec, size,
+                         avail > ring / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP) != 0) {
+    ft_count(FT_EV_KINDS + kind);
+    return;
+  }
+  ft_count(kind);
 }
 
 /* The current task's tgid and tid. */

@@ -98,6 +98,17 @@ struct {
   __type(value, union scratch);
 } scratch SEC(".maps");
 
+/* Stall and slow-op records once more, for the live view alone (fabtrace top):
+ * a small ring of their own that wakes the collector, which drains it first
+ * and between the batches of a long pass, so that a flood in `events` does not
+ * hold them back on a busy node (the log takes them from `events`, in order).
+ * They are few (the processes' record budget bounds them), so their wakeups
+ * cost nothing that counts. Full: the view misses one; the log does not. */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 << 10);
+} live_events SEC(".maps");
+
 /* Poll entry times by thread (--polls). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -441,11 +452,9 @@ int BPF_USDT(ft_cq_stall, __u64 cq, __u64 start_ns, __u64 end_ns) {
     malformed(tgid);
     return 0;
   }
-  struct ft_stall* r = ft_reserve(sizeof(*r), FT_EV_STALL, bpf_ktime_get_ns(), tgid, tid);
-  if (!r) return 0;
-  t->h = r->h;
-  __builtin_memcpy(r, t, sizeof(*r));
-  ft_submit(r);
+  ft_hdr_fill(&t->h, sizeof(*t), FT_EV_STALL, bpf_ktime_get_ns(), tgid, tid);
+  ft_output(t, sizeof(*t), FT_EV_STALL);
+  bpf_ringbuf_output(&live_events, t, sizeof(*t), BPF_RB_FORCE_WAKEUP);
   return 0;
 }
 
@@ -474,11 +483,9 @@ static __always_inline int op_event(__u16 kind, __u32 op, __u64 bytes, __u64 sta
     malformed(tgid);
     return 0;
   }
-  struct ft_op* r = ft_reserve(sizeof(*r), kind, bpf_ktime_get_ns(), tgid, tid);
-  if (!r) return 0;
-  t->h = r->h;
-  __builtin_memcpy(r, t, sizeof(*r));
-  ft_submit(r);
+  ft_hdr_fill(&t->h, sizeof(*t), kind, bpf_ktime_get_ns(), tgid, tid);
+  ft_output(t, sizeof(*t), kind);
+  if (kind == FT_EV_SLOW_OP) bpf_ringbuf_output(&live_events, t, sizeof(*t), BPF_RB_FORCE_WAKEUP);
   return 0;
 }
 

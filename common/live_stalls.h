@@ -104,6 +104,7 @@ class StallsPublisher {
   // Rewrites the files of users with new events, each at most every
   // kMinRewriteMs. False with *error (one line) when a write failed.
   bool flush(uint64_t now_mono_ns, std::string* error);
+  bool pending() const { return !dirty_.empty(); }  // a file flush() held back
   // Removes every file this session wrote (at its end).
   void close();
 

@@ -57,9 +57,14 @@ struct BpfSession::Impl {
   const std::function<void(const void*, size_t)>* sink = nullptr;
   uint64_t taken = 0, count = 0;  // what one poll drained: bytes, records (at most ring_size)
   PollTurn last;
+  // The live ring (live_fd): its own consumer, drained by the live thread.
+  ring_buffer* live_rb = nullptr;
+  int live_fd = -1;
+  const std::function<void(const void*, size_t)>* live_sink = nullptr;
 
   ~Impl() {
     if (rb) ring_buffer__free(rb);
+    if (live_rb) ring_buffer__free(live_rb);
     if (epfd >= 0) ::close(epfd);
   }
 
@@ -263,6 +268,19 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
       im.epfd = -1;  // a timer, then
     }
   }
+  if (im.probes) {
+    const int fd = bpf_map__fd(im.probes->maps.live_events);
+    im.live_rb = fd < 0 ? nullptr
+                        : ring_buffer__new(
+                              fd,
+                              [](void* ctx, void* data, size_t size) {
+                                auto* self = static_cast<Impl*>(ctx);
+                                if (self->live_sink) (*self->live_sink)(data, size);
+                                return 0;
+                              },
+                              &im, nullptr);
+    if (im.live_rb) im.live_fd = fd;
+  }
   if (attached() == 0) {
     *error = "no attach point could be attached";
     return false;
@@ -339,6 +357,16 @@ int BpfSession::poll(int timeout_ms, const std::function<void(const void*, size_
   impl_->last.full = n == -EFBIG;
   if (impl_->last.full) return static_cast<int>(std::min<uint64_t>(impl_->count, INT_MAX));
   return n < 0 && n != -EINTR ? -1 : (n < 0 ? 0 : n);
+}
+
+int BpfSession::live_fd() const { return impl_ ? impl_->live_fd : -1; }
+
+int BpfSession::drain_live(const std::function<void(const void*, size_t)>& on_record) {
+  if (!impl_ || !impl_->live_rb) return 0;
+  impl_->live_sink = &on_record;
+  const int n = ring_buffer__consume(impl_->live_rb);
+  impl_->live_sink = nullptr;
+  return n;
 }
 
 const BpfSession::PollTurn& BpfSession::last_poll() const {

@@ -87,8 +87,15 @@ class BpfSession {
   // for ever). Returns the records consumed, or -1 on error.
   int poll(int timeout_ms, const std::function<void(const void*, size_t)>& on_record,
            const std::function<void()>& on_drain = nullptr);
-  // What the last poll met: whether the programs' wakeup (the ring half full)
-  // ended its wait, and whether it stopped at its budget with records left.
+  // The live ring (probes.bpf.c's live_events: the stall and slow-op records
+  // again, for `fabtrace top`; userspace/record/live_thread.h): the
+  // descriptor to wait on (readable when it holds records; -1 when the
+  // programs have none), and its drain, on_record for each record. Drained
+  // by one thread, which may be another than poll()'s: the rings are apart.
+  int live_fd() const;
+  int drain_live(const std::function<void(const void*, size_t)>& on_record);
+  // What the last poll met: whether the programs' wakeup (the main ring half
+  // full) ended its wait, and whether it stopped at its budget with records left.
   struct PollTurn {
     bool woken = false, full = false;
     uint64_t bytes = 0;  // drained

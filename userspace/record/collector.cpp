@@ -199,6 +199,13 @@ bool Collector::start(std::string* error) {
   // without them still records.
   if (!opt_.live_dir.empty() && !live_.open(opt_.live_dir, &why))
     std::fprintf(stderr, "fabtrace record: no live stalls for fabtrace top: %s\n", why.c_str());
+  // Published by a thread of their own, from a ring of their own
+  // (live_thread.h): without them, the session still records.
+  if (live_.is_open() && !live_.start(&session_, opt_.proc_root)) {
+    std::fprintf(stderr, "fabtrace record: no live stalls for fabtrace top: %s\n",
+                 "the programs that send them are not loaded");
+    live_.close();
+  }
   scan();
   return true;
 }
@@ -252,8 +259,10 @@ void Collector::scan() {
       session_.trace_process(p.pid, mono_ns());
       ranks_[p.pid] = p.rank;  // read now: the process may be gone at the end
       uids_[p.pid] = p.uid;
-    } else if (ranks_[p.pid].empty()) {
+      live_.known(p.pid, p.uid, p.rank);
+    } else if (ranks_[p.pid].empty() && !p.rank.empty()) {
       ranks_[p.pid] = p.rank;
+      live_.known(p.pid, p.uid, p.rank);
     }
     if (new_preload) attach_preload(p);
     if (is_new || new_preload) {
@@ -284,20 +293,20 @@ void Collector::attach_preload(const ScannedProcess& p) {
                  static_cast<int>(p.pid), printable(why).c_str());
 }
 
+// A record's header, when the ring's record of `size` bytes is one (libbpf
+// rounds the size up to 8).
+static bool header_of(const void* data, size_t size, ft_hdr* h) {
+  if (size < sizeof(ft_hdr)) return false;
+  std::memcpy(h, data, sizeof(*h));
+  return h->size == size || (h->size <= size && size - h->size < 8);
+}
+
 void Collector::on_record(const void* data, size_t size) {
-  if (size < sizeof(ft_hdr)) {
-    ++malformed_;
-    return;
-  }
   ft_hdr h;
-  std::memcpy(&h, data, sizeof(h));
-  if (h.size != size && !(h.size <= size && size - h.size < 8)) {
+  if (!header_of(data, size, &h)) {
     ++malformed_;
     return;
   }
-  // Shown live whatever the log's bound.
-  if ((h.kind == FT_EV_STALL || h.kind == FT_EV_SLOW_OP) && live_.is_open())
-    live_stall(h, data, size);
   ++events_;
   const auto* rec = static_cast<const uint8_t*>(data);
   if (kernel_log::is_raw(h.kind)) {
@@ -421,45 +430,6 @@ KernelStats Collector::stats() const {
   return s;
 }
 
-// A stall or slow op into its user's live stalls file, with the kernel's
-// verdict (the same words as the report's "why:").
-void Collector::live_stall(const ft_hdr& h, const void* data, size_t size) {
-  const pid_t pid = static_cast<pid_t>(h.pid);
-  auto u = uids_.find(pid);
-  if (u == uids_.end()) {
-    uid_t owner = 0;
-    if (!live::process_owner(pid, opt_.proc_root, &owner)) return;  // gone: nobody to tell
-    u = uids_.emplace(pid, owner).first;
-  }
-  live::StallEvent e;
-  e.pid = h.pid;
-  e.tid = h.tid;
-  const auto r = ranks_.find(pid);
-  e.rank = r != ranks_.end() ? r->second : "";
-  const auto* rec = static_cast<const uint8_t*>(data);
-  ft_breakdown w;
-  if (h.kind == FT_EV_STALL && size >= sizeof(ft_stall)) {
-    const auto st = kernel_log::record_as<ft_stall>(rec);
-    e.cq = st.cq;
-    w = st.w;
-  } else if (h.kind == FT_EV_SLOW_OP && size >= sizeof(ft_op)) {
-    const auto op = kernel_log::record_as<ft_op>(rec);
-    e.slow_op = true;
-    e.op = op.op < static_cast<uint32_t>(kOpKindCount) ? op_name(static_cast<OpKind>(op.op)) : "?";
-    e.bytes = op.bytes;
-    w = op.w;
-  } else {
-    return;
-  }
-  e.cause = window_cause(w);
-  e.why = window_verdict(w);
-  e.end_mono_ns = w.end;
-  e.dur_ns = w.end > w.start ? w.end - w.start : 0;
-  const uint64_t now_m = mono_ns();
-  e.end_real_ns = real_ns() - (now_m > e.end_mono_ns ? now_m - e.end_mono_ns : 0);
-  live_.add(u->second, e);
-}
-
 void Collector::write_error(const std::string& what) {
   if (first_write_error_.empty()) first_write_error_ = what;
   const bool log = what == log_.error();
@@ -483,11 +453,6 @@ void Collector::step(int wait_ms) {
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
   if (now - last_summary_ >= opt_.summary_ms * 1000000ULL) drain_summaries(now);
   if (now - last_scan_ >= kScanNs) scan();
-  std::string live_err;
-  if (live_.is_open() && !live_.flush(now, &live_err) && !live_told_) {
-    live_told_ = true;  // once: the session goes on, and so do later rewrites
-    std::fprintf(stderr, "fabtrace record: live stalls for fabtrace top: %s\n", live_err.c_str());
-  }
   if (now - last_flush_ >= opt_.flush_ms * 1000000ULL) {
     if (!log_.flush()) write_error(log_.error());
     last_flush_ = now;
@@ -527,7 +492,7 @@ void Collector::finish() {
       UINT64_MAX, [this](const void* d, size_t n) { write_raw(d, n); },
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
   drain_summaries(mono_ns());
-  live_.close();  // the session's live files go with it
+  live_.close();  // its thread stops; the session's live files go with it
   if (opt_.bpf.uprobes.enabled) write_uprobes();
   if (!log_.write_stats(stats()) || !log_.write_end(mono_ns() - start_ns_) || !log_.close())
     write_error(log_.error());

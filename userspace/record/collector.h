@@ -13,7 +13,10 @@
 // Out of the ranks' way: once started (background()), its threads run at
 // SCHED_BATCH and nice 19, so that they never preempt a rank on waking; the
 // programs wake it only when the ring buffer is half full, else it drains on
-// a timer.
+// a timer. Stalls and slow ops come a second time on a small ring of their own
+// that wakes a thread of its own at the collector's first priority
+// (live_thread.h): `fabtrace top` shows them within a refresh while a flood
+// fills the main ring.
 #pragma once
 
 #include <sys/types.h>
@@ -32,6 +35,7 @@
 #include "common/safe_output.h"
 #include "common/session_lock.h"
 #include "userspace/record/bpf_session.h"
+#include "userspace/record/live_thread.h"
 #include "userspace/record/proc_scan.h"
 #include "userspace/record/proc_watch.h"
 #include "userspace/record/raw_summaries.h"
@@ -98,8 +102,8 @@ class Collector {
   void step(int wait_ms);
   // Drains what is left, writes the final counters and the end block.
   void finish();
-  // Out of the ranks' way from now on: every thread of the collector at
-  // SCHED_BATCH and nice 19 (call it after the traced command is launched:
+  // Out of the ranks' way from now on: every thread of the collector but the
+  // live view's at SCHED_BATCH and nice 19 (call it after the traced command is launched:
   // posix_spawn's child would inherit the nice level). finish() restores the
   // calling thread. What was set, in one line ("" when nothing could be).
   std::string background();
@@ -155,7 +159,6 @@ class Collector {
   void pace(uint64_t now);  // the draining thread's priority: raised while behind
   void set_own_priority(bool background);
   void find_own_threads();
-  void live_stall(const ft_hdr& h, const void* data, size_t size);  // a stall or slow op
   // --uprobes (uprobes/collector_uprobes.cpp); the priority (collector_pacing.cpp).
   void write_uprobes();
   void snapshot_uprobes();  // the rows changed since the last snapshot (kUprobeRows)
@@ -204,9 +207,8 @@ class Collector {
   std::set<uid_t> usdt_told_;
   uint64_t last_uprobe_snap_ = 0;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
-      uprobe_snap_;  // each row as last written (kUprobeRows)
-  live::StallsPublisher live_;
-  bool live_told_ = false;
+      uprobe_snap_;                     // each row as last written (kUprobeRows)
+  LiveThread live_;                     // after session_: stopped before the session goes
   std::map<pid_t, uid_t> uids_;         // each process's owner as first seen
   std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a
                                         // copy of theirs was not attached

@@ -37,6 +37,9 @@ std::string Collector::background() {
     while (struct dirent* e = ::readdir(d)) {
       if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
       const pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+      // The live view's thread keeps its priority: it wakes only for a stall
+      // or a slow op, and it is there to show them at once (live_thread.h).
+      if (tid == live_.tid()) continue;
       ++threads;
       const sched_param p{};
       // Per thread: nice 19 and no wakeup preemption (SCHED_BATCH).
