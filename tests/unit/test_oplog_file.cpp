@@ -13,6 +13,7 @@
 
 #include "common/input_limits.h"
 #include "common/op_kinds.h"
+#include "tests/unit/scratch_dir.h"
 #include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 
@@ -77,19 +78,7 @@ OplogMeta meta() {
 
 class OplogFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fabtrace_oplog_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    for (const std::string& f : files_) ::unlink(f.c_str());
-    ::rmdir(dir_.c_str());
-  }
-  std::string path(const std::string& name) {
-    files_.push_back(dir_ + "/" + name);
-    return files_.back();
-  }
+  std::string path(const std::string& name) { return scratch_.path(name); }
 
   struct ReadBack {
     bool ok = false;
@@ -108,8 +97,8 @@ class OplogFileTest : public ::testing::Test {
     return b;
   }
 
-  std::string dir_;
-  std::vector<std::string> files_;
+  test::ScratchDir scratch_;  // the test's own directory, removed with all in it
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(OplogFileTest, RoundTripMetaCalibLinksAndManyOps) {
