@@ -14,15 +14,14 @@
 
 #include <complex>
 #include <cstring>
-#include <initializer_list>
 #include <sstream>
 #include <string>
-#include <utility>
 
 #include "bpf/uprobe_ops.h"
 #include "common/addr_format.h"
 #include "common/op_kinds.h"
 #include "common/uprobe_stats.h"
+#include "tests/unit/expect_each.h"
 #include "tests/unit/scratch_dir.h"
 
 namespace fabtrace {
@@ -404,17 +403,11 @@ TEST(OptableProbe, CqFormatWordIsTheFirstEqualToEachFormat) {
   EXPECT_FALSE(find_cq_format_word(w, &l));
 }
 
-// f(in) is out for each {in, out}; a failure names its input.
-template <typename In, typename F>
-void expect_each(F f, std::initializer_list<std::pair<In, uint64_t>> cases) {
-  for (const auto& c : cases) EXPECT_EQ(f(c.first), c.second) << "for " << c.first;
-}
-
 // The element sizes the BPF program multiplies an atomic's count by, against
 // the C types libfabric's datatypes name (fi_atomic(3)).
 TEST(UprobeStats, AtomicDatatypeSizes) {
-  expect_each<fi_datatype>(ft_up_datatype_size,
-                           {{FI_INT8, sizeof(int8_t)},
+  test::expect_each<fi_datatype, uint64_t>(
+      ft_up_datatype_size, {{FI_INT8, sizeof(int8_t)},
                             {FI_UINT16, sizeof(uint16_t)},
                             {FI_INT32, sizeof(int32_t)},
                             {FI_UINT64, sizeof(uint64_t)},
@@ -429,22 +422,22 @@ TEST(UprobeStats, AtomicDatatypeSizes) {
 }
 
 TEST(UprobeStats, Log2Buckets) {
-  expect_each<uint64_t>(
+  test::expect_each<uint64_t, uint64_t>(
       uprobe_hist_bucket,
       {{0, 0}, {1, 0}, {2, 1}, {3, 1}, {1023, 9}, {1024, 10}, {~0ULL, FT_UP_HIST - 1}});
 }
 
 // A statistics row's size class: 0 bytes alone, then [2^(c-1), 2^c).
 TEST(UprobeStats, SizeClasses) {
-  expect_each<uint64_t>(ft_up_size_class, {{0, 0},
-                                           {1, 1},
-                                           {2, 2},
-                                           {3, 2},
-                                           {4096, 13},
-                                           {4097, 13},
-                                           {8191, 13},
-                                           {8192, 14},
-                                           {~0ULL, 64}});
+  test::expect_each<uint64_t, uint64_t>(ft_up_size_class, {{0, 0},
+                                                           {1, 1},
+                                                           {2, 2},
+                                                           {3, 2},
+                                                           {4096, 13},
+                                                           {4097, 13},
+                                                           {8191, 13},
+                                                           {8192, 14},
+                                                           {~0ULL, 64}});
   for (int b = 0; b < 64; ++b) {
     EXPECT_EQ(ft_up_size_class(1ULL << b), static_cast<uint32_t>(b + 1)) << b;
     if (b > 1) {
