@@ -57,15 +57,8 @@ bool same(const OpEntry& a, const OpEntry& b) { return std::memcmp(&a, &b, sizeo
 
 OplogCalib calib(double slope, uint64_t tick0, uint64_t mono0, uint64_t real0, double res,
                  uint64_t pairs, bool tsc = true) {
-  OplogCalib c;
-  c.tsc = tsc;
-  c.ns_per_tick = slope;
-  c.tick0 = tick0;
-  c.mono0_ns = mono0;
-  c.real0_ns = real0;
-  c.residual_ns = res;
-  c.pairs = pairs;
-  return c;
+  // Every field, in Calibration's order.
+  return OplogCalib{tsc, slope, tick0, mono0, real0, res, pairs};
 }
 
 OplogMeta meta() {
