@@ -31,11 +31,9 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  fabtrace::test::SyntheticOptions opt;
-  opt.nodes = std::atoi(argv[2]);
-  opt.ranks_per_node = std::atoi(argv[3]);
-  opt.oplogs = false;
-  opt.counters = false;
+  // Reports alone unless the flags ask for timelines or counters.
+  fabtrace::test::SyntheticOptions opt =
+      fabtrace::test::reports_only(std::atoi(argv[2]), std::atoi(argv[3]));
   for (int i = 4; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--oplogs")) {
       opt.oplogs = true;

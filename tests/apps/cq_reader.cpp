@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "oob.h"
 
@@ -45,44 +46,42 @@ void stamp_poll(const fid_cq* cq, int64_t now) {
   p.last_ns = now;
 }
 
+// A CQ entry of any format but the context one: each format adds to the one
+// before it (msg < data < tagged); fi_cq_err_entry has all of the tagged one's.
+template <typename Entry>
+void take(Completion& c, const Entry& e) {
+  c.op_context = e.op_context;
+  c.flags = e.flags;
+  c.len = e.len;
+  c.has_flags = true;
+  if constexpr (!std::is_same_v<Entry, fi_cq_msg_entry>) {
+    c.buf = e.buf;
+    c.data = e.data;
+    c.has_data = true;
+  }
+  if constexpr (!std::is_same_v<Entry, fi_cq_msg_entry> &&
+                !std::is_same_v<Entry, fi_cq_data_entry>) {
+    c.tag = e.tag;
+    c.has_tag = true;
+  }
+}
+
 Completion from_entry(const void* base, size_t i, fi_cq_format fmt) {
   Completion c;
   switch (fmt) {
     case FI_CQ_FORMAT_UNSPEC:  // fi_cq_entry in libfabric's util CQ and sockets
-    case FI_CQ_FORMAT_CONTEXT: {
-      const auto* e = static_cast<const fi_cq_entry*>(base) + i;
-      c.op_context = e->op_context;
+    case FI_CQ_FORMAT_CONTEXT:
+      c.op_context = static_cast<const fi_cq_entry*>(base)[i].op_context;
       break;
-    }
-    case FI_CQ_FORMAT_MSG: {
-      const auto* e = static_cast<const fi_cq_msg_entry*>(base) + i;
-      c.op_context = e->op_context;
-      c.flags = e->flags;
-      c.len = e->len;
-      c.has_flags = true;
+    case FI_CQ_FORMAT_MSG:
+      take(c, static_cast<const fi_cq_msg_entry*>(base)[i]);
       break;
-    }
-    case FI_CQ_FORMAT_DATA: {
-      const auto* e = static_cast<const fi_cq_data_entry*>(base) + i;
-      c.op_context = e->op_context;
-      c.flags = e->flags;
-      c.len = e->len;
-      c.buf = e->buf;
-      c.data = e->data;
-      c.has_flags = c.has_data = true;
+    case FI_CQ_FORMAT_DATA:
+      take(c, static_cast<const fi_cq_data_entry*>(base)[i]);
       break;
-    }
-    default: {
-      const auto* e = static_cast<const fi_cq_tagged_entry*>(base) + i;
-      c.op_context = e->op_context;
-      c.flags = e->flags;
-      c.len = e->len;
-      c.buf = e->buf;
-      c.data = e->data;
-      c.tag = e->tag;
-      c.has_flags = c.has_data = c.has_tag = true;
+    default:
+      take(c, static_cast<const fi_cq_tagged_entry*>(base)[i]);
       break;
-    }
   }
   return c;
 }
@@ -94,16 +93,10 @@ size_t read_error(fid_cq* cq, std::vector<Completion>* out) {
   if (r == -FI_EAGAIN) return 0;
   if (r < 0) throw FamilyError(std::string("fi_cq_readerr failed: ") + fi_strerror(int(-r)));
   Completion c;
-  c.op_context = e.op_context;
-  c.flags = e.flags;
-  c.len = e.len;
-  c.buf = e.buf;
-  c.data = e.data;
-  c.tag = e.tag;
+  take(c, e);
   c.err = e.err;
   c.prov_errno = e.prov_errno;
   c.is_error = true;
-  c.has_flags = c.has_data = c.has_tag = true;
   c.cq = cq;
   out->push_back(c);
   return 1;

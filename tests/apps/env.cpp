@@ -1,6 +1,9 @@
 #include "env.h"
 
 #include <cstdio>
+#include <cstring>
+
+#include "payload.h"
 
 namespace ftapp {
 
@@ -210,6 +213,14 @@ void SlotPool::drain() {
         return true;
       },
       "outstanding operations to complete");
+}
+
+uint8_t* SlotPool::acquire_receive(size_t i, Buffer* buf, size_t stride, size_t* slot) {
+  if (i == ctx_.size()) env_.send("ready");
+  *slot = acquire();
+  uint8_t* s = buf->data + *slot * stride;
+  std::memset(s, kCanary, stride);
+  return s;
 }
 
 void SlotPool::drain_verified(const size_t& verified, size_t total) {

@@ -148,6 +148,11 @@ class SlotPool {
   SlotPool(Env& env, size_t slots, std::function<void(OpCtx*)> reclaim);
   // A free slot; reclaims (and hands to `reclaim`) completed operations as needed.
   size_t acquire();
+  // The slot of a receiver's receive i (one a slot, as slots free up) in `buf`
+  // of `stride` bytes a slot, set to kCanary so that a write beyond the
+  // message shows. "ready" goes to the sender first when i is the first
+  // receive beyond the slots (the sender waits for it before sending more).
+  uint8_t* acquire_receive(size_t i, Buffer* buf, size_t stride, size_t* slot);
   void set(size_t slot, OpCtx* ctx) { ctx_[slot] = ctx; }
   // Waits for every operation in flight and reclaims it.
   void drain();

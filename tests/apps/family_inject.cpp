@@ -270,10 +270,8 @@ void target(Env& env, size_t size) {
   SlotPool win(env, nslots, verify);
   SlotContexts contexts(env, nslots);
   for (size_t i = 0; i < total; ++i) {
-    if (i == nslots) env.send("ready");
-    size_t slot = win.acquire();
-    uint8_t* s = buf->data + slot * stride;
-    std::memset(s, kCanary, stride);
+    size_t slot;
+    uint8_t* s = win.acquire_receive(i, buf, stride, &slot);
     uint16_t kind = msg_kinds[i % nk];
     uint32_t seq = static_cast<uint32_t>(i / nk);
     if (is_tagged_kind(kind)) {

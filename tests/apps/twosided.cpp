@@ -213,10 +213,8 @@ void receiver(Env& env, bool tagged, size_t size) {
   SlotContexts contexts(env, nslots);
 
   for (size_t i = 0; i < total; ++i) {
-    if (i == nslots) env.send("ready");
-    size_t slot = win.acquire();
-    uint8_t* s = buf->data + slot * stride;
-    std::memset(s, kCanary, stride);
+    size_t slot;
+    uint8_t* s = win.acquire_receive(i, buf, stride, &slot);
     size_t j = i % nk;
     uint16_t kind = kinds[j];
     uint32_t seq = static_cast<uint32_t>(i / nk);

@@ -160,6 +160,12 @@ class CxiCounterTest : public ::testing::Test {
     c.local_rank = -1;
     return c;
   }
+  // The config of a sampler that samples every `interval_ms`.
+  Config config_every(uint64_t interval_ms) const {
+    Config c = config();
+    c.interval_ms = interval_ms;
+    return c;
+  }
   Config config(const std::string& devices, const std::string& counters) const {
     Config c = config();
     c.devices = devices;
@@ -703,9 +709,7 @@ TEST_F(CxiCounterStdTest, ValuesWhileAWriterAdvancesThem) {
 // ---- cadence, threads, memory ------------------------------------------------------
 
 TEST_F(CxiCounterStdTest, CadenceIsMeasuredAndReported) {
-  Config c = config();
-  c.interval_ms = 5;
-  CounterSampler s(c);
+  CounterSampler s(config_every(5));
   ASSERT_TRUE(s.start());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   s.stop();
@@ -729,9 +733,7 @@ TEST_F(CxiCounterStdTest, CadenceIsMeasuredAndReported) {
 }
 
 TEST_F(CxiCounterStdTest, StartIsIdempotentAcrossThreads) {
-  Config c = config();
-  c.interval_ms = 2;
-  CounterSampler s(c);
+  CounterSampler s(config_every(2));
   std::atomic<int> ok{0};
   std::vector<std::thread> ts;
   for (int i = 0; i < 8; ++i)
@@ -759,9 +761,7 @@ TEST_F(CxiCounterStdTest, StartIsIdempotentAcrossThreads) {
 }
 
 TEST_F(CxiCounterStdTest, StopWakesALongSleep) {
-  Config c = config();
-  c.interval_ms = 60000;
-  CounterSampler s(c);
+  CounterSampler s(config_every(60000));
   ASSERT_TRUE(s.start());
   const auto t0 = std::chrono::steady_clock::now();
   wait_for([&] { return s.samples() > 0; }, std::chrono::seconds(5));
@@ -792,9 +792,7 @@ TEST_F(CxiCounterStdTest, StopWithoutStartAndDestructorWhileRunning) {
 }
 
 TEST_F(CxiCounterStdTest, ForkedChildCopyIsInert) {
-  Config c = config();
-  c.interval_ms = 1;
-  CounterSampler s(c);
+  CounterSampler s(config_every(1));
   ASSERT_TRUE(s.start());
   wait_for([&] { return s.samples() >= 2; }, std::chrono::seconds(5));
   const std::string csv = tree_.root() + "/child.csv";
@@ -1034,9 +1032,7 @@ TEST_F(CxiCounterStdTest, CsvWriteFailureIsOneMessage) {
 }
 
 TEST_F(CxiCounterStdTest, CsvWhileSampling) {
-  Config c = config();
-  c.interval_ms = 1;
-  CounterSampler s(c);
+  CounterSampler s(config_every(1));
   ASSERT_TRUE(s.start());
   const std::string path = tree_.root() + "/live.csv";
   for (int i = 0; i < 5; ++i) {

@@ -12,6 +12,7 @@
 
 #include "fixtures/synthetic_job.h"
 #include "fixtures/synthetic_tables.h"
+#include "tests/unit/expect_each.h"
 #include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
@@ -296,14 +297,11 @@ TEST(JobDiff, TextAndPage) {
 }
 
 TEST(JobDiff, RatioText) {
-  EXPECT_EQ(fmt_ratio(1.2), "x1.20");
-  EXPECT_EQ(fmt_ratio(12.34), "x12.3");
-  EXPECT_EQ(fmt_ratio(171.4), "x171");
-  EXPECT_EQ(fmt_ratio(0.0058), "x0.0058");
-  EXPECT_EQ(fmt_ratio(0), "x?");
-  EXPECT_EQ(fmt_op_gbps(3.59e-5), "35.9 kB/s");
-  EXPECT_EQ(fmt_op_gbps(12.5), "12.5 GB/s");
-  EXPECT_EQ(fmt_op_gbps(1e-10), "0.1 B/s");
+  test::expect_each<double, std::string>(
+      fmt_ratio,
+      {{1.2, "x1.20"}, {12.34, "x12.3"}, {171.4, "x171"}, {0.0058, "x0.0058"}, {0, "x?"}});
+  test::expect_each<double, std::string>(
+      fmt_op_gbps, {{3.59e-5, "35.9 kB/s"}, {12.5, "12.5 GB/s"}, {1e-10, "0.1 B/s"}});
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/unit/expect_each.h"
+
 namespace fabtrace {
 namespace {
 
@@ -246,27 +248,25 @@ TEST(KernelExplain, PageFaultCountsSayWhatTheyAre) {
 }
 
 TEST(KernelExplain, SyscallNames) {
-  EXPECT_EQ(syscall_name(-1), "");
-  EXPECT_EQ(syscall_name(-38), "");
-  EXPECT_EQ(syscall_name(100000), "syscall 100000");
+  test::expect_each<int32_t, std::string>(syscall_name,
+                                          {{-1, ""}, {-38, ""}, {100000, "syscall 100000"}});
 #if defined(__x86_64__)
-  EXPECT_EQ(syscall_name(0), "read");
-  EXPECT_EQ(syscall_name(202), "futex");
-  EXPECT_EQ(syscall_name(230), "clock_nanosleep");
-  EXPECT_EQ(syscall_name(232), "epoll_wait");
-  EXPECT_EQ(syscall_name(281), "epoll_pwait");
-  EXPECT_EQ(syscall_name(441), "epoll_pwait2");
-  EXPECT_EQ(syscall_name(2), "syscall 2");  // open: not one a thread blocks in
+  // open (2) is not one a thread blocks in.
+  test::expect_each<int32_t, std::string>(syscall_name, {{0, "read"},
+                                                         {202, "futex"},
+                                                         {230, "clock_nanosleep"},
+                                                         {232, "epoll_wait"},
+                                                         {281, "epoll_pwait"},
+                                                         {441, "epoll_pwait2"},
+                                                         {2, "syscall 2"}});
 #endif
 }
 
 TEST(KernelExplain, SoftirqNames) {
-  EXPECT_STREQ(softirq_name(0), "HI");
-  EXPECT_STREQ(softirq_name(2), "NET_TX");
-  EXPECT_STREQ(softirq_name(3), "NET_RX");
-  EXPECT_STREQ(softirq_name(9), "RCU");
-  EXPECT_STREQ(softirq_name(10), "?");
-  EXPECT_STREQ(softirq_name(0xffffffffu), "?");
+  // softirq_name never gives a null name: its text is compared as a string.
+  test::expect_each<uint32_t, std::string>(
+      softirq_name,
+      {{0, "HI"}, {2, "NET_TX"}, {3, "NET_RX"}, {9, "RCU"}, {10, "?"}, {0xffffffffu, "?"}});
 }
 
 TEST(KernelExplain, HumanDurations) {

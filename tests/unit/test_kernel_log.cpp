@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixtures/kernel_records.h"
@@ -66,6 +67,15 @@ struct Written {
 // Indexes of Written::ends.
 enum : size_t { kMetaEnd, kEventsA, kTasksEnd, kEventsB, kSymbolsEnd, kStats1, kEventsC, kStats2 };
 
+// The stats' whole-log counters that sample_stats sets to base + their number
+// (each a value of its own), and that a read-back is checked against.
+constexpr std::pair<uint64_t KernelStats::*, uint64_t> kNumberedCounts[] = {
+    {&KernelStats::untraced_retrans, 1},   {&KernelStats::untraced_drops, 2},
+    {&KernelStats::threads_full, 3},       {&KernelStats::recursion_misses, 4},
+    {&KernelStats::in_without_out, 5},     {&KernelStats::in_unseen, 6},
+    {&KernelStats::threads_over_share, 7},
+};
+
 KernelStats sample_stats(uint64_t base) {
   KernelStats s;
   for (uint16_t k = 1; k < FT_EV_KINDS; ++k) {
@@ -79,13 +89,7 @@ KernelStats sample_stats(uint64_t base) {
   s.collector_events = base + 10;
   s.collector_wall_ns = base + 11;
   s.collector_sched = "SCHED_BATCH, nice 19";
-  s.untraced_retrans = base + 1;
-  s.untraced_drops = base + 2;
-  s.threads_full = base + 3;
-  s.recursion_misses = base + 4;
-  s.in_without_out = base + 5;
-  s.in_unseen = base + 6;
-  s.threads_over_share = base + 7;
+  for (const auto& c : kNumberedCounts) s.*c.first = base + c.second;
   // Each per-process count a value of its own.
   uint64_t v = base + 10;
 #define FT_X(name, what) s.per_process[4242].name = v++;
@@ -234,13 +238,7 @@ TEST(KernelLog, RoundTripEveryKindByteExact) {
   EXPECT_EQ(s.collector_events, w.stats.collector_events);
   EXPECT_EQ(s.collector_wall_ns, w.stats.collector_wall_ns);
   EXPECT_EQ(s.collector_sched, "SCHED_BATCH, nice 19");
-  EXPECT_EQ(s.untraced_retrans, 1001u);
-  EXPECT_EQ(s.untraced_drops, 1002u);
-  EXPECT_EQ(s.threads_full, 1003u);
-  EXPECT_EQ(s.recursion_misses, 1004u);
-  EXPECT_EQ(s.in_without_out, 1005u);
-  EXPECT_EQ(s.in_unseen, 1006u);
-  EXPECT_EQ(s.threads_over_share, 1007u);
+  for (const auto& c : kNumberedCounts) EXPECT_EQ(s.*c.first, 1000 + c.second) << c.second;
   ASSERT_EQ(s.per_process.count(4242), 1u);
   uint64_t v = 1010;
 #define FT_X(name, what) EXPECT_EQ(s.per_process.at(4242).name, v++) << #name;

@@ -13,6 +13,7 @@
 
 #include "common/input_limits.h"
 #include "common/op_kinds.h"
+#include "tests/unit/scratch_dir.h"
 #include "userspace/cli/cli.h"
 #include "userspace/commands.h"
 
@@ -56,15 +57,8 @@ bool same(const OpEntry& a, const OpEntry& b) { return std::memcmp(&a, &b, sizeo
 
 OplogCalib calib(double slope, uint64_t tick0, uint64_t mono0, uint64_t real0, double res,
                  uint64_t pairs, bool tsc = true) {
-  OplogCalib c;
-  c.tsc = tsc;
-  c.ns_per_tick = slope;
-  c.tick0 = tick0;
-  c.mono0_ns = mono0;
-  c.real0_ns = real0;
-  c.residual_ns = res;
-  c.pairs = pairs;
-  return c;
+  // Every field, in Calibration's order.
+  return OplogCalib{tsc, slope, tick0, mono0, real0, res, pairs};
 }
 
 OplogMeta meta() {
@@ -77,19 +71,7 @@ OplogMeta meta() {
 
 class OplogFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fabtrace_oplog_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    for (const std::string& f : files_) ::unlink(f.c_str());
-    ::rmdir(dir_.c_str());
-  }
-  std::string path(const std::string& name) {
-    files_.push_back(dir_ + "/" + name);
-    return files_.back();
-  }
+  std::string path(const std::string& name) { return scratch_.path(name); }
 
   struct ReadBack {
     bool ok = false;
@@ -108,8 +90,8 @@ class OplogFileTest : public ::testing::Test {
     return b;
   }
 
-  std::string dir_;
-  std::vector<std::string> files_;
+  test::ScratchDir scratch_;  // the test's own directory, removed with all in it
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(OplogFileTest, RoundTripMetaCalibLinksAndManyOps) {

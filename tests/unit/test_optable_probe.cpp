@@ -21,6 +21,7 @@
 #include "common/addr_format.h"
 #include "common/op_kinds.h"
 #include "common/uprobe_stats.h"
+#include "tests/unit/expect_each.h"
 #include "tests/unit/scratch_dir.h"
 
 namespace fabtrace {
@@ -405,41 +406,38 @@ TEST(OptableProbe, CqFormatWordIsTheFirstEqualToEachFormat) {
 // The element sizes the BPF program multiplies an atomic's count by, against
 // the C types libfabric's datatypes name (fi_atomic(3)).
 TEST(UprobeStats, AtomicDatatypeSizes) {
-  EXPECT_EQ(ft_up_datatype_size(FI_INT8), sizeof(int8_t));
-  EXPECT_EQ(ft_up_datatype_size(FI_UINT16), sizeof(uint16_t));
-  EXPECT_EQ(ft_up_datatype_size(FI_INT32), sizeof(int32_t));
-  EXPECT_EQ(ft_up_datatype_size(FI_UINT64), sizeof(uint64_t));
-  EXPECT_EQ(ft_up_datatype_size(FI_FLOAT), sizeof(float));
-  EXPECT_EQ(ft_up_datatype_size(FI_DOUBLE), sizeof(double));
-  EXPECT_EQ(ft_up_datatype_size(FI_FLOAT_COMPLEX), sizeof(std::complex<float>));
-  EXPECT_EQ(ft_up_datatype_size(FI_DOUBLE_COMPLEX), sizeof(std::complex<double>));
-  EXPECT_EQ(ft_up_datatype_size(FI_LONG_DOUBLE), sizeof(long double));
-  EXPECT_EQ(ft_up_datatype_size(FI_LONG_DOUBLE_COMPLEX), sizeof(std::complex<long double>));
-  EXPECT_EQ(ft_up_datatype_size(FI_UINT128), 16u);
-  EXPECT_EQ(ft_up_datatype_size(FI_VOID), 0u);
+  test::expect_each<fi_datatype, uint64_t>(
+      ft_up_datatype_size, {{FI_INT8, sizeof(int8_t)},
+                            {FI_UINT16, sizeof(uint16_t)},
+                            {FI_INT32, sizeof(int32_t)},
+                            {FI_UINT64, sizeof(uint64_t)},
+                            {FI_FLOAT, sizeof(float)},
+                            {FI_DOUBLE, sizeof(double)},
+                            {FI_FLOAT_COMPLEX, sizeof(std::complex<float>)},
+                            {FI_DOUBLE_COMPLEX, sizeof(std::complex<double>)},
+                            {FI_LONG_DOUBLE, sizeof(long double)},
+                            {FI_LONG_DOUBLE_COMPLEX, sizeof(std::complex<long double>)},
+                            {FI_UINT128, 16},
+                            {FI_VOID, 0}});
 }
 
 TEST(UprobeStats, Log2Buckets) {
-  EXPECT_EQ(uprobe_hist_bucket(0), 0u);
-  EXPECT_EQ(uprobe_hist_bucket(1), 0u);
-  EXPECT_EQ(uprobe_hist_bucket(2), 1u);
-  EXPECT_EQ(uprobe_hist_bucket(3), 1u);
-  EXPECT_EQ(uprobe_hist_bucket(1023), 9u);
-  EXPECT_EQ(uprobe_hist_bucket(1024), 10u);
-  EXPECT_EQ(uprobe_hist_bucket(~0ULL), static_cast<uint32_t>(FT_UP_HIST - 1));
+  test::expect_each<uint64_t, uint64_t>(
+      uprobe_hist_bucket,
+      {{0, 0}, {1, 0}, {2, 1}, {3, 1}, {1023, 9}, {1024, 10}, {~0ULL, FT_UP_HIST - 1}});
 }
 
 // A statistics row's size class: 0 bytes alone, then [2^(c-1), 2^c).
 TEST(UprobeStats, SizeClasses) {
-  EXPECT_EQ(ft_up_size_class(0), 0u);
-  EXPECT_EQ(ft_up_size_class(1), 1u);
-  EXPECT_EQ(ft_up_size_class(2), 2u);
-  EXPECT_EQ(ft_up_size_class(3), 2u);
-  EXPECT_EQ(ft_up_size_class(4096), 13u);
-  EXPECT_EQ(ft_up_size_class(4097), 13u);
-  EXPECT_EQ(ft_up_size_class(8191), 13u);
-  EXPECT_EQ(ft_up_size_class(8192), 14u);
-  EXPECT_EQ(ft_up_size_class(~0ULL), 64u);
+  test::expect_each<uint64_t, uint64_t>(ft_up_size_class, {{0, 0},
+                                                           {1, 1},
+                                                           {2, 2},
+                                                           {3, 2},
+                                                           {4096, 13},
+                                                           {4097, 13},
+                                                           {8191, 13},
+                                                           {8192, 14},
+                                                           {~0ULL, 64}});
   for (int b = 0; b < 64; ++b) {
     EXPECT_EQ(ft_up_size_class(1ULL << b), static_cast<uint32_t>(b + 1)) << b;
     if (b > 1) {

@@ -28,6 +28,7 @@
 #include "fixtures/kernel_fixture.h"
 #include "fixtures/perfetto_decode.h"
 #include "tests/support/require_program.h"
+#include "tests/unit/scratch_dir.h"
 #include "userspace/report/job/job.h"
 #include "userspace/report/perfetto/perfetto_trace.h"
 #include "userspace/report/perfetto/writer.h"
@@ -132,15 +133,6 @@ Rank rank_at(const std::string& host, const std::string& rank, long pid);
 
 class PerfettoTrace : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fabtrace_perfetto_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::system(("rm -rf '" + dir_ + "'").c_str());  // test-owned temporary directory
-  }
-
   // The trace of `job` written into dir_ with the default options.
   struct Written {
     bool ok = false;
@@ -259,30 +251,33 @@ class PerfettoTrace : public ::testing::Test {
     r1.oplog_path =
         write_oplog("r1.oplog", false, kMono1 - 2000000, r1_ops_, {{7, "nicC", "nicA"}}, "1");
     job.ranks = {r0, r1};
-    Stall s;
-    s.host = "h0";
-    s.rank = "0";
-    s.cq.id = 2;
-    s.cq.polls = 1000;
-    s.cq.max_gap_ns = 25e6;
+    Stall s = stall("h0", "0", 2, 1000, 25e6);
     s.end_wall_ns = kWall0 + 5000000;
     job.stalls.push_back(s);
     s.cq.id = 3;
     s.cq.max_gap_ns = 5e6;  // below long_gap_ms: no instant
     job.stalls.push_back(s);
-    Stall s1;
-    s1.host = "h1";
-    s1.rank = "1";
-    s1.cq.id = 0;
-    s1.cq.polls = 10;
-    s1.cq.max_gap_ns = 15e6;
+    Stall s1 = stall("h1", "1", 0, 10, 15e6);
     s1.cq.max_gap_end_s = 0.25;  // no end_wall_ns: start + 0.25 s
     job.stalls.push_back(s1);
     job.first_wall_ns = kWall0;
     return job;
   }
 
-  std::string dir_;
+  // A stall of CQ `cq` of rank `rank` on `host`, with its polls and longest gap.
+  static Stall stall(const char* host, const char* rank, uint32_t cq, uint64_t polls,
+                     double max_gap_ns) {
+    Stall s;
+    s.host = host;
+    s.rank = rank;
+    s.cq.id = cq;
+    s.cq.polls = polls;
+    s.cq.max_gap_ns = max_gap_ns;
+    return s;
+  }
+
+  test::ScratchDir scratch_;  // the test's own directory, removed with all in it
+  const std::string dir_ = scratch_.path();
   std::vector<Op> r0_ops_, r1_ops_;
 };
 

@@ -243,12 +243,7 @@ TEST_F(PostEvidenceTest, NoVerdictWithoutCertainPairing) {
 // row says so, as the whole matcher says it (rows with evidence of their own
 // before, from an earlier matching, included).
 TEST(PostEvidence, NoTimelinesGiveWhatTheMatcherGives) {
-  test::SyntheticOptions o;
-  o.nodes = 2;
-  o.ranks_per_node = 3;
-  o.oplogs = false;
-  o.counters = false;
-  const test::SyntheticJob sj = test::make_synthetic_job(o);
+  const test::SyntheticJob sj = test::make_synthetic_job(test::reports_only(2, 3));
   Job job;
   for (const ProcessReport& r : sj.reports) job.ranks.push_back(make_rank(r));
   build_job_tables(&job);

@@ -41,6 +41,15 @@ std::string svg_with(const std::string& html, const std::string& marker) {
   return html.substr(start, end + 6 - start);
 }
 
+// The heatmaps, at most `max_axis` keys an axis, of the synthetic job on
+// `nodes` nodes of `ranks_per_node` ranks.
+HeatmapSet heatmaps_of(int nodes, int ranks_per_node, size_t max_axis) {
+  test::SyntheticOptions o;
+  o.nodes = nodes;
+  o.ranks_per_node = ranks_per_node;
+  return build_heatmaps(job_of(test::make_synthetic_job(o)), max_axis);
+}
+
 TEST(ReportHeatmap, OneCellPerNicPairAndPlantedSlowLinkInItsCell) {
   const test::SyntheticJob sj = test::make_synthetic_job();
   const Job job = job_of(sj);
@@ -77,11 +86,7 @@ TEST(ReportHeatmap, OneCellPerNicPairAndPlantedSlowLinkInItsCell) {
 }
 
 TEST(ReportHeatmap, ManyNicsGroupByHost) {
-  test::SyntheticOptions o;
-  o.nodes = 4;
-  o.ranks_per_node = 4;
-  const Job job = job_of(test::make_synthetic_job(o));
-  const HeatmapSet set = build_heatmaps(job, 8);
+  const HeatmapSet set = heatmaps_of(4, 4, 8);
   EXPECT_TRUE(set.by_host);
   EXPECT_EQ(set.row_keys, (std::vector<std::string>{"node01", "node02", "node03", "node04"}));
   EXPECT_EQ(set.col_keys.size(), 5u);  // 4 hosts and "(any)"
@@ -95,11 +100,7 @@ TEST(ReportHeatmap, ManyNicsGroupByHost) {
 // More hosts than an axis holds: runs of consecutive hosts share a row and
 // a column, and every op is still counted once.
 TEST(ReportHeatmap, ManyHostsGroupIntoRuns) {
-  test::SyntheticOptions o;
-  o.nodes = 9;
-  o.ranks_per_node = 2;
-  const Job job = job_of(test::make_synthetic_job(o));
-  const HeatmapSet set = build_heatmaps(job, 4);
+  const HeatmapSet set = heatmaps_of(9, 2, 4);
   EXPECT_TRUE(set.by_host);
   EXPECT_EQ(set.hosts_per_row, 3u);
   EXPECT_EQ(set.row_keys,

@@ -14,6 +14,7 @@
 #include "common/version.h"
 #include "fixtures/synthetic_job.h"
 #include "fixtures/synthetic_tables.h"
+#include "tests/unit/expect_each.h"
 #include "userspace/report/job/job.h"
 
 namespace fabtrace::report {
@@ -349,18 +350,15 @@ TEST(ReportSummary, StaysShortOnABigJob) {
 }
 
 TEST(ReportFormats, NumbersReadWell) {
-  EXPECT_EQ(fmt_ns(850), "850 ns");
-  EXPECT_EQ(fmt_ns(12345), "12.3 us");
-  EXPECT_EQ(fmt_ns(4560000), "4.56 ms");
-  EXPECT_EQ(fmt_ns(1234000000), "1.234 s");
-  EXPECT_EQ(fmt_size(64), "64 B");
-  EXPECT_EQ(fmt_size(4096), "4 KiB");
-  EXPECT_EQ(fmt_size(1 << 20), "1 MiB");
-  EXPECT_EQ(fmt_size(1000), "1000 B");
-  EXPECT_EQ(fmt_size(1536 * 1024), "1536 KiB");
+  test::expect_each<double, std::string>(
+      fmt_ns, {{850, "850 ns"}, {12345, "12.3 us"}, {4560000, "4.56 ms"}, {1234000000, "1.234 s"}});
+  test::expect_each<uint64_t, std::string>(fmt_size, {{64, "64 B"},
+                                                      {4096, "4 KiB"},
+                                                      {1 << 20, "1 MiB"},
+                                                      {1000, "1000 B"},
+                                                      {1536 * 1024, "1536 KiB"}});
   EXPECT_EQ(fmt_bytes(163800000), "163.8 MB");
-  EXPECT_EQ(fmt_count(1234567), "1,234,567");
-  EXPECT_EQ(fmt_count(12), "12");
+  test::expect_each<uint64_t, std::string>(fmt_count, {{1234567, "1,234,567"}, {12, "12"}});
   EXPECT_EQ(fmt_wall(1767225600ULL * 1000000000ULL + 1500, true), "2026-01-01 00:00:00.000001 UTC");
   EXPECT_EQ(short_addr("fi_sockaddr_in://10.0.0.1:5"), "10.0.0.1:5");
   EXPECT_EQ(short_addr("(any)"), "(any)");

@@ -2,9 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "fixtures/synthetic_job.h"
 
 namespace fabtrace {
 namespace {
@@ -62,19 +63,8 @@ ProcessReport sample() {
   return r;
 }
 
-std::string render(void (*fn)(std::FILE*, const ProcessReport&), const ProcessReport& r) {
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* f = open_memstream(&buf, &len);
-  fn(f, r);
-  std::fclose(f);
-  std::string s(buf, len);
-  std::free(buf);
-  return s;
-}
-
 TEST(ReportWriter, JsonCarriesEveryField) {
-  const auto j = nlohmann::json::parse(render(write_report_json, sample()));
+  const auto j = nlohmann::json::parse(test::report_json_text(sample()));
   EXPECT_EQ(j["format"], "fabtrace-report");
   EXPECT_EQ(j["host"], "node\"1");
   EXPECT_EQ(j["rank"], "3");
@@ -94,7 +84,7 @@ TEST(ReportWriter, JsonCarriesEveryField) {
 }
 
 TEST(ReportWriter, TextHasTheSeedLayoutAndTheNewColumns) {
-  const std::string t = render(write_report_text, sample());
+  const std::string t = test::report_text(sample());
   EXPECT_NE(t.find("[fabtrace] host=node\"1 rank=3 pid=4242 providers=tcp;ofi_rxm"),
             std::string::npos);
   EXPECT_NE(t.find("[fabtrace] NIC cxi0"), std::string::npos);
@@ -117,13 +107,13 @@ TEST(ReportWriter, ReceivesOfUnknownSizeSaySoWithoutBandwidth) {
   rv.size_unknown = true;
   rv.bytes = 6291456;
   rv.avg_ns = 1000;
-  const std::string t = render(write_report_text, r);
+  const std::string t = test::report_text(r);
   const size_t at = t.find("fi_trecv");
   ASSERT_NE(at, std::string::npos) << t;
   const std::string line = t.substr(at, t.find('\n', at) - at);
   EXPECT_NE(line.find("size unknown, posted 6291456 B"), std::string::npos) << line;
   EXPECT_EQ(line.find("GB/s"), std::string::npos) << line;
-  const auto j = nlohmann::json::parse(render(write_report_json, r));
+  const auto j = nlohmann::json::parse(test::report_json_text(r));
   EXPECT_EQ(j["links"][0]["ops"][1]["size_unknown"], true);
   EXPECT_FALSE(j["links"][0]["ops"][0].contains("size_unknown"));
 }

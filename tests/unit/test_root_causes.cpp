@@ -193,11 +193,7 @@ TEST(RootCauses, TheHtmlReportHasTheRootTableAndTheWaitMatrix) {
 // of its rank as long as the wait planted, with a flow to an instant of its
 // chain's last rank, one per round, after the waits began.
 TEST(RootCauses, SyntheticChainsHaveTheirLastRanksAsRootsAndFlowsToThem) {
-  test::SyntheticOptions o;
-  o.nodes = 2;
-  o.ranks_per_node = 6;
-  o.oplogs = false;
-  o.counters = false;
+  test::SyntheticOptions o = test::reports_only(2, 6);
   o.chain_length = 4;
   o.chain_rounds = 3;
   const test::SyntheticJob sj = test::make_synthetic_job(o);

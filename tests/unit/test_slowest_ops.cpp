@@ -87,10 +87,7 @@ void write_oplog(const std::string& dir, const ProcessReport& r, int g, int n, s
 class SlowestOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    test::SyntheticOptions o;
-    o.oplogs = false;
-    o.counters = false;
-    sj_ = test::make_synthetic_job(o);
+    sj_ = test::make_synthetic_job(test::reports_only());
     dir_ = test::make_fixture_dir("slowest");
     test::write_synthetic_job(sj_, dir_);
   }

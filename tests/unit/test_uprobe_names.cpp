@@ -29,19 +29,24 @@ std::string bytes_of(const void* p, size_t n) {
   return std::string(static_cast<const char*>(p), n);
 }
 
+// A socket address has the same name under its own format and FI_SOCKADDR.
+template <typename SockAddr>
+void expect_named(uint32_t format, const SockAddr& sa, const std::string& name) {
+  EXPECT_EQ(fabric_straddr(format, &sa, sizeof(sa)), name);
+  EXPECT_EQ(fabric_straddr(FI_SOCKADDR, &sa, sizeof(sa)), name);
+}
+
 TEST(UprobeNames, StraddrForms) {
   sockaddr_in in{};
   in.sin_family = AF_INET;
   in.sin_port = htons(4660);
   inet_pton(AF_INET, "10.1.2.3", &in.sin_addr);
-  EXPECT_EQ(fabric_straddr(FI_SOCKADDR_IN, &in, sizeof(in)), "fi_sockaddr_in://10.1.2.3:4660");
-  EXPECT_EQ(fabric_straddr(FI_SOCKADDR, &in, sizeof(in)), "fi_sockaddr_in://10.1.2.3:4660");
+  expect_named(FI_SOCKADDR_IN, in, "fi_sockaddr_in://10.1.2.3:4660");
   sockaddr_in6 in6{};
   in6.sin6_family = AF_INET6;
   in6.sin6_port = htons(7);
   inet_pton(AF_INET6, "fe80::1", &in6.sin6_addr);
-  EXPECT_EQ(fabric_straddr(FI_SOCKADDR_IN6, &in6, sizeof(in6)), "fi_sockaddr_in6://[fe80::1]:7");
-  EXPECT_EQ(fabric_straddr(FI_SOCKADDR, &in6, sizeof(in6)), "fi_sockaddr_in6://[fe80::1]:7");
+  expect_named(FI_SOCKADDR_IN6, in6, "fi_sockaddr_in6://[fe80::1]:7");
   // A string address: up to its NUL, or its length.
   const char name[] = "fi_shm://1234\0junk";
   EXPECT_EQ(fabric_straddr(FI_ADDR_STR, name, sizeof(name)), "fi_shm://1234");
