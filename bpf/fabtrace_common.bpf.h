@@ -306,19 +306,17 @@ static __always_inline void ft_runners(struct ft_run_log* rl, __u64 from, __u64 
  * another). The collector drains the ring on a timer instead, unless the ring
  * is half full: then it is woken, so that a collector that runs seldom (it
  * drains every few hundred ms, at a low priority) loses nothing. */
-static __always_inline void ft_submit(void* r) {
+static __always_inline __u64 ft_wakeup_flag(void) {
   const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
   const __u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
-  bpf_ringbuf_submit(r, avail > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+  return avail > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
+static __always_inline void ft_submit(void* r) { bpf_ringbuf_submit(r, ft_wakeup_flag()); }
 
 /* A record built elsewhere (its header filled) copied into the ring buffer,
  * waking the collector as ft_submit does; counted as ft_reserve counts. */
 static __always_inline void ft_output(void* rec, __u32 size, __u16 kind) {
-  const __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-  const __u64 ring = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
-  if (bpf_ringbuf_output(&events, rec, size,
-                         avail > ring / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP) != 0) {
+  if (bpf_ringbuf_output(&events, rec, size, ft_wakeup_flag()) != 0) {
     ft_count(FT_EV_KINDS + kind);
     return;
   }

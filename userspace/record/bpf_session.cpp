@@ -359,6 +359,12 @@ int BpfSession::poll(int timeout_ms, const std::function<void(const void*, size_
   return n < 0 && n != -EINTR ? -1 : (n < 0 ? 0 : n);
 }
 
+bool BpfSession::record_header(const void* data, size_t size, ft_hdr* h) {
+  if (size < sizeof(ft_hdr)) return false;
+  std::memcpy(h, data, sizeof(*h));
+  return h->size <= size && size - h->size < 8;
+}
+
 int BpfSession::live_fd() const { return impl_ ? impl_->live_fd : -1; }
 
 int BpfSession::drain_live(const std::function<void(const void*, size_t)>& on_record) {

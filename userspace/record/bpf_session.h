@@ -93,6 +93,9 @@ class BpfSession {
   // programs have none), and its drain, on_record for each record. Drained
   // by one thread, which may be another than poll()'s: the rings are apart.
   int live_fd() const;
+  // A ring's record of `size` bytes: its header, when it is one (libbpf
+  // rounds a record's size up to 8). For either ring's reader.
+  static bool record_header(const void* data, size_t size, ft_hdr* h);
   int drain_live(const std::function<void(const void*, size_t)>& on_record);
   // What the last poll met: whether the programs' wakeup (the main ring half
   // full) ended its wait, and whether it stopped at its budget with records left.

@@ -21,8 +21,6 @@
 #include "common/clock.h"
 #include "common/decimal.h"
 #include "common/kernel_classify.h"
-#include "common/kernel_explain.h"
-#include "common/live_read.h"
 #include "common/op_kinds.h"
 #include "common/output_names.h"
 #include "common/printable.h"
@@ -258,7 +256,6 @@ void Collector::scan() {
     if (is_new) {
       session_.trace_process(p.pid, mono_ns());
       ranks_[p.pid] = p.rank;  // read now: the process may be gone at the end
-      uids_[p.pid] = p.uid;
       live_.known(p.pid, p.uid, p.rank);
     } else if (ranks_[p.pid].empty() && !p.rank.empty()) {
       ranks_[p.pid] = p.rank;
@@ -293,17 +290,9 @@ void Collector::attach_preload(const ScannedProcess& p) {
                  static_cast<int>(p.pid), printable(why).c_str());
 }
 
-// A record's header, when the ring's record of `size` bytes is one (libbpf
-// rounds the size up to 8).
-static bool header_of(const void* data, size_t size, ft_hdr* h) {
-  if (size < sizeof(ft_hdr)) return false;
-  std::memcpy(h, data, sizeof(*h));
-  return h->size == size || (h->size <= size && size - h->size < 8);
-}
-
 void Collector::on_record(const void* data, size_t size) {
   ft_hdr h;
-  if (!header_of(data, size, &h)) {
+  if (!BpfSession::record_header(data, size, &h)) {
     ++malformed_;
     return;
   }

@@ -209,7 +209,6 @@ class Collector {
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
       uprobe_snap_;                     // each row as last written (kUprobeRows)
   LiveThread live_;                     // after session_: stopped before the session goes
-  std::map<pid_t, uid_t> uids_;         // each process's owner as first seen
   std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a
                                         // copy of theirs was not attached
 };

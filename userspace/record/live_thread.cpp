@@ -94,10 +94,7 @@ void LiveThread::run(BpfSession* session) {
 // verdict (the same words as the report's "why:").
 void LiveThread::publish(const void* data, size_t size) {
   ft_hdr h;
-  if (size < sizeof(h)) return;
-  std::memcpy(&h, data, sizeof(h));
-  // libbpf rounds a record's size up to 8.
-  if (h.size > size || size - h.size >= 8) return;
+  if (!BpfSession::record_header(data, size, &h)) return;
   const pid_t pid = static_cast<pid_t>(h.pid);
   uid_t owner = 0;
   live::StallEvent e;
