@@ -148,17 +148,32 @@ struct KernelSymbol {
 struct KernelStats {
   uint64_t emitted[FT_EV_KINDS] = {};
   uint64_t lost[FT_EV_KINDS] = {};
-  uint64_t untraced_retrans = 0, untraced_drops = 0, threads_full = 0;
-  uint64_t threads_over_share = 0;  // events of threads not tracked: their process held its share
-  // Runs of a program the kernel skipped because another run of it was active
-  // on the same CPU (bpf_prog_info.recursion_misses, summed): events not seen.
-  uint64_t recursion_misses = 0;
-  uint64_t in_without_out = 0;  // a thread came back on a CPU, never seen leaving it
-  uint64_t in_unseen = 0;       // a thread ran again with no switch naming it (repaired)
-  // USDT records over their process's budget (dropped), and probes whose
-  // arguments were out of range (not recorded); per process with the uprobe
-  // statistics rows a process could not have over its quota.
-  uint64_t usdt_over_budget = 0, usdt_malformed = 0;
+  // The whole session's counters: one list for the struct and the log's JSON
+  // (the member, its key; kernel_log.cpp writes it, kernel_log_reader.cpp reads it).
+  // - untraced_*: retransmits and drops on connections of no traced process;
+  // - threads_full, threads_over_share: events of threads not tracked (the
+  //   thread table full, or their process holding its share of it);
+  // - recursion_misses: runs of a program the kernel skipped because another
+  //   run of it was active on the same CPU (bpf_prog_info, summed): events not seen;
+  // - in_without_out: a thread came back on a CPU, never seen leaving it;
+  //   in_unseen: a thread ran again with no switch naming it (repaired);
+  // - usdt_*: USDT records over their process's budget (dropped), and probes
+  //   whose arguments were out of range (not recorded); per process below;
+  // - over_size: records always kept that the log's bound refused (lost: said).
+#define FT_KERNEL_STATS_COUNTS(X)             \
+  X(untraced_retrans, "untraced_retransmits") \
+  X(untraced_drops, "untraced_drops")         \
+  X(threads_full, "threads_full")             \
+  X(threads_over_share, "threads_over_share") \
+  X(recursion_misses, "recursion_misses")     \
+  X(in_without_out, "in_without_out")         \
+  X(in_unseen, "in_unseen")                   \
+  X(usdt_over_budget, "usdt_over_budget")     \
+  X(usdt_malformed, "usdt_malformed")         \
+  X(over_size, "over_size")
+#define FT_X(name, key) uint64_t name = 0;
+  FT_KERNEL_STATS_COUNTS(FT_X)
+#undef FT_X
   // What one process lost to its budget, quotas and shares: one list for the
   // struct, the log's JSON (the member's name) and the collector's line.
 #define FT_KERNEL_PROCESS_COUNTS(X)                                                           \
@@ -183,7 +198,6 @@ struct KernelStats {
   // FT_EV_SUMMARY records' sums. Not lost: given way by design.
   uint64_t given_way[FT_EV_KINDS] = {};
   uint64_t evicted[FT_EV_KINDS] = {};
-  uint64_t over_size = 0;  // records always kept that the bound refused (lost: said)
   // The collector itself (the observer's effect): its CPU time, all threads,
   // user + system; the events it drained; its own scheduling policy.
   uint64_t collector_cpu_ns = 0, collector_events = 0, collector_wall_ns = 0;

@@ -67,7 +67,6 @@ void stats_from(const json& j, KernelStats* s) {
     for (const auto& [key, out] : by_kind)
       if (j.contains(key) && j[key].is_object()) out[k] = u64_of(j[key], n.c_str());
   }
-  s->over_size = u64_of(j, "over_size");
   if (j.contains("collector") && j["collector"].is_object()) {
     const json& c = j["collector"];
     s->collector_cpu_ns = u64_of(c, "cpu_ns");
@@ -75,15 +74,9 @@ void stats_from(const json& j, KernelStats* s) {
     s->collector_wall_ns = u64_of(c, "wall_ns");
     s->collector_sched = str_of(c, "sched");
   }
-  s->untraced_retrans = u64_of(j, "untraced_retransmits");
-  s->untraced_drops = u64_of(j, "untraced_drops");
-  s->threads_full = u64_of(j, "threads_full");
-  s->threads_over_share = u64_of(j, "threads_over_share");
-  s->recursion_misses = u64_of(j, "recursion_misses");
-  s->in_without_out = u64_of(j, "in_without_out");
-  s->in_unseen = u64_of(j, "in_unseen");
-  s->usdt_over_budget = u64_of(j, "usdt_over_budget");
-  s->usdt_malformed = u64_of(j, "usdt_malformed");
+#define FT_X(name, key) s->name = u64_of(j, key);
+  FT_KERNEL_STATS_COUNTS(FT_X)
+#undef FT_X
   const auto procs = j.find("processes");
   if (procs == j.end() || !procs->is_object()) return;
   for (const auto& [key, v] : procs->items()) {
