@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "fixtures/fabric_handles.h"
 #include "fixtures/two_ranks.h"
 
 namespace {
@@ -245,12 +246,7 @@ class Bw {
   Oob& oob_;
   Clock::time_point deadline_;
 
-  fi_info* info_ = nullptr;
-  fid_fabric* fabric_ = nullptr;
-  fid_domain* domain_ = nullptr;
-  fid_av* av_ = nullptr;
-  fid_cq* cq_ = nullptr;
-  fid_ep* ep_ = nullptr;
+  fabtrace::fixtures::FabricHandles h_;
   fid_mr* mr_ = nullptr;
   fi_addr_t peer_ = FI_ADDR_UNSPEC;
   void* buf_ = nullptr;
@@ -273,35 +269,35 @@ void Bw::open() {
   hints->domain_attr->mr_mode =
       FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->av_type = FI_AV_TABLE;
-  int ret = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &info_);
+  int ret = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints, &h_.info);
   fi_freeinfo(hints);
-  if (ret != 0 || info_ == nullptr) {
+  if (ret != 0 || h_.info == nullptr) {
     throw Error("fi_getinfo found no " + opt_.prov + " RDM endpoint for mode " + opt_.mode + ": " +
                 fi_strerror(ret < 0 ? -ret : ret));
   }
-  check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
-  check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
+  check(fi_fabric(h_.info->fabric_attr, &h_.fabric, nullptr), "fi_fabric");
+  check(fi_domain(h_.fabric, h_.info, &h_.domain, nullptr), "fi_domain");
 
   fi_cq_attr cq_attr;
   std::memset(&cq_attr, 0, sizeof cq_attr);
   cq_attr.format = FI_CQ_FORMAT_CONTEXT;
   cq_attr.wait_obj = FI_WAIT_NONE;
   cq_attr.size = opt_.window * 2 + 64;
-  check(fi_cq_open(domain_, &cq_attr, &cq_, nullptr), "fi_cq_open");
+  check(fi_cq_open(h_.domain, &cq_attr, &h_.cq, nullptr), "fi_cq_open");
 
   fi_av_attr av_attr;
   std::memset(&av_attr, 0, sizeof av_attr);
   av_attr.type = FI_AV_TABLE;
   av_attr.count = 4;
-  check(fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
+  check(fi_av_open(h_.domain, &av_attr, &h_.av, nullptr), "fi_av_open");
 
-  check(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
-  check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)");
-  check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
-  check(fi_enable(ep_), "fi_enable");
+  check(fi_endpoint(h_.domain, h_.info, &h_.ep, nullptr), "fi_endpoint");
+  check(fi_ep_bind(h_.ep, &h_.av->fid, 0), "fi_ep_bind(av)");
+  check(fi_ep_bind(h_.ep, &h_.cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  check(fi_enable(h_.ep), "fi_enable");
 
   // Buffer: W slots of SIZE bytes (one per outstanding op).
-  const uint64_t mr_mode = static_cast<uint64_t>(info_->domain_attr->mr_mode);
+  const uint64_t mr_mode = static_cast<uint64_t>(h_.info->domain_attr->mr_mode);
   buf_len_ = opt_.window * opt_.size;
   if (posix_memalign(&buf_, 4096, buf_len_) != 0) throw Error("out of memory");
   std::memset(buf_, rank_ == 0 ? 0xA5 : 0, buf_len_);
@@ -309,11 +305,11 @@ void Bw::open() {
   if (target || (mr_mode & FI_MR_LOCAL)) {
     uint64_t access = rma ? (target ? (FI_REMOTE_WRITE | FI_REMOTE_READ) : (FI_WRITE | FI_READ))
                           : (FI_SEND | FI_RECV);
-    check(fi_mr_reg(domain_, buf_, buf_len_, access, 0, 0x5eed + static_cast<uint64_t>(rank_), 0,
+    check(fi_mr_reg(h_.domain, buf_, buf_len_, access, 0, 0x5eed + static_cast<uint64_t>(rank_), 0,
                     &mr_, nullptr),
           "fi_mr_reg");
     if (mr_mode & FI_MR_ENDPOINT) {
-      check(fi_mr_bind(mr_, &ep_->fid, 0), "fi_mr_bind");
+      check(fi_mr_bind(mr_, &h_.ep->fid, 0), "fi_mr_bind");
       check(fi_mr_enable(mr_), "fi_mr_enable");
     }
     desc_ = fi_mr_desc(mr_);
@@ -322,7 +318,7 @@ void Bw::open() {
   // Exchange endpoint names (and the target's buffer for RMA).
   char name[256];
   size_t len = sizeof name;
-  check(fi_getname(&ep_->fid, name, &len), "fi_getname");
+  check(fi_getname(&h_.ep->fid, name, &len), "fi_getname");
   std::string mine(name, len);
   if (target) {
     RemoteMem rm;
@@ -338,7 +334,7 @@ void Bw::open() {
     std::memcpy(&remote_, theirs.data(), sizeof remote_);
     theirs.erase(0, sizeof remote_);
   }
-  int n = fi_av_insert(av_, theirs.data(), 1, &peer_, 0, nullptr);
+  int n = fi_av_insert(h_.av, theirs.data(), 1, &peer_, 0, nullptr);
   if (n != 1) throw Error("fi_av_insert failed");
   ctx_.resize(opt_.window);
 }
@@ -357,15 +353,15 @@ void Bw::post_retry(const std::function<ssize_t()>& op) {
 
 size_t Bw::poll_cq() {
   fi_cq_entry entries[32];
-  ssize_t r = fi_cq_read(cq_, entries, 32);
+  ssize_t r = fi_cq_read(h_.cq, entries, 32);
   if (r > 0) return static_cast<size_t>(r);
   if (r == -FI_EAGAIN) return 0;
   if (r == -FI_EAVAIL) {
     fi_cq_err_entry err;
     std::memset(&err, 0, sizeof err);
-    fi_cq_readerr(cq_, &err, 0);
+    fi_cq_readerr(h_.cq, &err, 0);
     char detail[256] = {0};
-    const char* d = fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof detail);
+    const char* d = fi_cq_strerror(h_.cq, err.prov_errno, err.err_data, detail, sizeof detail);
     throw Error(std::string("completion error: ") + fi_strerror(err.err) + " (" + (d ? d : "") +
                 ")");
   }
@@ -384,7 +380,7 @@ void Bw::tagged_phase(size_t n, bool timed, double* secs) {
     auto post_one = [&] {
       size_t slot = posted % w;
       post_retry([&] {
-        return fi_trecv(ep_, base + slot * size, size, desc_, peer_, tag, 0, &ctx_[slot]);
+        return fi_trecv(h_.ep, base + slot * size, size, desc_, peer_, tag, 0, &ctx_[slot]);
       });
       ++posted;
     };
@@ -406,8 +402,9 @@ void Bw::tagged_phase(size_t n, bool timed, double* secs) {
   while (done < n) {
     while (posted < n && posted - done < w) {
       size_t slot = posted % w;
-      post_retry(
-          [&] { return fi_tsend(ep_, base + slot * size, size, desc_, peer_, tag, &ctx_[slot]); });
+      post_retry([&] {
+        return fi_tsend(h_.ep, base + slot * size, size, desc_, peer_, tag, &ctx_[slot]);
+      });
       ++posted;
       done += pending_done_;
       pending_done_ = 0;
@@ -452,7 +449,7 @@ void Bw::rma_phase(size_t n, bool timed, double* secs) {
       size_t slot = posted % w;
       uint64_t raddr = remote_.addr + slot * size;
       post_retry([&] {
-        return fi_write(ep_, base + slot * size, size, desc_, peer_, raddr, remote_.key,
+        return fi_write(h_.ep, base + slot * size, size, desc_, peer_, raddr, remote_.key,
                         &ctx_[slot]);
       });
       ++posted;
@@ -464,8 +461,9 @@ void Bw::rma_phase(size_t n, bool timed, double* secs) {
   }
   // Fence: a read behind the writes.
   pending_done_ = 0;
-  post_retry(
-      [&] { return fi_read(ep_, base, size, desc_, peer_, remote_.addr, remote_.key, &ctx_[0]); });
+  post_retry([&] {
+    return fi_read(h_.ep, base, size, desc_, peer_, remote_.addr, remote_.key, &ctx_[0]);
+  });
   done = pending_done_;
   while (done < 1) {
     done += poll_cq();
@@ -497,21 +495,11 @@ double Bw::run() {
   return secs;
 }
 
-template <typename T>
-void close_fid(T*& obj) {
-  if (obj != nullptr) fi_close(&obj->fid);
-  obj = nullptr;
-}
-
 void Bw::close() {
-  close_fid(mr_);
-  close_fid(ep_);
-  close_fid(av_);
-  close_fid(cq_);
-  close_fid(domain_);
-  close_fid(fabric_);
-  if (info_ != nullptr) fi_freeinfo(info_);
-  info_ = nullptr;
+  // The MR before the endpoint and domain it was bound to and registered in.
+  if (mr_ != nullptr) fi_close(&mr_->fid);
+  mr_ = nullptr;
+  h_.close_all();
   std::free(buf_);
   buf_ = nullptr;
 }

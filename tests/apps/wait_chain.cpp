@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "fabtrace.h"
+#include "fixtures/fabric_handles.h"
 
 namespace {
 
@@ -86,17 +87,11 @@ struct Child {
 };
 
 // One rank: its endpoint, the others' addresses, the rounds.
-struct RankRun {
+struct RankRun : fabtrace::fixtures::FabricHandles {
   RankRun(const Opts& opts, int r, Child c) : o(opts), rank(r), ch(c) {}
   const Opts& o;
   int rank;
   Child ch;
-  fi_info* info = nullptr;
-  fid_fabric* fabric = nullptr;
-  fid_domain* domain = nullptr;
-  fid_av* av = nullptr;
-  fid_cq* cq = nullptr;
-  fid_ep* ep = nullptr;
   std::vector<fi_addr_t> peers;
   std::vector<char> sbuf, rbuf;
 
@@ -235,12 +230,7 @@ struct RankRun {
     }
     fabtrace_mark("after");
     barrier();
-    fi_close(&ep->fid);
-    fi_close(&av->fid);
-    fi_close(&cq->fid);
-    fi_close(&domain->fid);
-    fi_close(&fabric->fid);
-    fi_freeinfo(info);
+    close_all();
     return 0;
   }
 };

@@ -127,6 +127,17 @@ void pair_up(const std::vector<Row>& rows_a, const Names& na, const std::vector<
   add(rows_b, nb, false);
 }
 
+// The `make` of pair_up for a diff that holds only its rows and the label its
+// key is made from.
+template <typename Diff, typename Label>
+auto labeled(const Label& label) {
+  return [&label](const Names& n, const auto& r) {
+    Diff x;
+    x.label = label(n, r);
+    return x;
+  };
+}
+
 std::string remote_label(const Names& n, const LinkRow& l) {
   return l.remote() == "(any)" ? l.remote() : n.endpoint(l.remote());
 }
@@ -163,14 +174,7 @@ void diff_nics(const Job& a, const Job& b, const Names& na, const Names& nb, Job
   const auto label = [](const Names& n, const NicRow& r) {
     return n.proc_of(r.host, r.pid) + " " + r.nic.domain;
   };
-  pair_up(
-      a.nics, na, b.nics, nb, label,
-      [&label](const Names& n, const NicRow& r) {
-        NicDiff x;
-        x.label = label(n, r);
-        return x;
-      },
-      &d->nics);
+  pair_up(a.nics, na, b.nics, nb, label, labeled<NicDiff>(label), &d->nics);
   for (NicDiff& n : d->nics) {
     if (!n.a || !n.b || n.a->nic.ops < d->opt.min_ops || n.b->nic.ops < d->opt.min_ops) continue;
     n.gbps = {n.a->nic.gbps, n.b->nic.gbps};
@@ -234,14 +238,7 @@ void diff_stalls(const Job& a, const Job& b, const Names& na, const Names& nb, J
     return n.proc_of(s.host, s.pid) + " CQ#" + std::to_string(s.cq.id);
   };
   std::vector<StallDiff> all;
-  pair_up(
-      a.stalls, na, b.stalls, nb, label,
-      [&label](const Names& n, const Stall& s) {
-        StallDiff x;
-        x.label = label(n, s);
-        return x;
-      },
-      &all);
+  pair_up(a.stalls, na, b.stalls, nb, label, labeled<StallDiff>(label), &all);
   const double limit = d->opt.stall_ns, thr = d->opt.threshold;
   const double enough = static_cast<double>(d->opt.min_ops);
   const auto long_gaps = [](const Stall* s) {
