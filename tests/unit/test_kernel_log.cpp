@@ -44,6 +44,14 @@ ReadResult read_log(const std::string& path, KernelLogReader* r) {
   return out;
 }
 
+// Reads the whole log at `path` into r, expecting it to open and walk to its
+// end, and returns the records the walk handed over, in file order.
+std::vector<Bytes> walked_records(const std::string& path, KernelLogReader* r) {
+  const ReadResult got = read_log(path, r);
+  EXPECT_TRUE(got.opened && got.walked) << got.error;
+  return got.records;
+}
+
 // One line, naming the file.
 void expect_one_message(const std::string& error, const std::string& path) {
   EXPECT_EQ(error.rfind(path + ": ", 0), 0u) << error;
@@ -479,9 +487,7 @@ TEST(KernelLog, MalformedRecordsSkipTheRestOfTheirBlock) {
   bw.close();
 
   KernelLogReader r;
-  const ReadResult got = read_log(path, &r);
-  ASSERT_TRUE(got.opened && got.walked) << got.error;
-  EXPECT_EQ(got.records, (std::vector<Bytes>{a, e, g, z}));
+  EXPECT_EQ(walked_records(path, &r), (std::vector<Bytes>{a, e, g, z}));
   // b, c, d; f; the fragment; the two bad sizes.
   EXPECT_EQ(r.bad_records(), 3u + 1u + 1u + 2u);
   EXPECT_EQ(r.records_read(), 4u);
@@ -507,9 +513,7 @@ TEST(KernelLog, UnknownKindsAndBlockTypesAreSkipped) {
   bw.close();
 
   KernelLogReader r;
-  const ReadResult got = read_log(path, &r);
-  ASSERT_TRUE(got.opened && got.walked) << got.error;
-  EXPECT_EQ(got.records, (std::vector<Bytes>{a, c, d}));
+  EXPECT_EQ(walked_records(path, &r), (std::vector<Bytes>{a, c, d}));
   EXPECT_EQ(r.unknown_records(), 1u);
   EXPECT_EQ(r.bad_records(), 0u);
   EXPECT_FALSE(r.truncated());
@@ -631,9 +635,7 @@ TEST(KernelLog, DeeplyNestedJsonBlocksAreIgnored) {
   bw.close();
 
   KernelLogReader r;
-  const ReadResult got = read_log(path, &r);
-  ASSERT_TRUE(got.opened && got.walked) << got.error;
-  EXPECT_EQ(got.records, std::vector<Bytes>{a});
+  EXPECT_EQ(walked_records(path, &r), (std::vector<Bytes>{a}));
   ASSERT_EQ(r.tasks().size(), 1u);
   EXPECT_EQ(r.tasks()[0].tid, 6);
   EXPECT_TRUE(r.tasks()[0].preload);

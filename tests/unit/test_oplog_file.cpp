@@ -460,18 +460,25 @@ TEST_F(OplogFileTest, WriterErrorsReturnFalse) {
 
 // ---------------------------------------------------------------- export
 
-std::string run_export(const std::string& in, int* rc, std::string* err_out) {
+// What `fabtrace export ops --csv` made of a file: its exit status, its rows,
+// and what it said on stderr.
+struct Exported {
+  int rc = -1;
+  std::string csv, err;
+};
+
+Exported run_export(const std::string& in) {
+  Exported x;
   std::FILE* f = std::tmpfile();
   ::testing::internal::CaptureStderr();
-  *rc = export_ops_csv(in, f);
-  *err_out = ::testing::internal::GetCapturedStderr();
-  std::string out;
+  x.rc = export_ops_csv(in, f);
+  x.err = ::testing::internal::GetCapturedStderr();
   std::rewind(f);
   char buf[4096];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) x.csv.append(buf, n);
   std::fclose(f);
-  return out;
+  return x;
 }
 
 OpEntry op(uint64_t s, uint64_t e, OpKind k, uint64_t bytes, uint32_t link, uint8_t error,
@@ -517,11 +524,9 @@ TEST_F(OplogFileTest, ExportCsvRowsExact) {
   ASSERT_TRUE(w.write_end(5, 0, 0));
   w.close();
 
-  int rc = -1;
-  std::string err;
-  const std::string csv = run_export(p, &rc, &err);
-  EXPECT_EQ(rc, 0);
-  EXPECT_EQ(err, "");
+  const Exported x = run_export(p);
+  EXPECT_EQ(x.rc, 0);
+  EXPECT_EQ(x.err, "");
   const std::string expect =
       std::string(
           "# fabtrace ops host=n01 rank=5 pid=777 clock=tsc residual_ns=2.5 "
@@ -533,7 +538,7 @@ TEST_F(OplogFileTest, ExportCsvRowsExact) {
       "5000000000,5000000001,1,fi_recv,4096,,,0,4003,0\n"
       "5000001000,405000001000,400000000000,fi_compare_atomicmsg,123456789012,0x0a,0x0b,0,1,1\n"
       "4999999600,5000000000,400,fi_read,1,\"cxi,0\",\"q\"\"r\",0,2,1\n";
-  EXPECT_EQ(csv, expect);
+  EXPECT_EQ(x.csv, expect);
 
   // The same through the command line, into a file.
   const std::string out = path("out.csv");
@@ -553,16 +558,14 @@ TEST_F(OplogFileTest, ExportRoundsToNearest) {
   ASSERT_TRUE(w.write_ops(ops.data(), ops.size()));
   ASSERT_TRUE(w.write_end(2, 0, 0));
   w.close();
-  int rc = -1;
-  std::string err;
-  const std::string csv = run_export(p, &rc, &err);
-  EXPECT_EQ(rc, 0);
-  const size_t rows = csv.find(kHeaderRow);
+  const Exported x = run_export(p);
+  EXPECT_EQ(x.rc, 0);
+  const size_t rows = x.csv.find(kHeaderRow);
   ASSERT_NE(rows, std::string::npos);
-  EXPECT_NE(csv.find("clock=clock_gettime residual_ns=0 anchor_mono_ns=1000 anchor_wall_ns=0"),
+  EXPECT_NE(x.csv.find("clock=clock_gettime residual_ns=0 anchor_mono_ns=1000 anchor_wall_ns=0"),
             std::string::npos)
-      << csv;
-  EXPECT_EQ(csv.substr(rows + std::strlen(kHeaderRow)),
+      << x.csv;
+  EXPECT_EQ(x.csv.substr(rows + std::strlen(kHeaderRow)),
             "1001,1002,1,fi_send,0,,,0,0,1\n"
             "999,998,-1,fi_send,0,,,0,0,1\n");
 }
@@ -572,38 +575,36 @@ TEST_F(OplogFileTest, ExportTruncatedFileSaysSoAndKeepsWhatIsThere) {
   const uint64_t before = write_with_last_block(p, 0);
   std::string s = read_bytes(p);
   write_bytes(p, s.substr(0, before + 30));
-  int rc = -1;
-  std::string err;
-  const std::string csv = run_export(p, &rc, &err);
-  EXPECT_EQ(rc, 0);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2 + 10);
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
-  EXPECT_NE(err.find(p), std::string::npos) << err;
-  EXPECT_NE(err.find("cut short after 10 ops"), std::string::npos) << err;
+  const Exported cut = run_export(p);
+  EXPECT_EQ(cut.rc, 0);
+  EXPECT_EQ(std::count(cut.csv.begin(), cut.csv.end(), '\n'), 2 + 10);
+  EXPECT_EQ(std::count(cut.err.begin(), cut.err.end(), '\n'), 1) << cut.err;
+  EXPECT_NE(cut.err.find(p), std::string::npos) << cut.err;
+  EXPECT_NE(cut.err.find("cut short after 10 ops"), std::string::npos) << cut.err;
 
   // Whole blocks but no end record: a note, all rows.
   write_bytes(p, s);
-  const std::string csv2 = run_export(p, &rc, &err);
-  EXPECT_EQ(rc, 0);
-  EXPECT_EQ(std::count(csv2.begin(), csv2.end(), '\n'), 2 + 15);
-  EXPECT_NE(err.find("no end record after 15 ops"), std::string::npos) << err;
+  const Exported whole = run_export(p);
+  EXPECT_EQ(whole.rc, 0);
+  EXPECT_EQ(std::count(whole.csv.begin(), whole.csv.end(), '\n'), 2 + 15);
+  EXPECT_NE(whole.err.find("no end record after 15 ops"), std::string::npos) << whole.err;
 }
 
 TEST_F(OplogFileTest, ExportRejectsMissingAndForeignFiles) {
-  int rc = -1;
-  std::string err;
   const std::string missing = dir_ + "/missing.oplog";
-  EXPECT_EQ(run_export(missing, &rc, &err), "");
-  EXPECT_EQ(rc, 1);
-  EXPECT_NE(err.find(missing), std::string::npos) << err;
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  const Exported gone = run_export(missing);
+  EXPECT_EQ(gone.csv, "");
+  EXPECT_EQ(gone.rc, 1);
+  EXPECT_NE(gone.err.find(missing), std::string::npos) << gone.err;
+  EXPECT_EQ(std::count(gone.err.begin(), gone.err.end(), '\n'), 1) << gone.err;
 
   const std::string foreign = path("foreign.csv");
   write_bytes(foreign, "a,b,c\n1,2,3\n");
-  EXPECT_EQ(run_export(foreign, &rc, &err), "");
-  EXPECT_EQ(rc, 1);
-  EXPECT_NE(err.find(foreign), std::string::npos) << err;
-  EXPECT_NE(err.find("not a fabtrace oplog"), std::string::npos) << err;
+  const Exported alien = run_export(foreign);
+  EXPECT_EQ(alien.csv, "");
+  EXPECT_EQ(alien.rc, 1);
+  EXPECT_NE(alien.err.find(foreign), std::string::npos) << alien.err;
+  EXPECT_NE(alien.err.find("not a fabtrace oplog"), std::string::npos) << alien.err;
 
   // -o is not created for a bad input.
   const std::string out = dir_ + "/never.csv";
