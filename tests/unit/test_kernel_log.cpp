@@ -175,6 +175,16 @@ std::vector<uint64_t> block_ends(const std::string& bytes) {
   return ends;
 }
 
+// The bytes of a full log written in dir (write_full_log), whose blocks end
+// where the writer said they do.
+std::string written_full_log(ScratchDir* dir, Written* w) {
+  const std::string path = dir->path("full.klog");
+  *w = write_full_log(path);
+  std::string full = read_file_bytes(path);
+  EXPECT_EQ(block_ends(full), w->ends);
+  return full;
+}
+
 TEST(KernelLog, RoundTripEveryKindByteExact) {
   ScratchDir dir;
   const std::string path = dir.path("a.klog");
@@ -354,10 +364,9 @@ TEST(KernelLog, LongAndInvalidStringsInJsonBlocks) {
 // truncated unless the cut falls on a block boundary.
 TEST(KernelLog, CutAtEveryByte) {
   ScratchDir dir;
-  const std::string full_path = dir.path("full.klog");
-  const Written w = write_full_log(full_path);
-  const std::string full = read_file_bytes(full_path);
-  ASSERT_EQ(block_ends(full), w.ends);
+  Written w;
+  const std::string full = written_full_log(&dir, &w);
+  ASSERT_FALSE(HasFailure());
   const std::set<uint64_t> boundaries(w.ends.begin(), w.ends.end());
 
   // The file grows by a byte a step (appended: rewriting it would make some file
@@ -404,10 +413,9 @@ TEST(KernelLog, CutAtEveryByte) {
 // block refuses the file.
 TEST(KernelLog, SingleBitCorruptionStopsTheReader) {
   ScratchDir dir;
-  const std::string full_path = dir.path("full.klog");
-  const Written w = write_full_log(full_path);
-  const std::string full = read_file_bytes(full_path);
-  ASSERT_EQ(block_ends(full), w.ends);
+  Written w;
+  const std::string full = written_full_log(&dir, &w);
+  ASSERT_FALSE(HasFailure());
 
   // Every byte of the file header and of every block header, and every 13th
   // payload byte, each with one of its bits.

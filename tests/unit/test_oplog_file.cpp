@@ -334,15 +334,20 @@ TEST_F(OplogFileTest, FlippedByteStopsAtThatBlock) {
   ASSERT_TRUE(w.write_end(12, 0, 0));
   w.close();
   const std::string full = read_bytes(p);
+  // The file with the bits `mask` of byte `at` flipped, opened by r (a flip
+  // past the meta block still opens).
+  const auto open_flipped = [&](uint64_t at, char mask, OplogReader* r) {
+    std::string s = full;
+    s[at] ^= mask;
+    write_bytes(bad, s);
+    std::string err;
+    return r->open(bad, &err);
+  };
 
   // Every payload byte of the second ops block.
   for (uint64_t at = b_start + sizeof(oplog::BlockHeader); at < b_end; ++at) {
-    std::string s = full;
-    s[at] ^= 0x10;
-    write_bytes(bad, s);
     OplogReader r;
-    std::string err;
-    ASSERT_TRUE(r.open(bad, &err));
+    ASSERT_TRUE(open_flipped(at, 0x10, &r));
     const ReadBack b = read_back(r);
     ASSERT_TRUE(b.ok);
     EXPECT_TRUE(r.truncated());
@@ -352,12 +357,8 @@ TEST_F(OplogFileTest, FlippedByteStopsAtThatBlock) {
   }
   // A byte of the later calibration's payload.
   {
-    std::string s = full;
-    s[c_end - 2] ^= 0x01;
-    write_bytes(bad, s);
     OplogReader r;
-    std::string err;
-    ASSERT_TRUE(r.open(bad, &err));
+    ASSERT_TRUE(open_flipped(c_end - 2, 0x01, &r));
     const ReadBack b = read_back(r);
     EXPECT_TRUE(r.truncated());
     EXPECT_EQ(b.ops.size(), 7u);
@@ -365,26 +366,19 @@ TEST_F(OplogFileTest, FlippedByteStopsAtThatBlock) {
   }
   // The block magic of the second ops block.
   {
-    std::string s = full;
-    s[b_start] ^= 0x01;
-    write_bytes(bad, s);
     OplogReader r;
-    std::string err;
-    ASSERT_TRUE(r.open(bad, &err));
+    ASSERT_TRUE(open_flipped(b_start, 0x01, &r));
     EXPECT_EQ(read_back(r).ops.size(), 3u);
     EXPECT_TRUE(r.truncated());
+    std::string err;
     ASSERT_TRUE(r.scan(&err));
     EXPECT_TRUE(r.truncated());
     EXPECT_EQ(r.ops_read(), 3u);
   }
   // A count that does not match the payload size.
   {
-    std::string s = full;
-    s[b_start + 12] ^= 0x01;  // BlockHeader::count
-    write_bytes(bad, s);
     OplogReader r;
-    std::string err;
-    ASSERT_TRUE(r.open(bad, &err));
+    ASSERT_TRUE(open_flipped(b_start + 12, 0x01, &r));  // BlockHeader::count
     EXPECT_EQ(read_back(r).ops.size(), 3u);
     EXPECT_TRUE(r.truncated());
   }
