@@ -204,13 +204,15 @@ class Collector {
   std::set<pid_t> outside_;  // --uprobes --only-pids: libfabric processes not listed
   std::vector<ScannedProcess> unprobed_later_;
   bool scanned_once_ = false;
-  std::set<uid_t> usdt_told_;
+  std::set<uid_t> usdt_told_;  // users told that a copy of theirs was not attached
   uint64_t last_uprobe_snap_ = 0;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, bool>, ft_uprobe_ops>
-      uprobe_snap_;                     // each row as last written (kUprobeRows)
-  LiveThread live_;                     // after session_: stopped before the session goes
-  std::map<pid_t, std::string> ranks_;  // each process's rank as first seen  // users told that a
-                                        // copy of theirs was not attached
+      uprobe_snap_;  // each row as last written (kUprobeRows)
+  LiveThread live_;  // after session_: stopped before the session goes
+  // Each process's rank as first seen, for the end of the session. The live
+  // thread keeps its own (LiveThread::known): neither thread waits for the
+  // other's map.
+  std::map<pid_t, std::string> ranks_;
 };
 
 // At the end of a session, on stderr: what each process had dropped (USDT
