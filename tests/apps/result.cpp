@@ -56,17 +56,17 @@ std::string object(const Map& m, Text text) {
   return o + "}";
 }
 
-std::string counts(const std::map<std::string, uint64_t>& m) {
+std::string json_of(const Counts& m) {
   return object(m, [](uint64_t v) { return std::to_string(v); });
 }
 
-std::string sizes(const std::map<std::string, std::map<uint64_t, uint64_t>>& m) {
+std::string json_of(const SizeCounts& m) {
   return object(m, [](const std::map<uint64_t, uint64_t>& by_size) {
     return object(by_size, [](uint64_t v) { return std::to_string(v); });
   });
 }
 
-std::string numbers(const std::map<std::string, double>& m) {
+std::string json_of(const Numbers& m) {
   return object(m, [](double v) {
     char t[64];
     std::snprintf(t, sizeof t, "%.17g", v);
@@ -74,11 +74,11 @@ std::string numbers(const std::map<std::string, double>& m) {
   });
 }
 
-std::string strings(const std::map<std::string, std::string>& m) {
+std::string json_of(const Texts& m) {
   return object(m, [](const std::string& v) { return quote(v); });
 }
 
-std::string list(const std::vector<std::string>& v) {
+std::string json_of(const Names& v) {
   std::string o = "[";
   for (size_t i = 0; i < v.size(); ++i) {
     if (i != 0) o += ",";
@@ -86,6 +86,8 @@ std::string list(const std::vector<std::string>& v) {
   }
   return o + "]";
 }
+
+std::string json_of(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -104,33 +106,12 @@ std::string result_json(const Options& opt, int rank, const Stats& stats,
   o += ",\"count\":" + std::to_string(opt.count);
   o += ",\"size\":" + std::to_string(opt.size);
   o += std::string(",\"ok\":") + (ok ? "true" : "false");
-  o += ",\"issued\":" + counts(s.issued);
-  o += ",\"completed\":" + counts(s.completed);
-  o += ",\"eagain\":" + counts(s.eagain);
-  o += ",\"no_completion\":" + counts(s.no_completion);
-  o += ",\"other_calls\":" + counts(s.other_calls);
-  o += ",\"kept_context\":" + counts(s.kept_context);
-  o += ",\"received_sizes\":" + sizes(s.received_sizes);
-  o += ",\"opened\":" + counts(s.opened);
-  o += ",\"measured\":" + numbers(s.measured);
-  o += ",\"link_ops\":" + counts(s.link_ops);
-  o += ",\"completions\":" + std::to_string(s.completions);
-  o += ",\"error_completions\":" + std::to_string(s.error_completions);
-  o += ",\"kept_context_errors\":" + std::to_string(s.kept_context_errors);
-  o += ",\"context_errors\":" + std::to_string(s.context_errors);
-  o += ",\"data_errors\":" + std::to_string(s.data_errors);
+#define FTAPP_STATS_JSON(type, name) o += ",\"" #name "\":" + json_of(s.name);
+  FTAPP_STATS_FIELDS(FTAPP_STATS_JSON)
+#undef FTAPP_STATS_JSON
   o += ",\"cq_polls\":" + std::to_string(cq_polls_made());
   o += ",\"cqs\":" + cq_poll_stats_json();
-  o += ",\"failures\":" + std::to_string(s.failures);
-  o += ",\"skipped\":" + list(s.skipped);
-  o += ",\"skipped_features\":" + list(s.skipped_features);
-  o += ",\"skip_reasons\":" + strings(s.skip_reasons);
-  o += ",\"families_run\":" + list(s.families_run);
-  o += ",\"family_caps\":" + strings(s.family_caps);
-  o += ",\"families_skipped\":" + strings(s.families_skipped);
   if (!unsupported.empty()) o += ",\"unsupported\":" + quote(unsupported);
-  o += ",\"messages\":" + list(s.messages);
-  o += ",\"notes\":" + list(s.notes);
   o += "}";
   return o;
 }

@@ -9,39 +9,52 @@
 
 namespace ftapp {
 
+using Counts = std::map<std::string, uint64_t>;
+using SizeCounts = std::map<std::string, std::map<uint64_t, uint64_t>>;
+using Numbers = std::map<std::string, double>;
+using Texts = std::map<std::string, std::string>;
+using Names = std::vector<std::string>;
+
+// Each counter of a rank, as (type, name): one list from which the snapshot's
+// members and the result file's keys (result.cpp) are made.
+#define FTAPP_STATS_FIELDS(X)                                                  \
+  X(Counts, issued)        /* accepted calls (returned 0) */                   \
+  X(Counts, completed)     /* successful completions, by the op's function */  \
+  X(Counts, eagain)        /* -FI_EAGAIN refusals */                           \
+  X(Counts, no_completion) /* accepted calls that generate no completion */    \
+  X(Counts, other_calls)   /* e.g. fi_cancel */                                \
+  /* Accepted calls whose context reaches the provider unchanged (FI_PEEK,     \
+     FI_CLAIM, FI_MULTI_RECV, FI_TRIGGER): the tracer counts them untimed. */  \
+  X(Counts, kept_context)                                                      \
+  /* Receives by function and by the size of the message they got (from the    \
+     sender's plan: known even when the CQ format carries no length). */       \
+  X(SizeCounts, received_sizes)                                                \
+  X(Counts, opened)    /* objects a family opened: "domains", "endpoints" */   \
+  X(Numbers, measured) /* what a family measured itself: "bw_MB_per_s" */      \
+  /* Accepted ops per link, "fn|local|remote" (the addresses as the provider's \
+     fi_av_straddr prints them, the peer's looked up in the AV as a tracer     \
+     would; "(any)" for a receive from any source): families that spread ops   \
+     over several links say where each went (multiep). */                      \
+  X(Counts, link_ops)                                                          \
+  X(uint64_t, completions)                                                     \
+  X(uint64_t, error_completions)                                               \
+  X(uint64_t, kept_context_errors) /* error completions of those calls */      \
+  X(uint64_t, context_errors)                                                  \
+  X(uint64_t, data_errors)                                                     \
+  X(uint64_t, failures)                                                        \
+  X(Names, skipped)          /* function names */                              \
+  X(Names, skipped_features) /* sub-features, e.g. "fi_cancel:fi_recv" */      \
+  X(Texts, skip_reasons)     /* function -> reason */                          \
+  X(Names, families_run)                                                       \
+  X(Texts, family_caps)      /* family -> capabilities requested */            \
+  X(Texts, families_skipped) /* family -> reason */                            \
+  X(Names, messages)         /* first errors, for humans */                    \
+  X(Names, notes)
+
 struct StatsSnapshot {
-  std::map<std::string, uint64_t> issued;         // accepted calls (returned 0)
-  std::map<std::string, uint64_t> completed;      // successful completions, by the op's function
-  std::map<std::string, uint64_t> eagain;         // -FI_EAGAIN refusals
-  std::map<std::string, uint64_t> no_completion;  // accepted calls that generate no completion
-  std::map<std::string, uint64_t> other_calls;    // e.g. fi_cancel
-  // Accepted calls whose context reaches the provider unchanged (FI_PEEK, FI_CLAIM,
-  // FI_MULTI_RECV, FI_TRIGGER): the tracer counts them untimed.
-  std::map<std::string, uint64_t> kept_context;
-  // Receives by function and by the size of the message they got (from the
-  // sender's plan: known even when the CQ format carries no length).
-  std::map<std::string, std::map<uint64_t, uint64_t>> received_sizes;
-  std::map<std::string, uint64_t> opened;  // objects a family opened: "domains", "endpoints"
-  std::map<std::string, double> measured;  // what a family measured itself: "bw_MB_per_s"
-  // Accepted ops per link, "fn|local|remote" (the addresses as the provider's
-  // fi_av_straddr prints them, the peer's looked up in the AV as a tracer
-  // would; "(any)" for a receive from any source): families that spread ops
-  // over several links say where each went (multiep).
-  std::map<std::string, uint64_t> link_ops;
-  uint64_t completions = 0;
-  uint64_t error_completions = 0;
-  uint64_t kept_context_errors = 0;  // error completions of those calls
-  uint64_t context_errors = 0;
-  uint64_t data_errors = 0;
-  uint64_t failures = 0;
-  std::vector<std::string> skipped;                 // function names
-  std::vector<std::string> skipped_features;        // sub-features, e.g. "fi_cancel:fi_recv"
-  std::map<std::string, std::string> skip_reasons;  // function -> reason
-  std::vector<std::string> families_run;
-  std::map<std::string, std::string> family_caps;       // family -> capabilities requested
-  std::map<std::string, std::string> families_skipped;  // family -> reason
-  std::vector<std::string> messages;                    // first errors, for humans
-  std::vector<std::string> notes;
+#define FTAPP_STATS_MEMBER(type, name) type name{};
+  FTAPP_STATS_FIELDS(FTAPP_STATS_MEMBER)
+#undef FTAPP_STATS_MEMBER
 };
 
 class Stats {
