@@ -89,6 +89,9 @@ struct ft_thread_state {
   __u64 migrations;
   /* page faults not yet summarized */
   __u64 flt_first, flt_last, flt_count, flt_addr, flt_total;
+  /* The current fault bucket's pace: on-CPU time between its recent faults (a
+   * moving average over about 8), what tells a burst from sparse faults. */
+  __u64 flt_pace;
   /* rings: the slot of event n is n % HIST */
   __u64 off_n, irq_n, flt_n;
   struct ft_off_slot off[FT_OFF_HIST];

@@ -45,14 +45,18 @@
 #define FT_FAULT_BUCKET_NS 256000000ULL
 /* A pause this long ends a bucket, so bursts stay apart and a window edge rarely
  * falls inside one (the breakdown prorates those); a pause that was the
- * scheduler's (the thread preempted, then back) does not. A burst of
- * FT_FAULT_BURST_MIN faults or more holds through pauses up to
- * FT_FAULT_BURST_HOLD_NS: what the kernel takes from a faulting thread that
- * stays on its CPU (each timer tick's work, every 4 ms at HZ=250, more with a
- * hypervisor's steal) cut a bucket at 100 us, and 64 buckets covered 256 ms of
- * a 290 ms touch; a few sparse faults before a burst still stay apart from it. */
+ * scheduler's (the thread preempted, then back) does not. A burst (at least
+ * FT_FAULT_BURST_MIN faults, coming on average at most FT_FAULT_BURST_PACE_NS
+ * apart lately) holds through pauses up to FT_FAULT_BURST_HOLD_NS: what the
+ * kernel takes from a faulting thread that stays on its CPU (each timer tick's
+ * work, every 4 ms at HZ=250, more with a hypervisor's steal) cut a bucket at
+ * 100 us, and 64 buckets covered 256 ms of a 290 ms touch. Sparse faults are
+ * not held: a bucket of faults a few hundred us apart (an ASan build's round
+ * trips) held on for 25 ms into a 64 MiB touch, and prorating it counted about
+ * 17,000 of the touch's 18,432 faults. */
 #define FT_FAULT_BURST_GAP_NS 100000ULL
 #define FT_FAULT_BURST_MIN 64
+#define FT_FAULT_BURST_PACE_NS 50000ULL
 #define FT_FAULT_BURST_HOLD_NS 1000000ULL
 #define FT_FAULT_OFF_SCAN 8 /* off-CPU intervals looked at to tell the two apart */
 #define FT_RUN_LOG 256      /* per CPU: the last tasks that ran (who held a waiting thread's CPU) */

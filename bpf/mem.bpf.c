@@ -8,11 +8,12 @@
 
 /* Whether this fault goes on with the bucket's burst rather than starting a new
  * one: the time the thread spent on its CPU since the bucket's latest fault is
- * below FT_FAULT_BURST_GAP_NS (FT_FAULT_BURST_HOLD_NS once the burst is
- * established). Time it spent preempted does not count (the scheduler paused the
- * burst, not the program: on a loaded machine a thread touching fresh memory is
- * preempted every few ms); a sleep or a block in between (futex, I/O, a stop)
- * ends the burst, and so do more off-CPU intervals than FT_FAULT_OFF_SCAN. */
+ * below FT_FAULT_BURST_GAP_NS, or below FT_FAULT_BURST_HOLD_NS in a burst (at
+ * least FT_FAULT_BURST_MIN faults, at a pace under FT_FAULT_BURST_PACE_NS).
+ * Time it spent preempted does not count (the scheduler paused the burst, not
+ * the program: on a loaded machine a thread touching fresh memory is preempted
+ * every few ms); a sleep or a block in between (futex, I/O, a stop) ends the
+ * burst, and so do more off-CPU intervals than FT_FAULT_OFF_SCAN. */
 static __always_inline bool same_burst(const struct ft_thread_state* st,
                                        const struct ft_fault_slot* cur, __u64 now,
                                        __u64* on_cpu_since) {
@@ -29,8 +30,9 @@ static __always_inline bool same_burst(const struct ft_thread_state* st,
   const __u64 gap = now - cur->last;
   const __u64 on_cpu = gap > off ? gap - off : 0;
   *on_cpu_since = on_cpu;
-  return on_cpu < FT_FAULT_BURST_GAP_NS ||
-         (cur->count >= FT_FAULT_BURST_MIN && on_cpu < FT_FAULT_BURST_HOLD_NS);
+  if (on_cpu < FT_FAULT_BURST_GAP_NS) return true;
+  return cur->count >= FT_FAULT_BURST_MIN && st->flt_pace < FT_FAULT_BURST_PACE_NS &&
+         on_cpu < FT_FAULT_BURST_HOLD_NS;
 }
 
 SEC("tp_btf/page_fault_user")
@@ -59,6 +61,7 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
         same_burst(st, cur, now, &on_cpu)) {
       cur->last = now;
       cur->on_cpu += on_cpu;
+      st->flt_pace = st->flt_pace - st->flt_pace / 8 + on_cpu / 8;
       cur->count++;
       cur->off_seq = (__u32)st->off_n;
       goto summary;
@@ -71,6 +74,7 @@ int BPF_PROG(ft_page_fault_user, unsigned long address, struct pt_regs* regs,
   s->count = 1;
   s->off_seq = (__u32)st->off_n;
   st->flt_n = n + 1;
+  st->flt_pace = FT_FAULT_BURST_GAP_NS; /* not a burst until its faults say so */
 summary:
   if (st->flt_count >= FT_FAULTS_PER_SUMMARY) ft_flush_faults(st, tgid, tid);
   return 0;
