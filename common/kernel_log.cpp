@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -80,6 +81,17 @@ uint64_t KernelStats::Process::total() const {
   FT_KERNEL_PROCESS_COUNTS(FT_X)
 #undef FT_X
   return n;
+}
+
+std::string short_softirqs_what(const KernelLogMeta& meta) {
+  const auto it = meta.options.find(kernel_log::kMinSoftirqOption);
+  char* end = nullptr;
+  const unsigned long long ns =
+      it == meta.options.end() ? 0 : std::strtoull(it->second.c_str(), &end, 10);
+  if (!ns || !end || *end) return "short softirqs";
+  char us[32];
+  std::snprintf(us, sizeof(us), "%.3g", static_cast<double>(ns) / 1000.0);
+  return std::string("softirqs shorter than ") + us + " us";
 }
 
 uint64_t KernelStats::lost_total() const {

@@ -86,6 +86,8 @@ bool around_windows(uint16_t kind);
 // The meta option a writer of FT_EV_SUMMARY records sets ("1"): a reader then
 // takes the raw events' totals from the summaries, not from the raw records.
 constexpr const char* kSummaryOption = "summaries";
+// The meta option that says from how many ns --raw windows wrote softirqs.
+constexpr const char* kMinSoftirqOption = "min_softirq_ns";
 
 // The size of a whole record of `kind`, 0 for a kind this build does not know.
 size_t record_size(uint16_t kind);
@@ -159,7 +161,9 @@ struct KernelStats {
   //   in_unseen: a thread ran again with no switch naming it (repaired);
   // - usdt_*: USDT records over their process's budget (dropped), and probes
   //   whose arguments were out of range (not recorded); per process below;
-  // - over_size: records always kept that the log's bound refused (lost: said).
+  // - over_size: records always kept that the log's bound refused (lost: said);
+  // - short_softirqs: --raw windows' softirqs too short to write (summed only;
+  //   the bound is the meta option kMinSoftirqOption). Not lost: given way.
 #define FT_KERNEL_STATS_COUNTS(X)             \
   X(untraced_retrans, "untraced_retransmits") \
   X(untraced_drops, "untraced_drops")         \
@@ -170,7 +174,8 @@ struct KernelStats {
   X(in_unseen, "in_unseen")                   \
   X(usdt_over_budget, "usdt_over_budget")     \
   X(usdt_malformed, "usdt_malformed")         \
-  X(over_size, "over_size")
+  X(over_size, "over_size")                   \
+  X(short_softirqs, "short_softirqs")
 #define FT_X(name, key) uint64_t name = 0;
   FT_KERNEL_STATS_COUNTS(FT_X)
 #undef FT_X
@@ -203,6 +208,9 @@ struct KernelStats {
   uint64_t collector_cpu_ns = 0, collector_events = 0, collector_wall_ns = 0;
   std::string collector_sched;
 };
+// What KernelStats::short_softirqs counts, in words: "softirqs shorter than 10 us".
+std::string short_softirqs_what(const KernelLogMeta& meta);
+
 // The processes a stats block keeps (those with the largest counts).
 constexpr size_t kMaxStatsProcesses = 1024;
 

@@ -77,6 +77,10 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
                   "log off-CPU intervals from N us (shorter ones still count in the stall "
                   "breakdowns; default 0)",
                   0, 3600ULL * 1000000, [a](uint64_t v) { a->min_offcpu_us = v; });
+  cli::add_number(c, "--min-softirq-us",
+                  "with --raw windows, write softirqs from N us (shorter ones are summed per "
+                  "thread, counted, and still count in the stall breakdowns; default 10, 0: all)",
+                  0, 3600ULL * 1000000, [a](uint64_t v) { a->min_softirq_us = v; });
   c->add_flag("--no-preload", a->no_preload,
               "run CMD without the preload (kernel-level tracing only)");
   c->add_flag("--uprobes", a->uprobes,
@@ -173,6 +177,7 @@ int record_session(const RecordArgs& args) {
   opt.bpf.polls = args.polls;
   opt.bpf.net_all = args.net_all;
   opt.bpf.min_offcpu_ns = args.min_offcpu_us * 1000;
+  opt.windows.min_softirq_ns = args.min_softirq_us * 1000;
   opt.bpf.uprobes.enabled = args.uprobes;
   if (!args.uprobe_providers.empty()) opt.uprobe_providers = split_commas(args.uprobe_providers);
   opt.symbols_file = args.symbols;

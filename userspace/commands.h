@@ -36,6 +36,7 @@ struct RecordArgs {
   std::vector<uint64_t> pids;
   bool only_pids = false, polls = false, net_all = false, no_preload = false, list = false;
   uint64_t min_offcpu_us = 0;
+  uint64_t min_softirq_us = 10;          // --raw windows: softirqs written from this long
   uint64_t usdt_rate = 0, max_size = 0;  // 0: the collector's defaults
   std::string raw;                       // --raw: "" (the default), windows, all, none
   bool uprobes = false, uprobe_by_name = false, uprobe_perf_events = false;

@@ -137,13 +137,17 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
     given += s.given_way[k];
     evicted += s.evicted[k];
   }
-  if (!csv && given + evicted)
+  const std::string short_irqs = s.short_softirqs ? ", " + std::to_string(s.short_softirqs) + " " +
+                                                        short_softirqs_what(r.meta())
+                                                  : std::string();
+  if (!csv && given + evicted + s.short_softirqs)
     std::fprintf(out,
                  "# %llu raw events not in the log (%llu outside the windows kept around stalls "
-                 "and slow ops, %llu dropped oldest first to stay within its bound): their sums "
-                 "are the summary rows\n",
-                 static_cast<unsigned long long>(given + evicted),
-                 static_cast<unsigned long long>(given), static_cast<unsigned long long>(evicted));
+                 "and slow ops, %llu dropped oldest first to stay within its bound%s): their "
+                 "sums are the summary rows\n",
+                 static_cast<unsigned long long>(given + evicted + s.short_softirqs),
+                 static_cast<unsigned long long>(given), static_cast<unsigned long long>(evicted),
+                 short_irqs.c_str());
   if (!csv && s.over_size)
     std::fprintf(out, "# %llu events past the log's bound were not written (--max-size)\n",
                  static_cast<unsigned long long>(s.over_size));

@@ -139,6 +139,34 @@ TEST(RawWindows, PastItsMemoryTheOldestAreJudgedEarly) {
   EXPECT_TRUE(j.given.empty()) << "judged against the window known then";
 }
 
+// Softirqs shorter than min_softirq_ns are not held (the collector counts them,
+// and every one is in the sums); longer ones, hard IRQs of any length and other
+// kinds are, and are judged as before. 0 holds every softirq.
+TEST(RawWindows, ShortSoftirqsAreNotHeld) {
+  const uint64_t t = 100000 * kMs;
+  const uint64_t us = 1000;
+  for (const uint64_t min_ns : {uint64_t{10} * us, uint64_t{0}}) {
+    RawWindows::Options o;
+    o.min_softirq_ns = min_ns;
+    RawWindows w(o);
+    w.keep(7, t, t + kMs);
+    const auto short_soft = irq(FT_EV_SOFTIRQ, 7, 0, t + 10 * us, t + 12 * us, "");
+    const auto edge_soft = irq(FT_EV_SOFTIRQ, 7, 0, t + 20 * us, t + 30 * us, "");
+    const auto short_hard = irq(FT_EV_IRQ, 7, 0, t + 40 * us, t + 41 * us, "eth0");
+    const auto off = offcpu(7, 7, t + 50 * us, t + 51 * us);
+    EXPECT_EQ(w.hold(&short_soft, sizeof(short_soft), t), min_ns == 0);
+    EXPECT_TRUE(w.hold(&edge_soft, sizeof(edge_soft), t)) << "10 us is not shorter than 10 us";
+    EXPECT_TRUE(w.hold(&short_hard, sizeof(short_hard), t));
+    EXPECT_TRUE(w.hold(&off, sizeof(off), t));
+    Judged j;
+    judge(&w, UINT64_MAX, &j);
+    std::vector<uint64_t> written = {t + 30 * us, t + 41 * us, t + 51 * us};
+    if (min_ns == 0) written.insert(written.begin(), t + 12 * us);
+    EXPECT_EQ(j.written, written);
+    EXPECT_TRUE(j.given.empty());
+  }
+}
+
 TEST(RawWindows, EventsOfNoProcessGoWithAnyWindowAndWindowsAreForgotten) {
   RawWindows::Options o;
   o.forget_ns = 60000 * kMs;

@@ -163,6 +163,7 @@ bool Collector::start(std::string* error) {
   m.options["uprobes"] = opt_.bpf.uprobes.enabled ? "1" : "0";
   m.options["raw"] = raw_name(opt_.raw);
   m.options["raw_margin_ns"] = std::to_string(opt_.windows.margin_ns);
+  m.options[kernel_log::kMinSoftirqOption] = std::to_string(opt_.windows.min_softirq_ns);
   m.options["max_size"] = std::to_string(opt_.max_log_bytes);
   m.options[kernel_log::kSummaryOption] = "1";
   m.attach = session_.attach_list();
@@ -307,9 +308,9 @@ void Collector::on_record(const void* data, size_t size) {
     summaries_.add(h, rec);
     if (opt_.raw == CollectorOptions::Raw::kNone)
       ++given_way_[h.kind];
-    else if (opt_.raw == CollectorOptions::Raw::kWindows && kernel_log::around_windows(h.kind))
-      windows_.hold(data, h.size, arrival_);
-    else
+    else if (opt_.raw == CollectorOptions::Raw::kWindows && kernel_log::around_windows(h.kind)) {
+      if (!windows_.hold(data, h.size, arrival_)) ++short_softirqs_;
+    } else
       write_raw(data, h.size);
     return;
   }
@@ -412,6 +413,7 @@ KernelStats Collector::stats() const {
     s.evicted[k] = evicted_[k];
   }
   s.over_size = over_size_;
+  s.short_softirqs = short_softirqs_;
   s.collector_cpu_ns = run_cpu_ns();
   s.collector_events = events_;
   s.collector_wall_ns = run_wall_ns();

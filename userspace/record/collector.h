@@ -184,6 +184,7 @@ class Collector {
   RawWindows windows_;
   RawSummaries summaries_;
   uint64_t given_way_[FT_EV_KINDS] = {}, evicted_[FT_EV_KINDS] = {};
+  uint64_t short_softirqs_ = 0;  // --raw windows: softirqs too short to write
   uint64_t events_ = 0, arrival_ = 0, last_summary_ = 0;
   bool compact_failed_ = false;
   std::string sched_;  // background()'s line

@@ -92,7 +92,11 @@ void RawWindows::forget_before(uint64_t cutoff) {
   prune(&any_);
 }
 
-void RawWindows::hold(const void* rec, size_t len, uint64_t now) {
+bool RawWindows::hold(const void* rec, size_t len, uint64_t now) {
+  const auto* bytes = static_cast<const uint8_t*>(rec);
+  const ft_hdr h = kernel_log::record_as<ft_hdr>(bytes);
+  if (h.kind == FT_EV_SOFTIRQ && h.ts - raw_record_start(h, bytes) < opt_.min_softirq_ns)
+    return false;
   if (chunks_.empty() || chunks_.back().bytes.size() + len > kChunkBytes) {
     chunks_.emplace_back();
     if (!spare_.empty()) {
@@ -107,6 +111,7 @@ void RawWindows::hold(const void* rec, size_t len, uint64_t now) {
   std::memcpy(c.bytes.data() + at, rec, len);
   c.last_arrival = now;
   held_bytes_ += len;
+  return true;
 }
 
 }  // namespace fabtrace

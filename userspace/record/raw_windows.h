@@ -32,6 +32,10 @@ class RawWindows {
     uint64_t margin_ns = 10000000ULL;  // kept before and after each window
     size_t max_bytes = 64u << 20;      // raw events held at most
     size_t max_windows = 1u << 16;     // merged windows kept at most
+    // Softirqs shorter than this are not held at all (the caller sums and
+    // counts them): on a busy node most raw events are NET_RX softirqs of a few
+    // us, and a stall's breakdown already holds their time.
+    uint64_t min_softirq_ns = 10000;
     // A window is forgotten this long after its end (a raw event that ends
     // later than that cannot overlap it: none is longer than this).
     uint64_t forget_ns = 60000000000ULL;
@@ -41,8 +45,9 @@ class RawWindows {
 
   // The window [start, end] of process `pid` (a stall, a slow op, an op error).
   void keep(uint32_t pid, uint64_t start, uint64_t end);
-  // A raw event (its header's size bytes) that arrived at `now`.
-  void hold(const void* rec, size_t len, uint64_t now);
+  // A raw event (its header's size bytes) that arrived at `now`; false, and
+  // nothing held, for a softirq shorter than min_softirq_ns.
+  bool hold(const void* rec, size_t len, uint64_t now);
   // Judges what was held for hold_ns by `now` (everything with now = UINT64_MAX,
   // and the oldest past max_bytes): `write` gets each event inside a window,
   // `give_way` each other one, in the order they arrived.

@@ -112,11 +112,14 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
       given += n.stats.given_way[k];
       evicted += n.stats.evicted[k];
     }
-    if (given || evicted)
+    const uint64_t short_irqs = n.stats.short_softirqs;
+    if (given || evicted || short_irqs)
       s += "    raw events not in the log: " + fmt_count(given) +
            " outside the windows kept around stalls and slow ops" +
            (evicted ? ", " + fmt_count(evicted) + " dropped oldest first to stay within its bound"
                     : std::string()) +
+           (short_irqs ? ", " + fmt_count(short_irqs) + " " + short_softirqs_what(n.meta)
+                       : std::string()) +
            " (counted in the loads below)\n";
     s += collector_line(n);
     // What the session or this report did not keep: never silent.
