@@ -254,12 +254,11 @@ void Collector::scan() {
     // and held until the session runs: docs/slurm.md): it maps the preload, and
     // has its rank, from a later scan on; then its probes and its name.
     const bool new_preload = p.preload && preloaded_.insert(p.pid).second;
-    if (is_new) {
-      session_.trace_process(p.pid, mono_ns());
-      ranks_[p.pid] = p.rank;  // read now: the process may be gone at the end
-      live_.known(p.pid, p.uid, p.rank);
-    } else if (ranks_[p.pid].empty() && !p.rank.empty()) {
-      ranks_[p.pid] = p.rank;
+    if (is_new) session_.trace_process(p.pid, mono_ns());
+    // Its rank read now (the process may be gone at the end), or once it has one.
+    std::string& rank = ranks_[p.pid];
+    if (is_new || (rank.empty() && !p.rank.empty())) {
+      rank = p.rank;
       live_.known(p.pid, p.uid, p.rank);
     }
     if (new_preload) attach_preload(p);
