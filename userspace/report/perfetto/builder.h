@@ -176,7 +176,7 @@ class Builder {
   void index_waits();
   bool write_waits(RankTrack& r);
   bool write_counters(RankTrack& r);
-  bool write_nic_windows(RankTrack& r);
+  bool write_nic_bins(RankTrack& r);
   bool write_kernel(const KernelNode& n, int32_t order, const std::vector<RankTrack>& ranks);
   void warn(const std::string& s) { stats_->warnings.push_back(s); }
   bool mine(size_t item) const { return !opt_.mine || opt_.mine(item); }
