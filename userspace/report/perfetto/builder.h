@@ -86,7 +86,7 @@ class Builder {
         opt_(opt),
         files_(files),
         stats_(stats),
-        window_(kPerfettoReorderWindow) {}
+        reorder_(kPerfettoReorderWindow) {}
 
   bool run(std::string* error);
 
@@ -230,7 +230,7 @@ class Builder {
   std::unordered_map<std::string, uint32_t> link_by_name_;
   std::vector<uint32_t> link_by_id_;  // oplog link id -> links_ index, kNoLink when unseen
   std::unordered_map<uint32_t, uint32_t> link_by_big_id_;
-  ReorderBuffer window_;
+  ReorderBuffer reorder_;
   int64_t watermark_ = std::numeric_limits<int64_t>::min();
   // The application's marks of the rank: a track per marking thread.
   struct MarkTrack {
