@@ -69,7 +69,7 @@ void BM_CollectorRawEvent(benchmark::State& state) {
   Log log;
   RawSummaries sums;
   sums.set_self({4242});
-  RawWindows windows;
+  RawWindows raw_windows;
   uint64_t t = 1000000000ULL, given = 0, n = 0;
   for (auto _ : state) {
     for (ft_offcpu& o : ev) {
@@ -85,12 +85,12 @@ void BM_CollectorRawEvent(benchmark::State& state) {
       if (mode == kAll) {
         log.w.append_raw(&o, sizeof(o));
       } else {
-        if (++n % kWindowEvery == 0) windows.keep(o.h.pid, o.start, t);
-        windows.hold(&o, sizeof(o), t);
+        if (++n % kWindowEvery == 0) raw_windows.keep(o.h.pid, o.start, t);
+        raw_windows.hold(&o, sizeof(o), t);
       }
     }
     if (mode == kWindows)
-      windows.release(
+      raw_windows.release(
           t, [&](const void* d, size_t len) { log.w.append_raw(d, len); },
           [&](const ft_hdr&) { ++given; });
     if (mode != kPlain) sums.drain(t, [&](const ft_summary& r) { log.w.append(&r, sizeof(r)); });

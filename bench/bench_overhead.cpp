@@ -740,7 +740,7 @@ void bm_step_nic(benchmark::State& state, bool serial) {
   const fabtrace::Runtime& rt = fabtrace::runtime();
   auto nic = std::make_unique<fabtrace::NicBusy>();  // a private one: the report's stays untouched
   nic->serial = serial;
-  nic->set_windows(rt.start_ticks, rt.nic_window_shift, rt.nic_peak_span);
+  nic->set_bins(rt.start_ticks, rt.nic_bin_shift, rt.nic_peak_span);
   fabtrace::NicLocal local;
   local.nic = nic.get();
   uint64_t t = rt.start_ticks + 1000;

@@ -60,25 +60,25 @@ void fake_record(OpRecord* r) {
   r->start = now_ticks();
 }
 
-// Starts `t` on a fresh file with FABTRACE_OPS_WINDOW=window, a pool larger
+// Starts `t` on a fresh file with FABTRACE_OPS_WINDOW=capture, a pool larger
 // than the run (every append lands in a chunk, none dropped). False (and the
 // benchmark skipped) when the file cannot be opened.
-bool start_timeline(benchmark::State& state, Timeline& t, const char* tag, const char* window,
+bool start_timeline(benchmark::State& state, Timeline& t, const char* tag, const char* capture,
                     std::string* path) {
   clock_init();
   *path = bench_path(tag);
   TimelineConfig c = config(256);
   std::string why;
-  parse_capture_spec(window, &c.window, &why);
+  parse_capture_spec(capture, &c.capture, &why);
   if (t.start(c, *path, OplogMeta{"bench", "0", getpid()})) return true;
   state.SkipWithError("cannot open the oplog");
   return false;
 }
 
-void append_loop(benchmark::State& state, const char* window) {
+void append_loop(benchmark::State& state, const char* capture) {
   Timeline t;
   std::string path;
-  if (!start_timeline(state, t, "append", window, &path)) return;
+  if (!start_timeline(state, t, "append", capture, &path)) return;
   Shard* s = my_shard();
   OpRecord r;
   fake_record(&r);
@@ -94,8 +94,8 @@ void append_loop(benchmark::State& state, const char* window) {
 void BM_TimelineAppend(benchmark::State& state) { append_loop(state, ""); }
 BENCHMARK(BM_TimelineAppend)->Iterations(5000000);
 
-void BM_TimelineAppendWindowed(benchmark::State& state, const char* window) {
-  append_loop(state, window);
+void BM_TimelineAppendWindowed(benchmark::State& state, const char* capture) {
+  append_loop(state, capture);
 }
 BENCHMARK_CAPTURE(BM_TimelineAppendWindowed, inside, "0:3600")->Iterations(5000000);
 BENCHMARK_CAPTURE(BM_TimelineAppendWindowed, outside, "3600")->Iterations(5000000);

@@ -38,21 +38,21 @@ std::string human_ns(uint64_t ns) {
   return b;
 }
 
-std::vector<BreakdownPart> window_parts(const ft_breakdown& w) {
+std::vector<BreakdownPart> breakdown_parts(const ft_breakdown& w) {
   return {{"on-cpu", w.on_cpu_ns},   {"runnable", w.runnable_ns},   {"futex", w.futex_ns},
           {"sleep", w.sleep_ns},     {"nanosleep", w.nanosleep_ns}, {"disk", w.disk_ns},
           {"stopped", w.stopped_ns}, {"other", w.other_ns},         {"irq", w.irq_ns},
           {"softirq", w.softirq_ns}};
 }
 
-bool window_valid(const ft_breakdown& w) {
+bool breakdown_valid(const ft_breakdown& w) {
   if (w.start > w.end) return false;
   const uint64_t len = w.end - w.start;
   // The parts outside IRQs are disjoint pieces of the window (an off-CPU
   // interval is clipped to it; on-CPU is the rest): their sum is the window's
   // length at most, give or take a nanosecond per part.
   uint64_t sum = 0;
-  for (const BreakdownPart& p : window_parts(w)) {
+  for (const BreakdownPart& p : breakdown_parts(w)) {
     if (p.ns > len) return false;
     const std::string n = p.name;
     if (n != "irq" && n != "softirq") sum += p.ns;
@@ -93,7 +93,7 @@ const char* faults_bound(const ft_breakdown& w) {
 namespace {
 
 // The causes a window's time is split into, each with its words and its
-// class (window_cause), in the order the verdict weighs them.
+// class (breakdown_cause), in the order the verdict weighs them.
 struct Cause {
   uint64_t ns;
   std::string text;
@@ -139,14 +139,14 @@ std::vector<Cause>::const_iterator top_cause(const std::vector<Cause>& causes) {
 
 }  // namespace
 
-const char* window_cause(const ft_breakdown& w) {
-  if (!window_valid(w)) return "malformed";
+const char* breakdown_cause(const ft_breakdown& w) {
+  if (!breakdown_valid(w)) return "malformed";
   const std::vector<Cause> causes = causes_of(w);
   return top_cause(causes)->cls;
 }
 
-std::string window_verdict(const ft_breakdown& w) {
-  if (!window_valid(w)) return kMalformedWindow;
+std::string breakdown_verdict(const ft_breakdown& w) {
+  if (!breakdown_valid(w)) return kMalformedBreakdown;
   const uint64_t len = w.end > w.start ? w.end - w.start : 0;
   const std::vector<Cause> causes = causes_of(w);
   const auto top = top_cause(causes);

@@ -13,26 +13,28 @@
 
 namespace fabtrace {
 
-// The parts of a window, in the order they are listed.
+// The parts of a stall's or slow op's breakdown (ft_breakdown: its window
+// [start, end] split by what the thread went through), in the order they
+// are listed.
 struct BreakdownPart {
   const char* name;  // "on-cpu", "runnable", "futex", "sleep", "nanosleep", "disk", "stopped",
                      // "other", "irq", "softirq"
   uint64_t ns;
 };
-// Every part of the window's breakdown (IRQ and softirq time are inside on-cpu).
-std::vector<BreakdownPart> window_parts(const ft_breakdown& w);
+// Every part of the breakdown (IRQ and softirq time are inside on-cpu).
+std::vector<BreakdownPart> breakdown_parts(const ft_breakdown& w);
 
-// A window the kernel could have broken down: not reversed, and no part
-// longer than the window (the parts before IRQs adding up to it at most).
+// A breakdown the kernel could have made: its window not reversed, and no
+// part longer than the window (the parts before IRQs adding up to it at most).
 // Anything else (a crafted log, a probe whose arguments were never checked)
 // is malformed: counted, never explained.
-bool window_valid(const ft_breakdown& w);
+bool breakdown_valid(const ft_breakdown& w);
 // An op_error record's code is one (1 .. FT_MAX_ERR).
 inline bool op_error_valid(int32_t err) { return err > 0 && err <= FT_MAX_ERR; }
-constexpr const char* kMalformedWindow = "malformed window (not explained)";
+constexpr const char* kMalformedBreakdown = "malformed window (not explained)";
 
 // The cause that took most of the window, with its length against the window's
-// (kMalformedWindow for one that is not window_valid):
+// (kMalformedBreakdown for one that is not breakdown_valid):
 //   "preempted by stress-ng[4312] for 48.1 of 50.2 ms"
 //   "stopped (SIGSTOP or a debugger) for 200.0 of 200.4 ms"
 //   "blocked in futex for 9.8 of 10.0 ms", "in uninterruptible sleep (I/O) for ..."
@@ -44,13 +46,13 @@ constexpr const char* kMalformedWindow = "malformed window (not explained)";
 // that is not exact says so: "at least N" (the history did not reach the
 // window's start: the faults it holds for certain), "about N" (a burst over an
 // edge of the window prorated by time).
-std::string window_verdict(const ft_breakdown& w);
+std::string breakdown_verdict(const ft_breakdown& w);
 
 // The class of the cause that took most of the window, one word of a fixed
 // set (a metric's label: cardinality 10): "preempted", "stopped", "futex",
 // "nanosleep", "sleep" (another sleeping syscall), "disk", "other", "on-cpu",
-// "interrupts", and "malformed" for a window that is not window_valid.
-const char* window_cause(const ft_breakdown& w);
+// "interrupts", and "malformed" for a breakdown that is not breakdown_valid.
+const char* breakdown_cause(const ft_breakdown& w);
 
 // The window's page faults as the verdict words them ("131072 page faults",
 // "at least ...", "about ..."), and as a word for tables: "exact", "at_least",

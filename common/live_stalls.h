@@ -55,8 +55,8 @@ struct StallEvent {
   std::string op;        // a slow op's function ("fi_send")
   uint64_t bytes = 0;    // and its size
   uint64_t end_mono_ns = 0, end_real_ns = 0, dur_ns = 0;
-  std::string cause;  // window_cause(): one word of a fixed set
-  std::string why;    // window_verdict()
+  std::string cause;  // breakdown_cause(): one word of a fixed set
+  std::string why;    // breakdown_verdict()
 };
 
 // A process's stalls and slow ops by cause, since the session started.

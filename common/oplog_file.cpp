@@ -209,7 +209,7 @@ bool OplogFileWriter::write_mark_names(const std::vector<OplogMarkName>& names) 
   return true;
 }
 
-bool OplogFileWriter::write_window(const OplogCaptureSpec& win) {
+bool OplogFileWriter::write_capture(const OplogCaptureSpec& win) {
   if (failed_) return false;
   std::string text;
   const bool ok = json_text(&text, [&](JsonWriter& w) {
@@ -219,11 +219,11 @@ bool OplogFileWriter::write_window(const OplogCaptureSpec& win) {
     w.end_object();
   });
   if (!ok) return fail("formatting the capture window", ENOMEM);
-  return write_block(oplog::kWindow, 0, text.data(), text.size());
+  return write_block(oplog::kCapture, 0, text.data(), text.size());
 }
 
 bool OplogFileWriter::write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered,
-                                uint64_t outside_window) {
+                                uint64_t outside_capture) {
   if (failed_) return false;
   std::string text;
   const bool ok = json_text(&text, [&](JsonWriter& w) {
@@ -231,7 +231,7 @@ bool OplogFileWriter::write_end(uint64_t ops_written, uint64_t dropped, uint64_t
     w.field("ops_written", ops_written);
     w.field("dropped", dropped);
     w.field("filtered", filtered);
-    w.field("outside_window", outside_window);
+    w.field("outside_window", outside_capture);
     w.end_object();
   });
   if (!ok) return fail("formatting the end record", ENOMEM);

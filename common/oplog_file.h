@@ -11,7 +11,7 @@
 //           at mono0_ns (the wall anchor); residual_ns and pairs describe the fit.
 //   kEnd    {"ops_written":...,"dropped":...,"filtered":...,"outside_window":...}
 //           (outside_window: ops left out by the capture window; version 2)
-//   kWindow {"spec":"...","signal":"..."}  (OplogCaptureSpec; version 2)
+//   kCapture {"spec":"...","signal":"..."}  (OplogCaptureSpec; version 2)
 #pragma once
 
 #include <cstddef>
@@ -71,7 +71,7 @@ struct OplogMarkName {
   std::string name;  // at most oplog::kMaxMarkNameBytes are stored
 };
 
-// What the timeline was asked to capture (kWindow). Which spans it did
+// What the timeline was asked to capture (kCapture). Which spans it did
 // capture are the kCaptureOn/kCaptureOff marks.
 struct OplogCaptureSpec {
   std::string spec;    // FABTRACE_OPS_WINDOW as understood ("" = the whole run)
@@ -101,9 +101,9 @@ class OplogFileWriter {
   // and the capture window. n == 0 / an empty vector writes nothing.
   bool write_mark_names(const std::vector<OplogMarkName>& names);
   bool write_marks(const oplog::OpEntry* marks, size_t n);
-  bool write_window(const OplogCaptureSpec& w);
+  bool write_capture(const OplogCaptureSpec& w);
   bool write_end(uint64_t ops_written, uint64_t dropped, uint64_t filtered,
-                 uint64_t outside_window = 0);
+                 uint64_t outside_capture = 0);
   void close();
   bool is_open() const { return fd_ >= 0; }
   bool failed() const { return failed_; }  // a write failed (said once, in one line)
@@ -173,8 +173,8 @@ class OplogReader {
   const std::map<uint32_t, std::string>& mark_names() const { return mark_names_; }
   // The mark's name, "" when the id is not in the dictionary.
   const std::string& mark_name(uint32_t id) const;
-  bool has_window() const { return has_window_; }
-  const OplogCaptureSpec& window() const { return window_; }
+  bool has_capture() const { return has_capture_; }
+  const OplogCaptureSpec& capture() const { return capture_; }
   // Marks in the whole kMarks blocks read by the last read_all/scan.
   uint64_t marks_read() const { return marks_read_; }
   bool truncated() const { return truncated_; }
@@ -186,7 +186,7 @@ class OplogReader {
   uint64_t end_ops() const { return end_ops_; }
   uint64_t end_dropped() const { return end_dropped_; }
   uint64_t end_filtered() const { return end_filtered_; }
-  uint64_t end_outside_window() const { return end_outside_; }
+  uint64_t end_outside_capture() const { return end_outside_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -205,8 +205,8 @@ class OplogReader {
   bool has_calib_ = false;
   std::map<uint32_t, OplogLink> links_;
   std::map<uint32_t, std::string> mark_names_;
-  OplogCaptureSpec window_;
-  bool has_window_ = false;
+  OplogCaptureSpec capture_;
+  bool has_capture_ = false;
   uint64_t marks_read_ = 0;
   bool truncated_ = false;
   std::string stop_reason_;

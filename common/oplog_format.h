@@ -21,7 +21,7 @@
 //               terminator), repeated `count` times; written before any
 //               kMarks block that uses the ids
 //   kMarks      `count` mark records, each an OpEntry (see "Marks" below)
-//   kWindow     JSON: what the timeline was asked to capture (see
+//   kCapture    JSON: what the timeline was asked to capture (see
 //               oplog_file.h); written once, after the first kCalib
 #pragma once
 
@@ -51,7 +51,7 @@ enum BlockType : uint16_t {
   kEnd = 5,
   kMarkNames = 6,
   kMarks = 7,
-  kWindow = 8,
+  kCapture = 8,
 };
 
 struct BlockHeader {

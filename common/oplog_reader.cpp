@@ -129,7 +129,7 @@ bool parse_end(const void* p, size_t len, uint64_t* ops, uint64_t* dropped, uint
   }
 }
 
-bool parse_window(const void* p, size_t len, OplogCaptureSpec* out) {
+bool parse_capture(const void* p, size_t len, OplogCaptureSpec* out) {
   try {
     const json j = parse_object(p, len);
     if (j.is_null()) return false;
@@ -320,8 +320,8 @@ bool OplogReader::stop(const std::string& why) {
 void OplogReader::reset_tracking() {
   calib_ = OplogCalib();
   has_calib_ = false;
-  window_ = OplogCaptureSpec();
-  has_window_ = false;
+  capture_ = OplogCaptureSpec();
+  has_capture_ = false;
   marks_read_ = 0;
   truncated_ = false;
   stop_reason_.clear();
@@ -375,7 +375,7 @@ bool OplogReader::walk(const EntriesFn* on_ops, const EntriesFn* on_marks, bool 
     if (hr == ReadResult::kShort) return stop("");
     if (h.magic != oplog::kBlockMagic) return stop(at("no block header"));
     const bool json_block = h.type == oplog::kMeta || h.type == oplog::kCalib ||
-                            h.type == oplog::kEnd || h.type == oplog::kWindow;
+                            h.type == oplog::kEnd || h.type == oplog::kCapture;
     const bool entries = h.type == oplog::kOps || h.type == oplog::kMarks;
     if (h.payload_bytes > (json_block ? oplog::kMaxJsonBlockBytes : oplog::kMaxPayloadBytes))
       return stop(at("payload size out of range"));
@@ -428,9 +428,9 @@ bool OplogReader::walk(const EntriesFn* on_ops, const EntriesFn* on_marks, bool 
       case oplog::kMarkNames:
         ok = parse_mark_names(p, h.payload_bytes, h.count, &mark_names_);
         break;
-      case oplog::kWindow:
-        ok = parse_window(p, h.payload_bytes, &window_);
-        if (ok) has_window_ = true;
+      case oplog::kCapture:
+        ok = parse_capture(p, h.payload_bytes, &capture_);
+        if (ok) has_capture_ = true;
         break;
       case oplog::kEnd:
         ok = parse_end(p, h.payload_bytes, &end_ops_, &end_dropped_, &end_filtered_, &end_outside_);
@@ -443,7 +443,7 @@ bool OplogReader::walk(const EntriesFn* on_ops, const EntriesFn* on_marks, bool 
       return stop(at(h.type == oplog::kCalib       ? "clock calibration malformed or out of range"
                      : h.type == oplog::kLinks     ? "link dictionary malformed or too large"
                      : h.type == oplog::kMarkNames ? "mark name dictionary malformed or too large"
-                     : h.type == oplog::kWindow    ? "capture window malformed"
+                     : h.type == oplog::kCapture   ? "capture window malformed"
                                                    : "end record malformed"));
     off = next;
   }

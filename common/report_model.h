@@ -86,11 +86,11 @@ struct LinkReport {
 };
 
 // One NIC (libfabric domain): concurrency-aware achieved bandwidth.
-// One time window of a NIC's activity: window `index` starts index *
-// window_ns after the rank's first fabric activity.
+// One time bin of a NIC's activity (a "window" in the JSON): bin `index`
+// starts index * window_ns after the rank's first fabric activity.
 struct NicTimeBin {
   uint64_t index = 0;
-  double busy_ns = 0;  // time in the window with at least one op in flight
+  double busy_ns = 0;  // time in the bin with at least one op in flight
   uint64_t bytes = 0;  // bytes of the busy periods in it, spread over their time
 };
 
@@ -132,9 +132,9 @@ struct NicReport {
   std::vector<std::string> locals;  // the addresses of its endpoints
 #define FABTRACE_NIC_MEMBER(kind, m, key) report_field::kind m = 0;
   FABTRACE_NIC_TOTALS(FABTRACE_NIC_MEMBER)
-  // Over time: the windows with activity (bounded: at most 4096; wider
-  // windows in long runs).
-  std::vector<NicTimeBin> windows;
+  // Over time: the time bins with activity (JSON "windows"; bounded: at
+  // most 4096; wider bins in long runs).
+  std::vector<NicTimeBin> bins;
   FABTRACE_NIC_PEAK(FABTRACE_NIC_MEMBER)
 #undef FABTRACE_NIC_MEMBER
 };

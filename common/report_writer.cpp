@@ -150,7 +150,7 @@ void write_report_json(std::FILE* out, const ProcessReport& r) {
 #define FABTRACE_NIC_JSON(kind, m, key) j.field(key, n.m);
     FABTRACE_NIC_TOTALS(FABTRACE_NIC_JSON)
     j.key("windows").begin_array();  // [index, busy_ns, bytes], windows with activity only
-    for (const NicTimeBin& w : n.windows) {
+    for (const NicTimeBin& w : n.bins) {
       j.begin_array();
       j.value(w.index).value(w.busy_ns).value(w.bytes);
       j.end_array();

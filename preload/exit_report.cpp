@@ -20,14 +20,14 @@ namespace fabtrace {
 
 namespace {
 
-// How often the exit yields to a thread updating a NIC's window (each yield
+// How often the exit yields to a thread updating a NIC's shared ring (each yield
 // lets it finish its few inserts; a forked child's copy of a parent thread's
 // lock is never released, so the wait has an end).
 constexpr int kExitYields = 1000;
 
 // Every thread's NIC busy periods go into their NICs' totals now: into the
-// NIC's window, or its contended totals while another thread updates it (no
-// wait, nothing lost). Then each NIC's window goes to its time windows, once
+// NIC's shared ring, or its contended totals while another thread updates it
+// (no wait, nothing lost). Then each NIC's shared ring goes to its time bins, once
 // the thread updating it (a few inserts) is done: it is yielded to, for a
 // while, and a NIC still held after that keeps its last periods in the totals
 // only, which is said.
@@ -45,10 +45,10 @@ void add_pending_nic_intervals(Shard* tail) {
       g.bin_all();
       d->nic.activity.finish();
     };
-    bool done = d->nic.with_window(bin);
+    bool done = d->nic.with_busy_ring(bin);
     for (int tries = 0; !done && tries < kExitYields; ++tries) {
       sched_yield();
-      done = d->nic.with_window(bin);
+      done = d->nic.with_busy_ring(bin);
     }
     if (!done)
       log_line(

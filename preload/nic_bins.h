@@ -1,27 +1,28 @@
-// A NIC's activity over time: per time window, the busy time (ticks with at
+// A NIC's activity over time: per time bin, the busy time (ticks with at
 // least one op in flight) and the bytes of the ops that completed, in a fixed
-// number of windows. This answers "was the NIC saturated" where the whole-run
-// figure (bytes / whole busy time) cannot: one slow op anywhere in the run
-// weighs on the whole-run figure, only on its own windows here.
+// number of bins (the report calls them its time windows). This answers "was
+// the NIC saturated" where the whole-run figure (bytes / whole busy time)
+// cannot: one slow op anywhere in the run weighs on the whole-run figure, only
+// on its own bins here.
 //
 // Busy periods (nic_busy.h) arrive here once they are final, each with the
 // bytes of the ops completed in it. A period's bytes are spread over its
-// windows in proportion to its time in each, so a window's bytes / busy time
+// bins in proportion to its time in each, so a bin's bytes / busy time
 // is the time-weighted mean rate of the periods that touch it, never more than
 // the fastest of them. Memory is fixed: when a period ends past the last
-// window, windows merge pairwise and their width doubles.
+// bin, bins merge pairwise and their width doubles.
 #pragma once
 
 #include <cstdint>
 
 namespace fabtrace {
 
-// Splits the period [a, b) with `bytes` over the windows i0..i1 (of 1 << shift
+// Splits the period [a, b) with `bytes` over the bins i0..i1 (of 1 << shift
 // ticks from origin) that it crosses: f(i, start, end, bytes in it), the bytes
-// by time share, the last window taking the rest so that they add up exactly.
+// by time share, the last bin taking the rest so that they add up exactly.
 template <typename F>
-void split_over_windows(uint64_t a, uint64_t b, uint64_t bytes, uint64_t origin, uint32_t shift,
-                        uint64_t i0, uint64_t i1, F&& f) {
+void split_over_bins(uint64_t a, uint64_t b, uint64_t bytes, uint64_t origin, uint32_t shift,
+                     uint64_t i0, uint64_t i1, F&& f) {
   const double per_tick = static_cast<double>(bytes) / static_cast<double>(b - a);
   uint64_t given = 0;
   for (uint64_t i = i0; i <= i1; ++i) {
@@ -37,9 +38,9 @@ void split_over_windows(uint64_t a, uint64_t b, uint64_t bytes, uint64_t origin,
 
 struct NicBins {
   static constexpr uint32_t kBins = 4096;
-  uint64_t origin = 0;  // ticks at the start of window 0
-  uint32_t shift = 0;   // a window is 1 << shift ticks
-  uint32_t used = 0;    // windows [0, used) may be non-zero
+  uint64_t origin = 0;  // ticks at the start of bin 0
+  uint32_t shift = 0;   // a bin is 1 << shift ticks
+  uint32_t used = 0;    // bins [0, used) may be non-zero
   uint64_t busy[kBins] = {};
   uint64_t bytes[kBins] = {};
 
@@ -50,7 +51,7 @@ struct NicBins {
     while (((b - 1 - origin) >> shift) >= kBins) coarsen();
     const uint64_t i0 = (a - origin) >> shift, i1 = (b - 1 - origin) >> shift;
     if (i1 + 1 > used) used = static_cast<uint32_t>(i1 + 1);
-    if (i0 == i1) {  // the usual case: a period inside one window
+    if (i0 == i1) {  // the usual case: a period inside one bin
       busy[i0] += b - a;
       bytes[i0] += n;
       return;
@@ -61,11 +62,11 @@ struct NicBins {
 
   __attribute__((noinline)) void spread(uint64_t a, uint64_t b, uint64_t n, uint64_t i0,
                                         uint64_t i1) {
-    split_over_windows(a, b, n, origin, shift, i0, i1,
-                       [this](uint64_t i, uint64_t s, uint64_t e, uint64_t part) {
-                         busy[i] += e - s;
-                         bytes[i] += part;
-                       });
+    split_over_bins(a, b, n, origin, shift, i0, i1,
+                    [this](uint64_t i, uint64_t s, uint64_t e, uint64_t part) {
+                      busy[i] += e - s;
+                      bytes[i] += part;
+                    });
   }
   void coarsen() {
     for (uint32_t i = 0; i < kBins / 2; ++i) {

@@ -6,26 +6,26 @@
 // one interval [earliest issue, poll].
 //
 // Each thread first merges its intervals into its own BusyPeriodRing for the NIC
-// (plain stores: nothing shared). When that window fills, the thread moves its
-// periods into the NIC's shared window under a try-lock (one exchange per
+// (plain stores: nothing shared). When that ring fills, the thread moves its
+// periods into the NIC's shared ring under a try-lock (one exchange per
 // kLocal periods); a thread that finds the lock held keeps going and folds its
-// oldest period into a private total instead, so no poll ever waits. Windows
+// oldest period into a private total instead, so no poll ever waits. Rings
 // hold the most recent disjoint periods; older ones are folded into a total.
 //
-// Each period carries the bytes of the ops completed in it; the shared window
+// Each period carries the bytes of the ops completed in it; the shared ring
 // hands every period it folds (and, at exit, the rest), in time order, to the
-// NIC's time windows (nic_bins.h) and peak tracker (nic_peak.h).
+// NIC's time bins (nic_bins.h) and peak tracker (nic_peak.h).
 // Periods a thread folded on its own while the lock was held reach only the
 // totals: their time and bytes are counted as unbinned. So do the periods
-// that find the lock held where there is no thread window to keep them in (a
-// NIC past the thread's kMaxNics, a thread's window at exit): they go to the
+// that find the lock held where there is no thread ring to keep them in (a
+// NIC past the thread's kMaxNics, a thread's ring at exit): they go to the
 // NIC's contended totals (two atomic adds), never waited for, never lost.
 //
 // What is exact and what is not: overlapping ops of one thread always merge.
-// Ops of different threads merge as long as they meet in the shared window
+// Ops of different threads merge as long as they meet in the shared ring
 // (the most recent kShared periods); a period folded while the lock was held
 // may overlap another thread's and is then counted twice, and an op reaching
-// back past the shared window's folded periods counts only from their end.
+// back past the shared ring's folded periods counts only from their end.
 #pragma once
 
 #include <atomic>
@@ -36,20 +36,20 @@
 
 namespace fabtrace {
 
-// Where a NIC's final busy periods go: its time windows and its busiest stretch.
+// Where a NIC's final busy periods go: its time bins and its busiest stretch.
 //
 // Periods arrive one per op in a ping-pong, and nearly all of them fall in the
-// same time window (about 10 ms) as the one before: [lo, hi) caches the ticks
-// that are in both the bins' window and the busiest stretch's open window of
+// same time bin (about 10 ms) as the one before: [lo, hi) caches the ticks
+// that are in both the bin and the busiest stretch's open window of
 // the latest period, so that such a period updates the two with four adds and
 // a max (what bins.add and peak.add would do, without their index arithmetic).
-// Anything else, and anything that moves a window, takes the general path,
-// which sets the cache again.
+// Anything else, and anything that moves a bin or a window, takes the general
+// path, which sets the cache again.
 struct NicActivity {
   NicBins bins;
   NicPeak peak;
   uint64_t lo = 0, hi = 0;  // empty until the first period
-  uint32_t bin = 0;         // the bins' window of [lo, hi)
+  uint32_t bin = 0;         // the bin of [lo, hi)
 
   void add(uint64_t a, uint64_t b, uint64_t bytes) {
     if (__builtin_expect(a >= lo && b <= hi && b > a, 1)) {
@@ -70,7 +70,7 @@ struct NicActivity {
   __attribute__((noinline)) void add_slow(uint64_t a, uint64_t b, uint64_t bytes) {
     bins.add(a, b, bytes);
     peak.add(a, b, bytes);
-    // The cache: the intersection of the bins' and the peak's windows that
+    // The cache: the intersection of the bin and the peak's window that
     // hold b - 1, when the peak's open window is that one (it never goes
     // back to an older window, so a period there is not "inside" it).
     lo = hi = 0;
@@ -95,10 +95,10 @@ struct BusyPeriodRing {
   static_assert((N & (N - 1)) == 0, "power of two");
   uint64_t start[N] = {}, end[N] = {}, bytes[N] = {};
   uint32_t head = 0, n = 0;     // oldest period, number of periods
-  uint64_t folded = 0;          // ticks of the periods that left the window
+  uint64_t folded = 0;          // ticks of the periods that left the ring
   uint64_t folded_bytes = 0;    // their bytes
   uint64_t folded_end = 0;      // end of the newest of them: nothing before it counts again
-  NicActivity* sink = nullptr;  // where folded periods go (the shared window's only)
+  NicActivity* sink = nullptr;  // where folded periods go (the shared ring's only)
 
   uint64_t& s(uint32_t i) { return start[(head + i) & (N - 1)]; }
   uint64_t& e(uint32_t i) { return end[(head + i) & (N - 1)]; }
@@ -111,10 +111,10 @@ struct BusyPeriodRing {
     head = (head + 1) & (N - 1);
     --n;
   }
-  // Adds [a, b] in which `nbytes` were completed. When the window is full and
+  // Adds [a, b] in which `nbytes` were completed. When the ring is full and
   // [a, b] is a new period, the oldest one is folded first. Inline for the
-  // usual cases: into an empty window, after the newest period (a ping-pong makes one per op; in a
-  // full window, the NIC's shared one always is, the oldest is folded first),
+  // usual cases: into an empty ring, after the newest period (a ping-pong makes one per op; in a
+  // full ring, the NIC's shared one always is, the oldest is folded first),
   // or overlapping only it; insert_slow decides the rest, with the same steps.
   void insert(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
     if (__builtin_expect(b > a, 1)) {
@@ -157,7 +157,7 @@ struct BusyPeriodRing {
     if (full()) fold_oldest();
     append(a, b, nbytes);
   }
-  // Hands every period still in the window to the sink (at exit).
+  // Hands every period still in the ring to the sink (at exit).
   void bin_all() {
     if (!sink) return;
     for (uint32_t i = 0; i < n; ++i) sink->add(s(i), e(i), b(i));
@@ -193,7 +193,7 @@ struct BusyPeriodRing {
     if (sink) sink->add(a, b, nbytes);
   }
   // General case: [a, b] merges the periods it overlaps (contiguous, as the
-  // window is sorted and disjoint), or lands in a gap between two of them.
+  // ring is sorted and disjoint), or lands in a gap between two of them.
   void merge(uint64_t a, uint64_t b, uint64_t nbytes) {
     uint32_t hi = n;
     while (hi > 0 && s(hi - 1) > b) --hi;
@@ -238,18 +238,18 @@ struct NicBusy {
   static constexpr int kShared = 256;
   bool serial = false;  // FI_THREAD_DOMAIN: the application serializes the domain
   std::atomic<uint32_t> lock{0};
-  BusyPeriodRing<kShared> window;  // the lock holder's only
-  NicActivity activity;            // the lock holder's only (window.sink points here)
+  BusyPeriodRing<kShared> shared_ring;  // the lock holder's only
+  NicActivity activity;                 // the lock holder's only (shared_ring.sink points here)
   // Periods threads folded on their own while the lock was held: in the
   // totals, not in the bins.
   uint64_t unbinned_ticks = 0, unbinned_bytes = 0;
-  // Periods that found the lock held and had no thread window to wait in.
+  // Periods that found the lock held and had no thread ring to wait in.
   std::atomic<uint64_t> contended_ticks{0}, contended_bytes{0};
 
-  NicBusy() { window.sink = &activity; }
-  // Time windows (and the busiest stretch's) start at `origin`, 1 << shift
+  NicBusy() { shared_ring.sink = &activity; }
+  // Time bins (and the busiest stretch's windows) start at `origin`, 1 << shift
   // ticks each; the busiest stretch lasts at most `span`.
-  void set_windows(uint64_t origin, uint32_t shift, uint64_t span) {
+  void set_bins(uint64_t origin, uint32_t shift, uint64_t span) {
     activity.bins.origin = activity.peak.origin = origin;
     activity.bins.shift = activity.peak.shift = shift;  // the bins' may grow later
     activity.peak.span = span;
@@ -258,16 +258,16 @@ struct NicBusy {
   NicBusy(const NicBusy&) = delete;
   NicBusy& operator=(const NicBusy&) = delete;
 
-  // Runs f(window) under the try-lock; false (f not run) when it is held.
+  // Runs f(shared_ring) under the try-lock; false (f not run) when it is held.
   template <typename F>
-  bool with_window(F f) {
+  bool with_busy_ring(F f) {
     if (serial) {
-      f(window);
+      f(shared_ring);
       return true;
     }
     if (lock.load(std::memory_order_relaxed) || lock.exchange(1, std::memory_order_acquire))
       return false;
-    f(window);
+    f(shared_ring);
     lock.store(0, std::memory_order_release);
     return true;
   }
@@ -276,17 +276,17 @@ struct NicBusy {
     contended_ticks.fetch_add(ticks, std::memory_order_relaxed);
     contended_bytes.fetch_add(nbytes, std::memory_order_relaxed);
   }
-  // Adds [a, b] straight to the shared window, or to the contended totals
+  // Adds [a, b] straight to the shared ring, or to the contended totals
   // while another thread holds it.
   void add_shared(uint64_t a, uint64_t b, uint64_t nbytes) {
-    if (!with_window([=](BusyPeriodRing<kShared>& g) { g.insert(a, b, nbytes); }))
+    if (!with_busy_ring([=](BusyPeriodRing<kShared>& g) { g.insert(a, b, nbytes); }))
       add_contended(b > a ? b - a : 0, nbytes);
   }
   // Total busy ticks (at exit, once every thread's periods are in).
   uint64_t busy_ticks() const {
-    return window.total() + contended_ticks.load(std::memory_order_relaxed);
+    return shared_ring.total() + contended_ticks.load(std::memory_order_relaxed);
   }
-  // The part of them (and their bytes) in no time window.
+  // The part of them (and their bytes) in no time bin.
   uint64_t unbinned_busy_ticks() const {
     return unbinned_ticks + contended_ticks.load(std::memory_order_relaxed);
   }
@@ -295,23 +295,23 @@ struct NicBusy {
   }
 };
 
-// A thread's periods for one NIC, not yet in the NIC's window.
+// A thread's periods for one NIC, not yet in the NIC's shared ring.
 struct NicLocal {
-  // A flush takes the NIC's lock and writes its window's lines, which the
+  // A flush takes the NIC's lock and writes its ring's lines, which the
   // other threads of the NIC then read from this core's cache: per op, that
   // costs in proportion to how often a thread flushes. With 8 periods per
   // flush, 2 threads on one NIC cost 120 ns per op against 52 ns on two NICs
   // (bench_overhead BM_Threads2_SeparateCq vs SeparateNic, idle machine);
-  // with 64 (and the shared window kept at 4 batches), 66 ns. 64 x 24 bytes
+  // with 64 (and the shared ring kept at 4 batches), 66 ns. 64 x 24 bytes
   // per NIC a thread uses.
   static constexpr int kLocal = 64;
   NicBusy* nic = nullptr;
   BusyPeriodRing<kLocal> w;
 
-  // Moves every period into the NIC's window. False when its lock is held.
+  // Moves every period into the NIC's shared ring. False when its lock is held.
   bool flush() {
     if (!nic || (w.n == 0 && w.folded == 0 && w.folded_bytes == 0)) return true;
-    return nic->with_window([this](BusyPeriodRing<NicBusy::kShared>& g) {
+    return nic->with_busy_ring([this](BusyPeriodRing<NicBusy::kShared>& g) {
       for (uint32_t i = 0; i < w.n; ++i) g.insert(w.s(i), w.e(i), w.b(i));
       g.folded += w.folded;
       g.folded_bytes += w.folded_bytes;
@@ -322,7 +322,7 @@ struct NicLocal {
       w.folded_bytes = 0;
     });
   }
-  // At exit: every period into the NIC's window or, while another thread
+  // At exit: every period into the NIC's shared ring or, while another thread
   // holds it, into the NIC's contended totals. Never waits, loses nothing.
   void flush_at_exit() {
     if (flush()) return;

@@ -117,12 +117,12 @@ OpRow op_row(const RowKey& k, const Cell& c, const Calibration& cal) {
   return o;
 }
 
-// A NIC's time windows and busiest stretch, once every period is in them.
+// A NIC's time bins and busiest stretch, once every period is in them.
 void nic_activity(const Calibration& cal, uint64_t start_ticks, const NicBusy& nic, NicReport* n) {
   const NicBins& b = nic.activity.bins;
   n->window_ns = cal.ticks_to_ns(b.width());
   for (uint32_t i = 0; i < b.used; ++i)
-    if (b.busy[i] || b.bytes[i]) n->windows.push_back({i, cal.ticks_to_ns(b.busy[i]), b.bytes[i]});
+    if (b.busy[i] || b.bytes[i]) n->bins.push_back({i, cal.ticks_to_ns(b.busy[i]), b.bytes[i]});
   const NicPeak& p = nic.activity.peak;
   n->peak_limit_ns = cal.ticks_to_ns(p.span);
   if (p.best_bytes > 0 && p.best_busy > 0) {
@@ -135,8 +135,8 @@ void nic_activity(const Calibration& cal, uint64_t start_ticks, const NicBusy& n
   }
   n->unbinned_busy_ns = cal.ticks_to_ns(nic.unbinned_busy_ticks());
   n->unbinned_bytes = nic.unbinned_busy_bytes();
-  // The periods in no window (folded while another thread held the NIC) are
-  // part of the whole-run figure: where they were faster than every window,
+  // The periods in no bin (folded while another thread held the NIC) are
+  // part of the whole-run figure: where they were faster than every bin,
   // they are the peak (not placed in time), so that peak >= achieved holds
   // with them too.
   if (n->unbinned_busy_ns > 0 && n->unbinned_bytes > 0) {

@@ -124,9 +124,9 @@ void runtime_activate() {
     rt.ns_per_tick = cal.ns_per_tick;
     probes::configure(rt.ns_per_tick, rt.rank.text.c_str());
     rt.start_ticks = now_ticks();
-    // The largest power of two of ticks not above 10 ms: a window index is a shift.
+    // The largest power of two of ticks not above 10 ms: a bin index is a shift.
     const uint64_t ten_ms = cal.ns_to_ticks(10e6);
-    while ((uint64_t{2} << rt.nic_window_shift) <= ten_ms) ++rt.nic_window_shift;
+    while ((uint64_t{2} << rt.nic_bin_shift) <= ten_ms) ++rt.nic_bin_shift;
     rt.nic_peak_span = ten_ms;
     rt.pid = getpid();
     rt.job = job_meta_of_self();

@@ -47,7 +47,7 @@ struct Runtime {
   uint64_t slow_ticks = UINT64_MAX;       // FABTRACE_SLOW_OP_US, for the slow_op probe
   double ns_per_tick = 1.0;               // from the first calibration (probe arguments)
   uint64_t start_ticks = 0;               // first fabric activity
-  uint32_t nic_window_shift = 0;          // NIC time windows: 1 << shift ticks, about 10 ms
+  uint32_t nic_bin_shift = 0;             // NIC time bins: 1 << shift ticks, about 10 ms
   uint64_t nic_peak_span = 0;             // NIC busiest stretch: at most 10 ms, in ticks
   bool timeline_on = false;               // per-op timeline on (at activation; a forked child: off)
   CounterSampler* nic_sampler = nullptr;  // Cassini counters, when this node has any

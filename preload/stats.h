@@ -108,7 +108,7 @@ __attribute__((always_inline)) inline void nic_interval(Shard* s, DomainWrap* d,
     l.nic = &d->nic;
     l.add(a, b, bytes);
   } else {
-    d->nic.add_shared(a, b, bytes);  // a NIC past kMaxNics: no thread window
+    d->nic.add_shared(a, b, bytes);  // a NIC past kMaxNics: no thread ring
   }
 }
 

@@ -69,7 +69,7 @@ TimelineConfig Timeline::config_from_env(long rank) {
   c.flush_ms = env_u64("FABTRACE_OPS_FLUSH_MS", 200, 1, 60000);
   const std::string win = env_trimmed("FABTRACE_OPS_WINDOW");
   std::string why;
-  if (!parse_capture_spec(win, &c.window, &why))
+  if (!parse_capture_spec(win, &c.capture, &why))
     log_line("warning: FABTRACE_OPS_WINDOW=%s: %s; the timeline covers the whole run", win.c_str(),
              why.c_str());
   const char* sig = std::getenv("FABTRACE_OPS_SIGNAL");
@@ -100,10 +100,10 @@ bool Timeline::start(const TimelineConfig& cfg, const std::string& path, const O
   path_ = path;
   write_calib();
   OplogCaptureSpec w;
-  w.spec = cfg.window.text();
+  w.spec = cfg.capture.text();
   w.signal = cfg.signal_note;
-  file_.write_window(w);
-  init_window(cfg.window);
+  file_.write_capture(w);
+  init_capture(cfg.capture);
   staging_.reserve(OpChunk::kEntries);
   on_.store(true, std::memory_order_release);
   writer_ = std::thread([this] { run(); });
@@ -184,7 +184,7 @@ void Timeline::append_slow(Shard* s, Cell* c, const OpRecord* rec, uint64_t end,
     ++tl.filtered;
     return;
   }
-  if (!in_window(rec->start, end)) {
+  if (!in_capture(rec->start, end)) {
     ++tl.outside;
     return;
   }
@@ -321,13 +321,13 @@ void Timeline::finish() {
   if (file_.failed())  // its first error was said: never a path to a cut file as a success
     log_line("warning: per-op timeline %s is incomplete: a write failed (see above)",
              path_.c_str());
-  else if (cfg_.window.kind == CaptureSpec::kWhole && capture_head_.load() == 0)
+  else if (cfg_.capture.kind == CaptureSpec::kWhole && capture_head_.load() == 0)
     log_line("per-op timeline -> %s (%llu ops)", path_.c_str(),
              static_cast<unsigned long long>(written_));
   else
     log_line("per-op timeline -> %s (%llu ops; %llu outside the capture window %s)", path_.c_str(),
              static_cast<unsigned long long>(written_), static_cast<unsigned long long>(outside),
-             cfg_.window.kind == CaptureSpec::kWhole ? "(signal)" : cfg_.window.text().c_str());
+             cfg_.capture.kind == CaptureSpec::kWhole ? "(signal)" : cfg_.capture.text().c_str());
   if (captures_lost_)
     log_line("warning: %llu capture window changes not recorded (more than %u between writes)",
              static_cast<unsigned long long>(captures_lost_), kCaptureRing);

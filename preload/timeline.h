@@ -42,7 +42,7 @@ struct TimelineConfig {
   uint64_t min_bytes = 65536;  // FABTRACE_OPS_MIN_BYTES; errors always pass
   uint64_t mb = 64;            // FABTRACE_OPS_MB
   uint64_t flush_ms = 200;     // FABTRACE_OPS_FLUSH_MS
-  CaptureSpec window;          // FABTRACE_OPS_WINDOW
+  CaptureSpec capture;         // FABTRACE_OPS_WINDOW
   int signo = 0;               // FABTRACE_OPS_SIGNAL (0: none)
   std::string signal_note;     // written in the file: "SIGUSR2", or why there is no toggle
 };
@@ -110,7 +110,7 @@ class Timeline {
                          uint32_t link, bool error, uint16_t flags);
   // A chunk of this thread with room for one entry, or nullptr (counted as dropped).
   OpChunk* room(TimelineLocal& tl);
-  bool in_window(uint64_t start, uint64_t end) const {
+  bool in_capture(uint64_t start, uint64_t end) const {
     return start <= hi_.load(std::memory_order_relaxed) &&
            end >= lo_.load(std::memory_order_relaxed);
   }
@@ -119,7 +119,7 @@ class Timeline {
   void drain_captures();
   void name_new_marks();
   void write_marks();
-  void init_window(const CaptureSpec& w);
+  void init_capture(const CaptureSpec& w);
   OpChunk* pop_free();
   void push_free(OpChunk* c);
   void run();
@@ -216,7 +216,7 @@ inline void Timeline::append(Shard* s, Cell* c, const OpRecord* rec, uint64_t en
   // fast_min_bytes_ is kSlowPathOnly under a NIC filter, which the slow path applies;
   // so is the capture window when the op is outside it.
   if (__builtin_expect(s && c && c->link_id < kMaxLinks && bytes >= fast_min_bytes_ &&
-                           in_window(rec->start, end),
+                           in_capture(rec->start, end),
                        1)) {
     OpChunk* ch = s->timeline.chunk.load(std::memory_order_relaxed);
     if (ch && ch->committed.load(std::memory_order_relaxed) < OpChunk::kEntries) {

@@ -80,7 +80,7 @@ void Timeline::append_mark(Shard* s, uint8_t kind, uint32_t name, uint32_t tid, 
 
 // ---------------------------------------------------------------- capture window
 
-void Timeline::init_window(const CaptureSpec& w) {
+void Timeline::init_capture(const CaptureSpec& w) {
   switch (w.kind) {
     case CaptureSpec::kWhole:
       break;

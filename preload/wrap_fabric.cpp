@@ -119,7 +119,7 @@ DomainWrap* wrap_domain(struct fid_domain* domain, FabricWrap* fabric, const str
   if (info) w->addrlen = info->src_addrlen;
   // The application serializes every call into a FI_THREAD_DOMAIN domain.
   w->nic.serial = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
-  w->nic.set_windows(runtime().start_ticks, runtime().nic_window_shift, runtime().nic_peak_span);
+  w->nic.set_bins(runtime().start_ticks, runtime().nic_bin_shift, runtime().nic_peak_span);
   w->real_ops = domain->ops;
   copy_table(&w->ops, domain->ops);
   FABTRACE_SHIM(w->ops, w->real_ops, fi_ops_domain, cq_open, domain_cq_open);

@@ -177,7 +177,7 @@ int record_session(const RecordArgs& args) {
   opt.bpf.polls = args.polls;
   opt.bpf.net_all = args.net_all;
   opt.bpf.min_offcpu_ns = args.min_offcpu_us * 1000;
-  opt.windows.min_softirq_ns = args.min_softirq_us * 1000;
+  opt.raw_windows.min_softirq_ns = args.min_softirq_us * 1000;
   opt.bpf.uprobes.enabled = args.uprobes;
   if (!args.uprobe_providers.empty()) opt.uprobe_providers = split_commas(args.uprobe_providers);
   opt.symbols_file = args.symbols;

@@ -21,8 +21,8 @@ int export_marks_csv(const std::string& in, std::FILE* out) {
   }
   const OplogCalib cal = r.has_calib() ? r.calib() : OplogCalib();
   std::fprintf(out, "# fabtrace marks window=%s signal=%s\n",
-               printable(r.window().spec.empty() ? "all" : r.window().spec).c_str(),
-               printable(r.window().signal.empty() ? "?" : r.window().signal).c_str());
+               printable(r.capture().spec.empty() ? "all" : r.capture().spec).c_str(),
+               printable(r.capture().signal.empty() ? "?" : r.capture().signal).c_str());
   std::fprintf(out, "time_ns,kind,name,tid\n");
   uint64_t bad = 0;
   const bool ok = r.read_all(

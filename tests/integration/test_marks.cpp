@@ -22,7 +22,7 @@ size_t sends_in(size_t i) { return i % 3 + 1; }
 struct Oplog {
   std::vector<oplog::OpEntry> ops, marks;
   std::map<uint32_t, std::string> names;
-  OplogCaptureSpec window;
+  OplogCaptureSpec capture;
   uint64_t outside = 0;
   std::string op_name(const oplog::OpEntry& e) const {
     return e.kind < op_names.size() ? op_names[e.kind] : "?";
@@ -50,8 +50,8 @@ Oplog read_oplog(const std::string& dir, const std::string& rank) {
         << err;
     EXPECT_TRUE(r.has_end()) << f;
     o.names = r.mark_names();
-    o.window = r.window();
-    o.outside = r.end_outside_window();
+    o.capture = r.capture();
+    o.outside = r.end_outside_capture();
     o.op_names = r.header().op_names;
   }
   return o;
@@ -138,7 +138,7 @@ TEST_P(Marks, MarkWindowCapturesThatIteration) {
   for (const std::string rank : {"0", "1"}) {
     SCOPED_TRACE("rank " + rank);
     const Oplog o = read_oplog(dir, rank);
-    EXPECT_EQ(o.window.spec, "mark:iteration 2");
+    EXPECT_EQ(o.capture.spec, "mark:iteration 2");
     const auto at = o.mark_at();
     EXPECT_EQ(o.ops.size(), sends_in(2) + 1);
     for (const auto& op : o.ops) EXPECT_EQ(iteration_of(at, op), 2);
@@ -178,7 +178,7 @@ TEST(MarksSignal, TogglesTheCapture) {
   const RunResult r = run_marks(dir, "tcp;ofi_rxm", {}, {"--toggle-at", "2,4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Oplog o0 = read_oplog(dir, "0");
-  EXPECT_EQ(o0.window.signal, "SIGUSR2");
+  EXPECT_EQ(o0.capture.signal, "SIGUSR2");
   EXPECT_EQ(iterations_logged(o0), (std::vector<int>{0, 1, 4, 5}));
   EXPECT_EQ(o0.outside, sends_in(2) + 1 + sends_in(3) + 1);
   std::vector<int> kinds;
@@ -218,7 +218,7 @@ TEST(MarksSignal, LeftAloneWhenTheProgramHandlesIt) {
   EXPECT_NE(r.output.find("SIGUSR2 not used: the application handles it"), std::string::npos)
       << r.output;
   const Oplog o0 = read_oplog(dir, "0");
-  EXPECT_EQ(o0.window.signal, "SIGUSR2 not used: the application handles it");
+  EXPECT_EQ(o0.capture.signal, "SIGUSR2 not used: the application handles it");
   EXPECT_EQ(iterations_logged(o0), (std::vector<int>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(o0.outside, 0u);
 }
@@ -232,8 +232,8 @@ TEST(MarksSignal, NoneAndBadWindow) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("FABTRACE_OPS_WINDOW=soon"), std::string::npos) << r.output;
   const Oplog o0 = read_oplog(dir, "0");
-  EXPECT_EQ(o0.window.signal, "none");
-  EXPECT_EQ(o0.window.spec, "");
+  EXPECT_EQ(o0.capture.signal, "none");
+  EXPECT_EQ(o0.capture.spec, "");
   EXPECT_EQ(iterations_logged(o0), (std::vector<int>{0, 1, 2, 3, 4, 5}));
 }
 
@@ -243,7 +243,7 @@ TEST(MarksWindow, TimeWindowAfterTheRun) {
   const RunResult r = run_marks(dir, "tcp;ofi_rxm", {{"FABTRACE_OPS_WINDOW", "3600:10"}});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Oplog o0 = read_oplog(dir, "0");
-  EXPECT_EQ(o0.window.spec, "3600:10");
+  EXPECT_EQ(o0.capture.spec, "3600:10");
   EXPECT_TRUE(o0.ops.empty());
   size_t total = 0;
   for (size_t i = 0; i < kIterations; ++i) total += sends_in(i) + 1;

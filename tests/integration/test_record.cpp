@@ -157,7 +157,7 @@ ReportedStall reported_stall(const std::string& dir) {
 }
 
 // "... for A of B ms": B, the window's length the kernel explained.
-double verdict_window_ms(const std::string& why) {
+double verdict_breakdown_ms(const std::string& why) {
   const size_t of = why.find(" of ");
   return of == std::string::npos ? -1 : std::stod(why.substr(of + 4));
 }
@@ -236,7 +236,7 @@ TEST(Record, StoppedPollerIsExplained) {
                                                                            << rs.why;
   else
     EXPECT_NE(rs.why.find("; stopped (SIGSTOP or a debugger) "), std::string::npos) << rs.why;
-  EXPECT_NEAR(verdict_window_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
+  EXPECT_NEAR(verdict_breakdown_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
               rank0_max_gap_ns(s.dir) / 1e6 * 0.01 + 0.05)
       << rs.why;
 }
@@ -279,7 +279,7 @@ TEST(Record, PreemptedPollerNamesTheHog) {
   EXPECT_EQ(rs.why.rfind("preempted by cpu_hog[" + std::to_string(hog) + "] for ", 0), 0u)
       << rs.line << "\n"
       << rs.why;
-  EXPECT_NEAR(verdict_window_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
+  EXPECT_NEAR(verdict_breakdown_ms(rs.why), rank0_max_gap_ns(s.dir) / 1e6,
               rank0_max_gap_ns(s.dir) / 1e6 * 0.01 + 0.05)
       << rs.why;
 }

@@ -1,6 +1,6 @@
 // Issue 28, rows 7, 9 and 11: what a reader keeps of a kernel log is bounded
 // whatever the log holds (a crafted log of 3M distinct CQs made the report
-// hold 3.29 GB), a window or error code out of range is counted as malformed
+// hold 3.29 GB), a breakdown or error code out of range is counted as malformed
 // and never explained, and the periodic --uprobes rows of a killed session are
 // read back.
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 namespace fabtrace {
 namespace {
 
-ft_breakdown window(uint64_t start, uint64_t end) {
+ft_breakdown breakdown(uint64_t start, uint64_t end) {
   ft_breakdown w{};
   w.start = start;
   w.end = end;
@@ -28,29 +28,29 @@ ft_breakdown window(uint64_t start, uint64_t end) {
   return w;
 }
 
-TEST(KernelBounds, WindowsOutOfRangeAreMalformed) {
-  EXPECT_TRUE(window_valid(window(1000, 5000)));
-  ft_breakdown w = window(5000, 1000);  // reversed
-  EXPECT_FALSE(window_valid(w));
-  EXPECT_EQ(window_verdict(w), kMalformedWindow);
-  w = window(1000, 5000);
+TEST(KernelBounds, BreakdownsOutOfRangeAreMalformed) {
+  EXPECT_TRUE(breakdown_valid(breakdown(1000, 5000)));
+  ft_breakdown w = breakdown(5000, 1000);  // reversed
+  EXPECT_FALSE(breakdown_valid(w));
+  EXPECT_EQ(breakdown_verdict(w), kMalformedBreakdown);
+  w = breakdown(1000, 5000);
   w.on_cpu_ns = 18446744072056100000ULL;  // a part longer than the window
-  EXPECT_FALSE(window_valid(w));
-  w = window(1000, 5000);
+  EXPECT_FALSE(breakdown_valid(w));
+  w = breakdown(1000, 5000);
   w.runnable_ns = 3000;  // parts adding up to more than the window
-  EXPECT_FALSE(window_valid(w));
-  w = window(1000, 5000);
+  EXPECT_FALSE(breakdown_valid(w));
+  w = breakdown(1000, 5000);
   w.on_cpu_ns = 1000;
   w.runnable_ns = 3000;
   w.irq_ns = 500;  // inside on-CPU
-  EXPECT_TRUE(window_valid(w));
+  EXPECT_TRUE(breakdown_valid(w));
   EXPECT_TRUE(op_error_valid(5));
   EXPECT_FALSE(op_error_valid(INT32_MIN));
   EXPECT_FALSE(op_error_valid(0));
 }
 
 // A log of `n` stalls on distinct CQs, IRQs on `n` distinct CPUs and names,
-// and malformed windows and error codes.
+// and malformed breakdowns and error codes.
 std::string crafted_log(const std::string& dir, uint32_t n, uint32_t malformed) {
   const std::string path = dir + "/fabtrace_kernel.crafted.p1.klog";
   KernelLogWriter w;
@@ -59,7 +59,7 @@ std::string crafted_log(const std::string& dir, uint32_t n, uint32_t malformed) 
     ft_stall s{};
     s.h = test::make_hdr(FT_EV_STALL, sizeof(s), 2000 + i, 0, 7, 7);
     s.cq = i;
-    s.w = window(1000, 2000 + i);
+    s.w = breakdown(1000, 2000 + i);
     w.append(&s, sizeof(s));
     ft_irq q{};
     q.h = test::make_hdr(FT_EV_IRQ, sizeof(q), 3000 + i, i, 7, 7);
@@ -76,12 +76,12 @@ std::string crafted_log(const std::string& dir, uint32_t n, uint32_t malformed) 
   for (uint32_t i = 0; i < malformed; ++i) {
     ft_stall s{};
     s.h = test::make_hdr(FT_EV_STALL, sizeof(s), 9000, 0, 8, 8);
-    s.w = window(9000, 1000);  // reversed: 18446744073.7 s when taken as it is
+    s.w = breakdown(9000, 1000);  // reversed: 18446744073.7 s when taken as it is
     w.append(&s, sizeof(s));
     ft_op o{};
     o.h = test::make_hdr(FT_EV_OP_ERROR, sizeof(o), 9000, 0, 8, 8);
     o.err = INT32_MIN;
-    o.w = window(1000, 9000);
+    o.w = breakdown(1000, 9000);
     w.append(&o, sizeof(o));
   }
   EXPECT_TRUE(w.write_end(1));

@@ -17,7 +17,7 @@ namespace {
 constexpr uint64_t kMs = 1000000;
 constexpr uint64_t kT0 = 5000 * kMs;
 
-ft_breakdown window(uint64_t len_ns) {
+ft_breakdown breakdown(uint64_t len_ns) {
   ft_breakdown w{};
   w.start = kT0;
   w.end = kT0 + len_ns;
@@ -32,40 +32,40 @@ void set_top(ft_breakdown* w, int i, uint32_t pid, uint64_t ns, const char* comm
 }
 
 TEST(KernelExplain, PreemptedByANamedTask) {
-  ft_breakdown w = window(50200000);
+  ft_breakdown w = breakdown(50200000);
   w.runnable_ns = 48100000;
   w.on_cpu_ns = 2100000;
   set_top(&w, 0, 4312, 48100000, "stress-ng");
-  EXPECT_EQ(window_verdict(w), "preempted by stress-ng[4312] for 48.1 of 50.2 ms");
+  EXPECT_EQ(breakdown_verdict(w), "preempted by stress-ng[4312] for 48.1 of 50.2 ms");
 
   // A second task that ran a fifth of the window or more, faults, migrations.
   set_top(&w, 1, 4313, 12 * kMs, "kworker/3:1");
   w.faults = 120;
   w.migrations = 2;
-  EXPECT_EQ(window_verdict(w),
+  EXPECT_EQ(breakdown_verdict(w),
             "preempted by stress-ng[4312] for 48.1 of 50.2 ms; also kworker/3:1[4313] 12.0 ms; "
             "120 page faults; 2 CPU migrations");
   // Under a fifth: not named.
   w.top[1].ns = 10 * kMs;
   w.faults = w.migrations = 0;
-  EXPECT_EQ(window_verdict(w), "preempted by stress-ng[4312] for 48.1 of 50.2 ms");
+  EXPECT_EQ(breakdown_verdict(w), "preempted by stress-ng[4312] for 48.1 of 50.2 ms");
 }
 
 TEST(KernelExplain, RunnableWithoutATaskAndUnprintableNames) {
-  ft_breakdown w = window(20 * kMs);
+  ft_breakdown w = breakdown(20 * kMs);
   w.runnable_ns = 15 * kMs;
   w.on_cpu_ns = 5 * kMs;
-  EXPECT_EQ(window_verdict(w), "runnable, waiting for a CPU for 15.0 of 20.0 ms; on CPU 5.0 ms");
+  EXPECT_EQ(breakdown_verdict(w), "runnable, waiting for a CPU for 15.0 of 20.0 ms; on CPU 5.0 ms");
   set_top(&w, 0, 77, 15 * kMs,
           "a\x01\x7f"
           "b");
-  EXPECT_EQ(window_verdict(w), "preempted by a??b[77] for 15.0 of 20.0 ms; on CPU 5.0 ms");
+  EXPECT_EQ(breakdown_verdict(w), "preempted by a??b[77] for 15.0 of 20.0 ms; on CPU 5.0 ms");
   set_top(&w, 0, 78, 15 * kMs, "");
-  EXPECT_EQ(window_verdict(w), "preempted by ?[78] for 15.0 of 20.0 ms; on CPU 5.0 ms");
+  EXPECT_EQ(breakdown_verdict(w), "preempted by ?[78] for 15.0 of 20.0 ms; on CPU 5.0 ms");
   // A comm that fills the field, without a NUL.
   std::memset(w.top[0].comm, 'x', FT_COMM_LEN);
-  EXPECT_EQ(window_verdict(w), "preempted by " + std::string(FT_COMM_LEN, 'x') +
-                                   "[78] for 15.0 of 20.0 ms; on CPU 5.0 ms");
+  EXPECT_EQ(breakdown_verdict(w), "preempted by " + std::string(FT_COMM_LEN, 'x') +
+                                      "[78] for 15.0 of 20.0 ms; on CPU 5.0 ms");
 }
 
 // One window with nothing but the times it holds (no named task, no flags),
@@ -79,17 +79,17 @@ struct VerdictCase {
   const char* verdict;
 };
 
-class WindowVerdict : public ::testing::TestWithParam<VerdictCase> {};
+class BreakdownVerdict : public ::testing::TestWithParam<VerdictCase> {};
 
-TEST_P(WindowVerdict, NamesWhatTheWindowWasSpentOn) {
+TEST_P(BreakdownVerdict, NamesWhatTheWindowWasSpentOn) {
   const VerdictCase& c = GetParam();
-  ft_breakdown w = window(c.len_ns);
+  ft_breakdown w = breakdown(c.len_ns);
   for (const auto& t : c.times) w.*t.first = t.second;
-  EXPECT_EQ(window_verdict(w), c.verdict);
+  EXPECT_EQ(breakdown_verdict(w), c.verdict);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    KernelExplain, WindowVerdict,
+    KernelExplain, BreakdownVerdict,
     ::testing::Values(
         VerdictCase{"Stopped",
                     200400000,
@@ -140,26 +140,27 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<VerdictCase>& i) { return std::string(i.param.name); });
 
 TEST(KernelExplain, HistoryNotes) {
-  ft_breakdown w = window(50 * kMs);
+  ft_breakdown w = breakdown(50 * kMs);
   w.futex_ns = 40 * kMs;
   w.on_cpu_ns = 10 * kMs;
   const std::string base = "blocked in futex for 40.0 of 50.0 ms; on CPU 10.0 ms";
   for (uint32_t f : {FT_WIN_PARTIAL_OFF, FT_WIN_PARTIAL_IRQ, FT_WIN_PARTIAL_FAULT}) {
     w.flags = f;
-    EXPECT_EQ(window_verdict(w), base + " (the kernel's history did not reach the window's start)")
+    EXPECT_EQ(breakdown_verdict(w),
+              base + " (the kernel's history did not reach the window's start)")
         << f;
   }
   // What the kernel fills in for a thread it had no state for: all on CPU.
-  w = window(5 * kMs);
+  w = breakdown(5 * kMs);
   w.on_cpu_ns = 5 * kMs;
   w.flags = FT_WIN_UNKNOWN_THREAD | FT_WIN_PARTIAL_OFF | FT_WIN_PARTIAL_IRQ | FT_WIN_PARTIAL_FAULT;
-  EXPECT_EQ(window_verdict(w),
+  EXPECT_EQ(breakdown_verdict(w),
             "on CPU for 5.0 of 5.0 ms (running, not polling) (the kernel did not know this "
             "thread)");
 }
 
-TEST(KernelExplain, WindowParts) {
-  ft_breakdown w = window(100);
+TEST(KernelExplain, BreakdownParts) {
+  ft_breakdown w = breakdown(100);
   w.on_cpu_ns = 1;
   w.runnable_ns = 2;
   w.futex_ns = 3;
@@ -170,7 +171,7 @@ TEST(KernelExplain, WindowParts) {
   w.other_ns = 8;
   w.irq_ns = 9;
   w.softirq_ns = 10;
-  const std::vector<BreakdownPart> parts = window_parts(w);
+  const std::vector<BreakdownPart> parts = breakdown_parts(w);
   const char* const names[] = {"on-cpu", "runnable", "futex", "sleep", "nanosleep",
                                "disk",   "stopped",  "other", "irq",   "softirq"};
   ASSERT_EQ(parts.size(), 10u);
@@ -213,38 +214,38 @@ TEST(KernelExplain, OffCpuCauses) {
 // A thread blocked in a sleeping syscall is named by it and by what it waited
 // on; what the named syscalls do not hold of the sleep stays generic.
 TEST(KernelExplain, SleepingSyscallsNamed) {
-  ft_breakdown w = window(200 * kMs);
+  ft_breakdown w = breakdown(200 * kMs);
   w.sleep_ns = 190 * kMs;
   w.on_cpu_ns = 10 * kMs;
   w.sleep_calls[0] = {190 * kMs, 0, FT_ON_PIPE};
 #if defined(__x86_64__)
-  EXPECT_EQ(window_verdict(w), "blocked in read (pipe) for 190.0 of 200.0 ms");
+  EXPECT_EQ(breakdown_verdict(w), "blocked in read (pipe) for 190.0 of 200.0 ms");
   w.sleep_calls[0] = {120 * kMs, 232, FT_ON_NONE};
   w.sleep_calls[1] = {50 * kMs, 45, FT_ON_SOCKET};
-  EXPECT_EQ(window_verdict(w),
+  EXPECT_EQ(breakdown_verdict(w),
             "blocked in epoll_wait for 120.0 of 200.0 ms; blocked in recvfrom (socket) 50.0 ms");
   w.sleep_calls[0] = {20 * kMs, 1, FT_ON_FILE};
   w.sleep_calls[1] = {};
-  EXPECT_EQ(window_verdict(w), "blocked in a sleeping syscall for 170.0 of 200.0 ms");
+  EXPECT_EQ(breakdown_verdict(w), "blocked in a sleeping syscall for 170.0 of 200.0 ms");
 #endif
 }
 
 // The page faults of a window: a count, "about" one where a burst over an edge
 // was prorated, "at least" one where the history did not reach the start.
 TEST(KernelExplain, PageFaultCountsSayWhatTheyAre) {
-  ft_breakdown w = window(50 * kMs);
+  ft_breakdown w = breakdown(50 * kMs);
   w.on_cpu_ns = 50 * kMs;
   w.faults = 131072;
   EXPECT_EQ(page_faults_text(w), "131072 page faults");
   EXPECT_STREQ(faults_bound(w), "exact");
-  EXPECT_NE(window_verdict(w).find("; 131072 page faults"), std::string::npos);
+  EXPECT_NE(breakdown_verdict(w).find("; 131072 page faults"), std::string::npos);
   w.flags = FT_WIN_FAULTS_PRORATED;
   EXPECT_EQ(page_faults_text(w), "about 131072 page faults");
   EXPECT_STREQ(faults_bound(w), "about");
   w.flags = FT_WIN_PARTIAL_FAULT | FT_WIN_FAULTS_PRORATED;
   EXPECT_EQ(page_faults_text(w), "at least 131072 page faults");
   EXPECT_STREQ(faults_bound(w), "at_least");
-  EXPECT_NE(window_verdict(w).find("; at least 131072 page faults"), std::string::npos);
+  EXPECT_NE(breakdown_verdict(w).find("; at least 131072 page faults"), std::string::npos);
 }
 
 TEST(KernelExplain, SyscallNames) {

@@ -252,7 +252,7 @@ TEST(KernelRows, Marks) {
   EXPECT_EQ(row_of(m).detail, "type=?");
 }
 
-ft_breakdown preempted_window() {
+ft_breakdown preempted_breakdown() {
   ft_breakdown w{};
   w.start = kTs - 50 * 1000000ULL;
   w.end = kTs;
@@ -270,21 +270,21 @@ ft_breakdown preempted_window() {
   return w;
 }
 
-const char* const kWindowDetail =
+const char* const kBreakdownDetail =
     "on-cpu_ns=2000000;runnable_ns=48000000;irq_ns=300000;faults=3;faults_bound=exact;offcpu=1;"
     "ran_instead=stress-ng[4312]:48000000;ran_instead=kworker/3:1[4313]:1000";
 
 TEST(KernelRows, Stall) {
   auto e = with_hdr<ft_stall>(FT_EV_STALL);
   e.cq = 2;
-  e.w = preempted_window();
+  e.w = preempted_breakdown();
   KernelRow r = row_of(e);
   expect_common(r, "stall", kTs - 50000000, 50000000);
-  EXPECT_EQ(r.cause, window_verdict(e.w));
+  EXPECT_EQ(r.cause, breakdown_verdict(e.w));
   EXPECT_EQ(r.cause.rfind("preempted by stress-ng[4312] for 48.0 of 50.0 ms", 0), 0u) << r.cause;
   EXPECT_EQ(r.other_pid, 4312u);
   EXPECT_EQ(r.other_comm, "stress-ng");
-  EXPECT_EQ(r.detail, std::string("cq=2;") + kWindowDetail);
+  EXPECT_EQ(r.detail, std::string("cq=2;") + kBreakdownDetail);
   e.w.migrations = 4;
   e.w.flags = FT_WIN_PARTIAL_IRQ;
   EXPECT_EQ(row_of(e).detail,
@@ -299,14 +299,14 @@ TEST(KernelRows, SlowOpAndOpError) {
   e.op = static_cast<uint32_t>(OpKind::kTsend);
   set_str(e.local, "cxi0:0x12;pid=3");  // as carried; the ';' is not escaped
   set_str(e.remote, "cxi1:0x34");
-  e.w = preempted_window();
+  e.w = preempted_breakdown();
   KernelRow r = row_of(e);
   expect_common(r, "slow_op", kTs - 50000000, 50000000);
-  EXPECT_EQ(r.cause, window_verdict(e.w));
+  EXPECT_EQ(r.cause, breakdown_verdict(e.w));
   EXPECT_EQ(r.other_pid, 4312u);
   EXPECT_EQ(r.detail, std::string("op=fi_tsend;bytes=1048576;local=cxi0:0x12;pid=3;"
                                   "remote=cxi1:0x34;") +
-                          kWindowDetail);
+                          kBreakdownDetail);
 
   e.h.kind = FT_EV_OP_ERROR;
   e.err = 5;
@@ -315,7 +315,7 @@ TEST(KernelRows, SlowOpAndOpError) {
   EXPECT_EQ(r.kind, "op_error");
   EXPECT_EQ(r.detail, std::string("op=?;bytes=1048576;local=cxi0:0x12;pid=3;remote=cxi1:0x34;"
                                   "err=5;") +
-                          kWindowDetail);
+                          kBreakdownDetail);
 }
 
 TEST(KernelRows, PollAndUnknownKind) {

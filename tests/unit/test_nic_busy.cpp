@@ -8,11 +8,11 @@
 namespace fabtrace {
 namespace {
 
-using Window = BusyPeriodRing<8>;
+using Ring = BusyPeriodRing<8>;
 
 // Overlapping ops count once: busy time is the union of in-flight intervals.
 TEST(BusyPeriodRing, UnionOfOverlappingIntervals) {
-  Window w;
+  Ring w;
   w.insert(2000, 3000);
   w.insert(1000, 5000);  // completes later, issued earlier: swallows the first
   w.insert(9000, 9800);
@@ -23,7 +23,7 @@ TEST(BusyPeriodRing, UnionOfOverlappingIntervals) {
 // Completions arrive out of order (several threads, several CQs): an interval
 // that bridges earlier periods merges them; one in a gap lands in it.
 TEST(BusyPeriodRing, LateOpsBridgeOrFillGaps) {
-  Window w;
+  Ring w;
   w.insert(0, 10);
   w.insert(20, 30);
   w.insert(40, 50);
@@ -39,17 +39,17 @@ TEST(BusyPeriodRing, LateOpsBridgeOrFillGaps) {
 }
 
 TEST(BusyPeriodRing, EmptyAndBackwardIntervalsAddNothing) {
-  Window w;
+  Ring w;
   w.insert(100, 100);
   w.insert(200, 150);
   EXPECT_EQ(w.total(), 0u);
   EXPECT_EQ(w.n, 0u);
 }
 
-// Periods older than the window are folded into a total; an op reaching back
+// Periods older than the ring are folded into a total; an op reaching back
 // past them counts only from the newest folded period's end.
 TEST(BusyPeriodRing, FoldedPeriodsAreKeptAndNotCountedTwice) {
-  Window w;
+  Ring w;
   const uint64_t periods = 24;
   for (uint64_t i = 0; i < periods; ++i) w.insert(i * 100, i * 100 + 10);
   EXPECT_EQ(w.total(), periods * 10);
@@ -57,17 +57,17 @@ TEST(BusyPeriodRing, FoldedPeriodsAreKeptAndNotCountedTwice) {
   w.insert(0, 10);  // an old period again: nothing new
   EXPECT_EQ(w.total(), periods * 10);
   // One op spanning everything: counted from the folded end (the documented
-  // approximation), merging the whole window into one period.
+  // approximation), merging the whole ring into one period.
   const uint64_t folded_end = (periods - 9) * 100 + 10;
   w.insert(0, periods * 100);
   EXPECT_EQ(w.total(), (periods - 8) * 10 + (periods * 100 - folded_end));
   EXPECT_EQ(w.n, 1u);
 }
 
-// A full window takes a late period in one of its gaps by folding its oldest;
+// A full ring takes a late period in one of its gaps by folding its oldest;
 // a late period older than every kept one goes straight to the folded total.
-TEST(BusyPeriodRing, FullWindowTakesLatePeriodsExactly) {
-  Window w;
+TEST(BusyPeriodRing, FullRingTakesLatePeriodsExactly) {
+  Ring w;
   for (uint64_t i = 0; i < 8; ++i) w.insert(i * 100, i * 100 + 10);
   w.insert(350, 360);  // gap between the 4th and 5th
   EXPECT_EQ(w.total(), 90u);
@@ -76,12 +76,12 @@ TEST(BusyPeriodRing, FullWindowTakesLatePeriodsExactly) {
   EXPECT_EQ(w.total(), 95u);
 }
 
-// The shared window, through a thread's local one, with the try-lock and with
+// The shared ring, through a thread's local one, with the try-lock and with
 // the plain updates of a FI_THREAD_DOMAIN domain: a ping-pong (one period per
 // op) is counted exactly.
 class NicBusyTest : public ::testing::TestWithParam<bool> {};
 
-TEST_P(NicBusyTest, PingPongThroughTheLocalWindow) {
+TEST_P(NicBusyTest, PingPongThroughTheLocalRing) {
   NicBusy nic;
   nic.serial = GetParam();
   NicLocal l;
@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Updates, NicBusyTest, ::testing::Values(false, true),
                            return i.param ? std::string("Serial") : std::string("TryLock");
                          });
 
-// A thread that finds the shared window locked goes on without waiting.
+// A thread that finds the shared ring locked goes on without waiting.
 TEST(NicBusy, HeldLockNeverBlocks) {
   NicBusy nic;
   NicLocal l;
@@ -110,10 +110,10 @@ TEST(NicBusy, HeldLockNeverBlocks) {
   EXPECT_EQ(nic.busy_ticks(), 1000u);  // folded locally, not lost
 }
 
-// Where there is no thread window to keep a period in while the NIC's window
-// is held (a NIC past kMaxNics, a thread's window at exit), it is counted in
-// the totals, out of the time windows: never lost, never waited for.
-TEST(NicBusy, HeldLockWithoutAThreadWindowCountsInTheTotals) {
+// Where there is no thread ring to keep a period in while the NIC's shared
+// ring is held (a NIC past kMaxNics, a thread's ring at exit), it is counted in
+// the totals, out of the time bins: never lost, never waited for.
+TEST(NicBusy, HeldLockWithoutAThreadRingCountsInTheTotals) {
   NicBusy nic;
   nic.lock.store(1);
   nic.add_shared(100, 150, 64);
@@ -126,8 +126,8 @@ TEST(NicBusy, HeldLockWithoutAThreadWindowCountsInTheTotals) {
   EXPECT_EQ(nic.busy_ticks(), 80u);
   EXPECT_EQ(nic.unbinned_busy_ticks(), 80u);
   EXPECT_EQ(nic.unbinned_busy_bytes(), 96u);
-  nic.add_shared(300, 310, 8);  // free again: into the window
-  EXPECT_EQ(nic.window.n, 1u);
+  nic.add_shared(300, 310, 8);  // free again: into the shared ring
+  EXPECT_EQ(nic.shared_ring.n, 1u);
   EXPECT_EQ(nic.busy_ticks(), 90u);
   EXPECT_EQ(nic.unbinned_busy_ticks(), 80u);
 }
@@ -154,9 +154,9 @@ TEST(NicBusy, ConcurrentThreadsNeverUndercount) {
 }
 
 // Bytes ride with their periods: merged periods add theirs up, and nothing is
-// lost when the window folds.
+// lost when the ring folds.
 TEST(BusyPeriodRing, BytesFollowTheirPeriods) {
-  Window w;
+  Ring w;
   w.insert(0, 100, 10);
   w.insert(50, 150, 20);  // overlaps: one period
   w.insert(200, 300, 5);
@@ -169,16 +169,16 @@ TEST(BusyPeriodRing, BytesFollowTheirPeriods) {
   EXPECT_EQ(w.total_bytes(), 36u + 210u);
 }
 
-// A period inside one window lands there whole; one across windows is split
+// A period inside one bin lands there whole; one across bins is split
 // by its time in each, its bytes in proportion, adding up exactly.
-TEST(NicBins, PeriodsSpreadOverTheirWindows) {
+TEST(NicBins, PeriodsSpreadOverTheirBins) {
   NicBins b;
   b.origin = 1000;
-  b.shift = 4;  // 16-tick windows
+  b.shift = 4;  // 16-tick bins
   b.add(1000 + 2, 1000 + 10, 7);
   EXPECT_EQ(b.busy[0], 8u);
   EXPECT_EQ(b.bytes[0], 7u);
-  b.add(1000 + 24, 1000 + 72, 480);  // 8 ticks in window 1, 16 in 2 and 3, 8 in 4
+  b.add(1000 + 24, 1000 + 72, 480);  // 8 ticks in bin 1, 16 in 2 and 3, 8 in 4
   EXPECT_EQ(b.busy[1], 8u);
   EXPECT_EQ(b.busy[2], 16u);
   EXPECT_EQ(b.busy[3], 16u);
@@ -192,7 +192,7 @@ TEST(NicBins, PeriodsSpreadOverTheirWindows) {
   EXPECT_EQ(b.busy[0], 9u);
 }
 
-// Memory is fixed: a period past the last window merges windows pairwise and
+// Memory is fixed: a period past the last bin merges bins pairwise and
 // doubles their width; totals stay.
 TEST(NicBins, CoarsenWhenFull) {
   NicBins b;
@@ -204,7 +204,7 @@ TEST(NicBins, CoarsenWhenFull) {
     bytes += 2;
   }
   EXPECT_EQ(b.shift, 0u);
-  b.add(3 * NicBins::kBins, 3 * NicBins::kBins + 4, 8);  // needs windows up to 3 * kBins
+  b.add(3 * NicBins::kBins, 3 * NicBins::kBins + 4, 8);  // needs bins up to 3 * kBins
   busy += 4;
   bytes += 8;
   EXPECT_EQ(b.shift, 2u);
@@ -213,19 +213,19 @@ TEST(NicBins, CoarsenWhenFull) {
   for (uint32_t i = 0; i < NicBins::kBins; ++i) got_busy += b.busy[i], got_bytes += b.bytes[i];
   EXPECT_EQ(got_busy, busy);
   EXPECT_EQ(got_bytes, bytes);
-  EXPECT_EQ(b.busy[0], 4u);  // four 1-tick periods in the first 4-tick window
+  EXPECT_EQ(b.busy[0], 4u);  // four 1-tick periods in the first 4-tick bin
 }
 
-// The NIC's windows get every period once the shared window folds them, and
+// The NIC's time bins get every period once the shared ring folds them, and
 // the rest at exit (bin_all): their totals are the whole-run ones.
-TEST(NicBusy, WindowsAddUpToTheWholeRun) {
+TEST(NicBusy, BinsAddUpToTheWholeRun) {
   NicBusy nic;
   nic.activity.bins.shift = 6;
   NicLocal l;
   l.nic = &nic;
   for (uint64_t i = 0; i < 1000; ++i) l.add(i * 100, i * 100 + 40, 4096);
   ASSERT_TRUE(l.flush());
-  nic.window.bin_all();
+  nic.shared_ring.bin_all();
   uint64_t busy = 0, bytes = 0;
   const NicBins& b = nic.activity.bins;
   for (uint32_t i = 0; i < b.used; ++i) busy += b.busy[i], bytes += b.bytes[i];
@@ -234,10 +234,10 @@ TEST(NicBusy, WindowsAddUpToTheWholeRun) {
   EXPECT_EQ(nic.unbinned_ticks, 0u);
 }
 
-// NicActivity's shortcut for a period inside the windows of the one before
-// must leave the time windows and the busiest stretch exactly as feeding each
-// period to NicBins and NicPeak does: ascending periods of random lengths and
-// gaps (most inside one window, some across several, some far enough to make
+// NicActivity's shortcut for a period inside the bin and window of the one
+// before must leave the time bins and the busiest stretch exactly as feeding
+// each period to NicBins and NicPeak does: ascending periods of random lengths
+// and gaps (most inside one bin, some across several, some far enough to make
 // the bins coarsen), bytes of their own.
 TEST(NicActivity, ShortcutEqualsTheBinsAndThePeak) {
   for (const uint32_t peak_shift : {4u, 6u, 10u}) {

@@ -608,17 +608,17 @@ TEST_F(PerfettoTrace, UnreadableInputsAreSkipped) {
   EXPECT_GT(p->pid, 4194304);
 }
 
-// A NIC's time windows become a counter track under its rank: each window's
-// bytes over its length in GB/s from the window's start, back to 0 after an
-// active window that the next one does not follow.
-TEST_F(PerfettoTrace, NicBandwidthTrackFromTheTimeWindows) {
+// A NIC's time bins become a counter track under its rank: each bin's
+// bytes over its length in GB/s from the bin's start, back to 0 after an
+// active bin that the next one does not follow.
+TEST_F(PerfettoTrace, NicBandwidthTrackFromTheTimeBins) {
   Job job;
   Rank r = rank_at("h0", "0", 100);
   NicReport n;
   n.domain = "eth0";
   n.locals = {"fi_sockaddr_in://10.0.0.1:7", "fi_sockaddr_in://10.0.0.1:8"};
   n.window_ns = 10e6;
-  n.windows = {{0, 5e6, 1000000}, {1, 10e6, 2000000}, {5, 1e6, 500000}};
+  n.bins = {{0, 5e6, 1000000}, {1, 10e6, 2000000}, {5, 1e6, 500000}};
   r.report.nics.push_back(n);
   job.ranks.push_back(r);
   const Written out = write_trace(job);

@@ -90,8 +90,8 @@ TEST(Shard, ResetEmptiesTheBooksAndKeepsTheKeys) {
   EXPECT_EQ(s.used, 1u);
 }
 
-// A NIC past the thread's kMaxNics has no thread window: its intervals go to
-// the NIC's shared window, or its totals while another thread holds that.
+// A NIC past the thread's kMaxNics has no thread ring: its intervals go to
+// the NIC's shared ring, or its totals while another thread holds that.
 TEST(Shard, ANicPastTheThreadsTableIsCountedEvenWhileHeld) {
   LocalShard ls;
   DomainWrap d;
@@ -102,7 +102,7 @@ TEST(Shard, ANicPastTheThreadsTableIsCountedEvenWhileHeld) {
   d.nic.lock.store(0);
   nic_interval(&ls.s, &d, 50, 60, 1);
   EXPECT_EQ(d.nic.busy_ticks(), 40u);
-  EXPECT_EQ(d.nic.window.n, 1u);
+  EXPECT_EQ(d.nic.shared_ring.n, 1u);
 }
 
 TEST(Shard, ANewThreadsShardTakesTheConfiguredLimit) {

@@ -32,7 +32,7 @@ struct Planted {
 // Writes rank g's oplog: `fill` ops of 10 us + (i % 997) ns on its link to the
 // next rank, then the planted ones; optionally a capture window with changes.
 void write_oplog(const std::string& dir, const ProcessReport& r, int g, int n, size_t fill,
-                 const std::vector<Planted>& planted, const std::string& window = "",
+                 const std::vector<Planted>& planted, const std::string& capture = "",
                  const std::vector<std::pair<uint8_t, uint64_t>>& changes = {}) {
   OplogFileWriter w;
   ASSERT_TRUE(w.open(dir + "/" + test::oplog_name(r), OplogMeta{r.host, r.rank, r.pid}));
@@ -43,8 +43,8 @@ void write_oplog(const std::string& dir, const ProcessReport& r, int g, int n, s
   cal.real0_ns = r.start_wall_ns;
   cal.pairs = 2;
   ASSERT_TRUE(w.write_calib(cal));
-  if (!window.empty() || !changes.empty()) {
-    ASSERT_TRUE(w.write_window(OplogCaptureSpec{window, "SIGUSR2"}));
+  if (!capture.empty() || !changes.empty()) {
+    ASSERT_TRUE(w.write_capture(OplogCaptureSpec{capture, "SIGUSR2"}));
   }
   const int next = (g + 1) % n;
   ASSERT_TRUE(w.write_links({OplogLink{0, SyntheticJob::address(g), SyntheticJob::address(next)},

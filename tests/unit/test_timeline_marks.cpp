@@ -22,7 +22,7 @@ namespace {
 struct Read {
   std::vector<oplog::OpEntry> ops, marks;
   std::map<uint32_t, std::string> names;
-  OplogCaptureSpec window;
+  OplogCaptureSpec capture;
   uint64_t outside = 0;
   uint32_t version = 0;
 };
@@ -38,8 +38,8 @@ Read read_back(const std::string& path) {
       << err;
   EXPECT_FALSE(rd.truncated()) << rd.stop_reason();
   r.names = rd.mark_names();
-  r.window = rd.window();
-  r.outside = rd.end_outside_window();
+  r.capture = rd.capture();
+  r.outside = rd.end_outside_capture();
   r.version = rd.header().version;
   return r;
 }
@@ -71,11 +71,11 @@ class TimelineMarks : public ::testing::Test {
  protected:
   void SetUp() override { clock_init(); }
   std::string path(const char* name) { return dir_.path() + "/" + name; }
-  // Starts t on the file `name` with FABTRACE_OPS_WINDOW=window.
-  void start(Timeline& t, const char* name, const char* window) {
+  // Starts t on the file `name` with FABTRACE_OPS_WINDOW=capture.
+  void start(Timeline& t, const char* name, const char* capture) {
     TimelineConfig c = config();
     std::string why;
-    ASSERT_TRUE(parse_capture_spec(window, &c.window, &why)) << why;
+    ASSERT_TRUE(parse_capture_spec(capture, &c.capture, &why)) << why;
     ASSERT_TRUE(t.start(c, path(name), OplogMeta{"h", "0", 1}));
   }
   test::ScratchDir dir_;
@@ -108,7 +108,7 @@ TEST_F(TimelineMarks, MarksPhasesAndNamesReachTheFile) {
   EXPECT_EQ(r.marks[2].kind, oplog::kPhaseEnd);
   EXPECT_EQ(r.marks[2].link_id, oplog::kNoMarkName);
   for (const auto& m : r.marks) EXPECT_EQ(m.flags, 0);  // the buffer's mark bit is not stored
-  EXPECT_EQ(r.window.spec, "");
+  EXPECT_EQ(r.capture.spec, "");
 }
 
 TEST_F(TimelineMarks, LongNamesAreCutAndNullIsEmpty) {
@@ -150,7 +150,7 @@ TEST_F(TimelineMarks, MarkWindowKeepsOpsBetweenTheMarkAndTheNext) {
   const Read r = read_back(path("w.oplog"));
   EXPECT_EQ(sizes(r.ops), (std::vector<uint64_t>{3, 4, 5}));
   EXPECT_EQ(r.outside, 4u);
-  EXPECT_EQ(r.window.spec, "mark:iteration 2");
+  EXPECT_EQ(r.capture.spec, "mark:iteration 2");
   // Four marks, and the capture going on at 50 and off at 90.
   std::vector<std::pair<int, uint64_t>> capture;
   size_t marks = 0;
@@ -221,7 +221,7 @@ TEST_F(TimelineMarks, ToggleAndTimeWindow) {
   const Read rw = read_back(path("time.oplog"));
   EXPECT_TRUE(rw.ops.empty());
   EXPECT_EQ(rw.outside, 1u);
-  EXPECT_EQ(rw.window.spec, "3600:1");
+  EXPECT_EQ(rw.capture.spec, "3600:1");
   ASSERT_EQ(rw.marks.size(), 2u);
   const Calibration cal = clock_calibration();
   const double on_s = static_cast<double>(rw.marks[0].start_ticks - now) * cal.ns_per_tick / 1e9;

@@ -69,7 +69,7 @@ struct Collector::NodeCounters {
 };
 
 Collector::Collector(CollectorOptions opt)
-    : opt_(std::move(opt)), watch_(opt_.proc_root), windows_(opt_.windows) {}
+    : opt_(std::move(opt)), watch_(opt_.proc_root), raw_windows_(opt_.raw_windows) {}
 
 namespace {
 
@@ -162,8 +162,8 @@ bool Collector::start(std::string* error) {
   m.options["min_offcpu_ns"] = std::to_string(opt_.bpf.min_offcpu_ns);
   m.options["uprobes"] = opt_.bpf.uprobes.enabled ? "1" : "0";
   m.options["raw"] = raw_name(opt_.raw);
-  m.options["raw_margin_ns"] = std::to_string(opt_.windows.margin_ns);
-  m.options[kernel_log::kMinSoftirqOption] = std::to_string(opt_.windows.min_softirq_ns);
+  m.options["raw_margin_ns"] = std::to_string(opt_.raw_windows.margin_ns);
+  m.options[kernel_log::kMinSoftirqOption] = std::to_string(opt_.raw_windows.min_softirq_ns);
   m.options["max_size"] = std::to_string(opt_.max_log_bytes);
   m.options[kernel_log::kSummaryOption] = "1";
   m.attach = session_.attach_list();
@@ -308,7 +308,7 @@ void Collector::on_record(const void* data, size_t size) {
     if (opt_.raw == CollectorOptions::Raw::kNone)
       ++given_way_[h.kind];
     else if (opt_.raw == CollectorOptions::Raw::kWindows && kernel_log::around_windows(h.kind)) {
-      if (!windows_.hold(data, h.size, arrival_)) ++short_softirqs_;
+      if (!raw_windows_.hold(data, h.size, arrival_)) ++short_softirqs_;
     } else
       write_raw(data, h.size);
     return;
@@ -316,10 +316,10 @@ void Collector::on_record(const void* data, size_t size) {
   // A stall's or slow op's window: the raw events around it are written.
   if (h.kind == FT_EV_STALL && h.size == sizeof(ft_stall)) {
     const auto e = kernel_log::record_as<ft_stall>(rec);
-    windows_.keep(h.pid, e.w.start, e.w.end);
+    raw_windows_.keep(h.pid, e.w.start, e.w.end);
   } else if ((h.kind == FT_EV_SLOW_OP || h.kind == FT_EV_OP_ERROR) && h.size == sizeof(ft_op)) {
     const auto e = kernel_log::record_as<ft_op>(rec);
-    windows_.keep(h.pid, e.w.start, e.w.end);
+    raw_windows_.keep(h.pid, e.w.start, e.w.end);
   }
   write_kept(data, h.size);
 }
@@ -438,7 +438,7 @@ void Collector::step(int wait_ms) {
       [this] { arrival_ = mono_ns(); });
   const uint64_t now = mono_ns();
   pace(now);
-  windows_.release(
+  raw_windows_.release(
       now, [this](const void* d, size_t n) { write_raw(d, n); },
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
   if (now - last_summary_ >= opt_.summary_ms * 1000000ULL) drain_summaries(now);
@@ -478,7 +478,7 @@ void Collector::finish() {
                  static_cast<double>(kFinishDrainNs) / 1e9);
   // What is held is judged now: a window whose margin reaches past the end
   // keeps its events.
-  windows_.release(
+  raw_windows_.release(
       UINT64_MAX, [this](const void* d, size_t n) { write_raw(d, n); },
       [this](const ft_hdr& h) { ++given_way_[h.kind < FT_EV_KINDS ? h.kind : 0]; });
   drain_summaries(mono_ns());

@@ -63,7 +63,7 @@ struct CollectorOptions {
   // --raw: which raw events are written (all are summed).
   enum class Raw { kWindows, kAll, kNone };
   Raw raw = Raw::kWindows;
-  RawWindows::Options windows;  // --raw windows: the hold and the margin
+  RawWindows::Options raw_windows;  // --raw windows: the hold and the margin
   // The sums of the raw events go into the log at least this often.
   uint64_t summary_ms = 10000;
   // --owner UID:GID: the outputs are the user's. DIR must exist and be theirs
@@ -181,7 +181,7 @@ class Collector {
   bool log_failed_ = false;
   uint64_t outputs_lost_ = 0, over_size_ = 0;
   std::string log_name_;  // the log's name in dir_ (compaction renames over it)
-  RawWindows windows_;
+  RawWindows raw_windows_;
   RawSummaries summaries_;
   uint64_t given_way_[FT_EV_KINDS] = {}, evicted_[FT_EV_KINDS] = {};
   uint64_t short_softirqs_ = 0;  // --raw windows: softirqs too short to write

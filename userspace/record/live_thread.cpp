@@ -128,8 +128,8 @@ void LiveThread::publish(const void* data, size_t size) {
   } else {
     return;
   }
-  e.cause = window_cause(w);
-  e.why = window_verdict(w);
+  e.cause = breakdown_cause(w);
+  e.why = breakdown_verdict(w);
   e.end_mono_ns = w.end;
   e.dur_ns = w.end > w.start ? w.end - w.start : 0;
   const uint64_t now_m = mono_ns();

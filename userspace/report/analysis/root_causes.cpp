@@ -28,14 +28,14 @@ struct Analyzer {
     int64_t from = -1;
   };
 
-  std::vector<std::vector<const KernelExplanation*>> windows;  // each rank's stalls and slow ops
-  std::vector<bool> logged;                                    // its node has a kernel log
+  std::vector<std::vector<const KernelExplanation*>> explained;  // each rank's stalls and slow ops
+  std::vector<bool> logged;                                      // its node has a kernel log
 
   explicit Analyzer(const Job& j)
       : job(j),
         off(job_clock_offsets(j)),
         by_rank(j.ranks.size()),
-        windows(j.ranks.size()),
+        explained(j.ranks.size()),
         logged(j.ranks.size(), false) {
     std::map<std::pair<std::string, long>, uint32_t> pids;
     for (uint32_t r = 0; r < j.ranks.size(); ++r) pids[{j.ranks[r].host(), j.ranks[r].pid()}] = r;
@@ -43,7 +43,7 @@ struct Analyzer {
       for (const auto* list : {&n.stalls, &n.slow_ops})
         for (const KernelExplanation& w : *list) {
           const auto it = pids.find({n.host, static_cast<long>(w.pid)});
-          if (it != pids.end()) windows[it->second].push_back(&w);
+          if (it != pids.end()) explained[it->second].push_back(&w);
         }
     for (uint32_t r = 0; r < j.ranks.size(); ++r) logged[r] = kernel_node(j, j.ranks[r].host());
     for (const Wait& w : job.waits.list)
@@ -71,7 +71,7 @@ struct Analyzer {
     if (!logged[r]) return none + " (no kernel log of its node)";
     const KernelExplanation* best = nullptr;
     int64_t most = 0;
-    for (const KernelExplanation* w : windows[r]) {
+    for (const KernelExplanation* w : explained[r]) {
       const int64_t ws = static_cast<int64_t>(w->w.start) + off[r];
       const int64_t we = static_cast<int64_t>(w->w.end) + off[r];
       const int64_t o = std::min(e, we) - std::max(s, ws);
@@ -81,7 +81,7 @@ struct Analyzer {
       if (win)
         *win = {static_cast<int64_t>(best->w.start) + off[r],
                 static_cast<int64_t>(best->w.end) + off[r]};
-      if (cls) *cls = window_cause(best->w);
+      if (cls) *cls = breakdown_cause(best->w);
       return printable(best->verdict);
     }
     return none +
@@ -93,10 +93,10 @@ struct Analyzer {
   // preempted, paging in): r itself was not progressing then.
   bool stalled(uint32_t r, int64_t s, int64_t e) const {
     if (!logged[r] || e <= s) return false;
-    for (const KernelExplanation* w : windows[r]) {
+    for (const KernelExplanation* w : explained[r]) {
       // Kept from running: a rank blocked in a call (epoll, futex) may be
       // waiting for the very message, and one on CPU was running.
-      const std::string cls = window_cause(w->w);
+      const std::string cls = breakdown_cause(w->w);
       if (cls != "stopped" && cls != "preempted" && cls != "disk") continue;
       const int64_t ws = static_cast<int64_t>(w->w.start) + off[r];
       const int64_t we = static_cast<int64_t>(w->w.end) + off[r];

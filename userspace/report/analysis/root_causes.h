@@ -38,7 +38,7 @@ constexpr int64_t kMinRootCostNs = 1000000;  // 1 ms
 struct RootCause {
   uint32_t rank = 0;  // index in Job::ranks
   std::string cause;  // the words of the longest part of its costliest class
-  // The classes of its causes (window_cause's words, "late to post", "in
+  // The classes of its causes (breakdown_cause's words, "late to post", "in
   // transit") with their time, costliest first.
   std::vector<std::pair<std::string, int64_t>> classes;
   bool weak = false;  // overlapping poll gaps only (no timelines)

@@ -124,8 +124,8 @@ struct RankPass {
     cover.host = rank.host();
     cover.rank = rank.rank();
     cover.pid = rank.pid();
-    cover.spec = rd.window().spec;
-    cover.signal = rd.window().signal;
+    cover.spec = rd.capture().spec;
+    cover.signal = rd.capture().signal;
     // Capture changes, in file order (each thread's and the writer's are in time order).
     std::vector<std::pair<uint8_t, int64_t>> changes;
     const bool ok = rd.read_all(
@@ -150,7 +150,7 @@ struct RankPass {
         &err);
     if (!ok) warn("slowest ops: " + err);
     if (rd.truncated()) warn(rank.oplog_path + " is cut short");
-    cover.outside = rd.end_outside_window();
+    cover.outside = rd.end_outside_capture();
     out->ops_seen += cover.ops;
     spans(changes, &cover);
     out->covers.emplace_back(index, std::move(cover));

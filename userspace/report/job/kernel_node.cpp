@@ -23,7 +23,7 @@ bool longer(const KernelExplanation& a, const KernelExplanation& b) {
   return a.dur_ns() > b.dur_ns();
 }
 
-// Keeps the `cap` longest windows of a stream in a min-heap (by duration).
+// Keeps the `cap` longest stalls or slow ops of a stream in a min-heap (by duration).
 void keep_longest(std::vector<KernelExplanation>* heap, KernelExplanation w, size_t cap) {
   if (heap->size() < cap) {
     heap->push_back(std::move(w));
@@ -35,14 +35,15 @@ void keep_longest(std::vector<KernelExplanation>* heap, KernelExplanation w, siz
   }
 }
 
-KernelExplanation window_of(const ft_hdr& h, const ft_breakdown& w) {
+// A stall or slow op record's breakdown with its verdict.
+KernelExplanation explain_breakdown(const ft_hdr& h, const ft_breakdown& w) {
   KernelExplanation k;
   k.kind = h.kind;
   k.pid = h.pid;
   k.tid = h.tid;
   k.cpu = h.cpu;
   k.w = w;
-  k.verdict = window_verdict(w);
+  k.verdict = breakdown_verdict(w);
   return k;
 }
 
@@ -192,7 +193,7 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
         switch (h.kind) {
           case FT_EV_STALL: {
             const auto e = record_as<ft_stall>(rec);
-            if (!window_valid(e.w)) {
+            if (!breakdown_valid(e.w)) {
               ++n.malformed;
               break;
             }
@@ -205,7 +206,7 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
               }
               it = stalls.emplace(key, std::vector<KernelExplanation>()).first;
             }
-            KernelExplanation k = window_of(h, e.w);
+            KernelExplanation k = explain_breakdown(h, e.w);
             k.cq = e.cq;
             keep_longest(&it->second, std::move(k), kKernelStallsPerCq);
             break;
@@ -213,11 +214,11 @@ bool load_kernel_node(const std::string& path, KernelNode* node, std::string* wh
           case FT_EV_SLOW_OP:
           case FT_EV_OP_ERROR: {
             const auto e = record_as<ft_op>(rec);
-            if (!window_valid(e.w) || (h.kind == FT_EV_OP_ERROR && !op_error_valid(e.err))) {
+            if (!breakdown_valid(e.w) || (h.kind == FT_EV_OP_ERROR && !op_error_valid(e.err))) {
               ++n.malformed;
               break;
             }
-            KernelExplanation k = window_of(h, e.w);
+            KernelExplanation k = explain_breakdown(h, e.w);
             k.op = e.op;
             k.bytes = e.bytes;
             k.err = e.err;

@@ -8,7 +8,7 @@
 // connections, interrupt load for kKernelCpus CPUs and kKernelIrqNames IRQ
 // names, off-CPU time for kKernelCauses causes, the cxi driver's events (by
 // class: a fixed set). A record whose key is past a bound is counted (KernelNode::
-// over_bounds), one whose window or error code is malformed too (malformed):
+// over_bounds), one whose breakdown or error code is malformed too (malformed):
 // neither is kept. The off-CPU intervals and IRQs themselves stay in the file:
 // the Perfetto trace streams them from it.
 #pragma once
@@ -43,7 +43,7 @@ struct KernelExplanation {
   int32_t err = 0;
   std::string local, remote;
   ft_breakdown w{};
-  std::string verdict;  // window_verdict(w)
+  std::string verdict;  // breakdown_verdict(w)
   uint64_t dur_ns() const { return w.end > w.start ? w.end - w.start : 0; }
 };
 
@@ -73,7 +73,7 @@ struct KernelNode {
   std::vector<KernelConn> conns;  // busiest first
   uint64_t conns_dropped = 0;     // connections past kKernelConnections (their events counted here)
   uint64_t over_bounds = 0;  // records of a (process, CQ), CPU, IRQ name or cause past the bounds
-  uint64_t malformed = 0;    // windows or error codes out of range (kernel_explain.h): not kept
+  uint64_t malformed = 0;    // breakdowns or error codes out of range (kernel_explain.h): not kept
   uint64_t retrans = 0, drops = 0;                              // every one, attributed or not
   std::map<uint32_t, KernelLoad> irq_per_cpu, softirq_per_cpu;  // taken from traced threads
   std::map<std::string, KernelLoad> irq_by_name;                // hard IRQs

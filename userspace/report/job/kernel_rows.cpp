@@ -31,17 +31,18 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-// A stall or slow-op window: its span, the verdict, the task that ran instead.
-void window_row(const ft_breakdown& w, KernelRow* r) {
+// A stall's or slow op's breakdown: its span, the verdict, the task that ran instead.
+void breakdown_row(const ft_breakdown& w, KernelRow* r) {
   r->start_ns = w.start;
   r->dur_ns = w.end > w.start ? w.end - w.start : 0;
-  r->cause = window_verdict(w);
+  r->cause = breakdown_verdict(w);
   r->other_pid = w.top[0].pid;
   r->other_comm = record_str(w.top[0].comm, FT_COMM_LEN);
 }
 
-void window_detail(const ft_breakdown& w, std::string* d) {
-  for (const BreakdownPart& p : window_parts(w))
+// The breakdown's parts and what else it counted, as key=value pairs.
+void breakdown_detail(const ft_breakdown& w, std::string* d) {
+  for (const BreakdownPart& p : breakdown_parts(w))
     if (p.ns) kv(d, (std::string(p.name) + "_ns").c_str(), p.ns);
   kv(d, "faults", w.faults);
   if (w.faults) kv(d, "faults_bound", faults_bound(w));
@@ -211,15 +212,15 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
     }
     case FT_EV_STALL: {
       const auto e = record_as<ft_stall>(rec);
-      window_row(e.w, &r);
+      breakdown_row(e.w, &r);
       kv(&r.detail, "cq", e.cq);
-      window_detail(e.w, &r.detail);
+      breakdown_detail(e.w, &r.detail);
       break;
     }
     case FT_EV_SLOW_OP:
     case FT_EV_OP_ERROR: {
       const auto e = record_as<ft_op>(rec);
-      window_row(e.w, &r);
+      breakdown_row(e.w, &r);
       kv(&r.detail, "op", e.op < kOpKindCount ? op_name(static_cast<OpKind>(e.op)) : "?");
       kv(&r.detail, "bytes", e.bytes);
       kv(&r.detail, "local", record_str(e.local, FT_ADDR_LEN));
@@ -228,7 +229,7 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
         kv(&r.detail, "err", std::to_string(e.err));
         if (!op_error_valid(e.err)) r.cause = "malformed error code (not explained)";
       }
-      window_detail(e.w, &r.detail);
+      breakdown_detail(e.w, &r.detail);
       break;
     }
     case FT_EV_POLL: {

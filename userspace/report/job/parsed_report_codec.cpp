@@ -40,7 +40,7 @@ void nic(IO& io, S& n) {
   io.list(n.locals, sizeof(uint64_t), [&](auto& l) { io(l); });
 #define FABTRACE_NIC_IO(kind, m, key) io(n.m);
   FABTRACE_NIC_TOTALS(FABTRACE_NIC_IO)
-  io.list(n.windows, 3 * sizeof(uint64_t), [&](auto& w) { io(w.index, w.busy_ns, w.bytes); });
+  io.list(n.bins, 3 * sizeof(uint64_t), [&](auto& w) { io(w.index, w.busy_ns, w.bytes); });
   FABTRACE_NIC_PEAK(FABTRACE_NIC_IO)
 #undef FABTRACE_NIC_IO
 }

@@ -87,7 +87,7 @@ NicReport read_nic(const Node& n, const std::string& w) {
       nw.index = e0.get_u64();
       nw.busy_ns = e1.get_double();
       nw.bytes = e2.get_u64();
-      x.windows.push_back(nw);
+      x.bins.push_back(nw);
     });
   }
   read_numbers(n, w, kNicPeak, &x);

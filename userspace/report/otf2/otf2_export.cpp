@@ -211,7 +211,7 @@ bool Exporter::write_rank(const Rank& r, uint32_t group, int64_t shift) {
     ++st_->enters;
     ++st_->leaves;
   };
-  std::priority_queue<Op, std::vector<Op>, LaterStart> window;
+  std::priority_queue<Op, std::vector<Op>, LaterStart> reorder;
 
   const auto on_mark = [&](const oplog::OpEntry& m) {
     int64_t t = 0;
@@ -275,20 +275,20 @@ bool Exporter::write_rank(const Rank& r, uint32_t group, int64_t shift) {
           op.end = std::max(op.end + shift, op.start);
           op.tid = e[i].tid;
           op.kind = e[i].kind;
-          if (window.size() >= kReorderOps) {
-            place(window.top());
-            window.pop();
+          if (reorder.size() >= kReorderOps) {
+            place(reorder.top());
+            reorder.pop();
           }
-          window.push(op);
+          reorder.push(op);
         }
       },
       [&](const oplog::OpEntry* e, size_t n) {
         for (size_t i = 0; i < n && ok; ++i) on_mark(e[i]);
       },
       &err);
-  while (ok && !window.empty()) {
-    place(window.top());
-    window.pop();
+  while (ok && !reorder.empty()) {
+    place(reorder.top());
+    reorder.pop();
   }
   // Phases still open when the file ends close at the location's last time.
   for (auto& kv : marks)

@@ -86,7 +86,7 @@ class Builder {
         opt_(opt),
         files_(files),
         stats_(stats),
-        window_(kPerfettoReorderWindow) {}
+        reorder_(kPerfettoReorderWindow) {}
 
   bool run(std::string* error);
 
@@ -176,7 +176,7 @@ class Builder {
   void index_waits();
   bool write_waits(RankTrack& r);
   bool write_counters(RankTrack& r);
-  bool write_nic_windows(RankTrack& r);
+  bool write_nic_bins(RankTrack& r);
   bool write_kernel(const KernelNode& n, int32_t order, const std::vector<RankTrack>& ranks);
   void warn(const std::string& s) { stats_->warnings.push_back(s); }
   bool mine(size_t item) const { return !opt_.mine || opt_.mine(item); }
@@ -230,7 +230,7 @@ class Builder {
   std::unordered_map<std::string, uint32_t> link_by_name_;
   std::vector<uint32_t> link_by_id_;  // oplog link id -> links_ index, kNoLink when unseen
   std::unordered_map<uint32_t, uint32_t> link_by_big_id_;
-  ReorderBuffer window_;
+  ReorderBuffer reorder_;
   int64_t watermark_ = std::numeric_limits<int64_t>::min();
   // The application's marks of the rank: a track per marking thread.
   struct MarkTrack {

@@ -96,7 +96,7 @@ class KernelTracks {
             e.op < static_cast<uint32_t>(kOpKindCount) ? op_name(static_cast<OpKind>(e.op)) : "op";
         return instant(thread_track(h.pid, h.tid), h.ts,
                        std::string(h.kind == FT_EV_SLOW_OP ? "slow " : "error ") + op + " " +
-                           std::to_string(e.bytes) + " B: " + window_verdict(e.w));
+                           std::to_string(e.bytes) + " B: " + breakdown_verdict(e.w));
       }
       case FT_EV_MARK: {
         // Instants, phases included: the thread's track also holds its off-CPU

@@ -146,7 +146,7 @@ bool Builder::write_ops(RankTrack& r) {
       kNoLink);
   link_by_big_id_.clear();
   watermark_ = std::numeric_limits<int64_t>::min();
-  window_.reset();
+  reorder_.reset();
   for (const auto& kv : rd.links()) link_index(rd, kv.first);
 
   // The flows of the rank's matched messages (post_evidence.h): a send starts
@@ -205,16 +205,16 @@ bool Builder::write_ops(RankTrack& r) {
           p.link = link_index(rd, op.link_id);
           p.kind = op.kind;
           p.error = op.error;
-          if (window_.full() && !place(r, window_.pop())) {
+          if (reorder_.full() && !place(r, reorder_.pop())) {
             ok = false;
             return;
           }
-          window_.push(p, op.tid);
+          reorder_.push(p, op.tid);
         }
       },
       on_marks, &err);
-  while (ok && !window_.empty()) ok = place(r, window_.pop());
-  while (!window_.empty()) window_.pop();
+  while (ok && !reorder_.empty()) ok = place(r, reorder_.pop());
+  while (!reorder_.empty()) reorder_.pop();
   if (!ok) return false;
   if (!read_ok) warn("per-op timeline cut short: " + err);
   if (rd.truncated())

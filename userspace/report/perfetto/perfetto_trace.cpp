@@ -124,7 +124,7 @@ bool Builder::write_rank(RankTrack& r) {
   if (!write_stalls(r)) return false;
   if (!write_waits(r)) return false;
   if (!r.rank->counters_path.empty() && !write_counters(r)) return false;
-  if (!write_nic_windows(r)) return false;
+  if (!write_nic_bins(r)) return false;
   if (r.dropped > 0) {
     // Say on the rank's own track that ops are missing from the picture.
     if (!room(kEventBytes + r.name.size() + kDescriptorBytes)) return false;

@@ -136,13 +136,13 @@ bool Builder::write_counters(RankTrack& r) {
   return true;
 }
 
-// One counter track per NIC of the rank: the bytes of each time window over
-// the window's length, in GB/s, held from the window's start (0 where no
-// window had activity).
-bool Builder::write_nic_windows(RankTrack& r) {
+// One counter track per NIC of the rank: the bytes of each time bin over
+// the bin's length, in GB/s, held from the bin's start (0 where no
+// bin had activity).
+bool Builder::write_nic_bins(RankTrack& r) {
   const Rank& rank = *r.rank;
   for (const NicReport& n : rank.report.nics) {
-    if (n.windows.empty() || n.window_ns <= 0) continue;
+    if (n.bins.empty() || n.window_ns <= 0) continue;
     const uint64_t uuid = next_uuid_++;
     uint32_t gen = 0;
     const std::string name = "NIC " + n.domain + " " + short_addrs(n.locals, 1) + " GB/s";
@@ -151,8 +151,8 @@ bool Builder::write_nic_windows(RankTrack& r) {
       return static_cast<int64_t>(rank.start_mono_ns()) +
              static_cast<int64_t>(static_cast<double>(index) * n.window_ns) + r.wall_offset;
     };
-    for (size_t i = 0; i < n.windows.size(); ++i) {
-      const NicTimeBin& w = n.windows[i];
+    for (size_t i = 0; i < n.bins.size(); ++i) {
+      const NicTimeBin& w = n.bins[i];
       if (!room(2 * kOpBytes + name.size() + r.name.size() + 2 * kDescriptorBytes)) return false;
       need_process(r);
       if (gen != w_.generation()) {
@@ -163,7 +163,7 @@ bool Builder::write_nic_windows(RankTrack& r) {
       }
       w_.counter_double(to_u64_ts(at(w.index)), uuid, static_cast<double>(w.bytes) / n.window_ns);
       ++stats_->nic_values;
-      const bool next_adjacent = i + 1 < n.windows.size() && n.windows[i + 1].index == w.index + 1;
+      const bool next_adjacent = i + 1 < n.bins.size() && n.bins[i + 1].index == w.index + 1;
       if (!next_adjacent) {
         w_.counter_double(to_u64_ts(at(w.index + 1)), uuid, 0.0);
         ++stats_->nic_values;

@@ -76,7 +76,7 @@ void stall_fields(const Stall& st, F& f) {
   const ft_breakdown& w = st.cause.w;  // zeros when not explained
   f("tid", st.has_cause ? st.cause.tid : 0);
   f("why", st.has_cause ? st.cause.verdict : std::string());
-  for (const BreakdownPart& p : window_parts(w)) f((std::string(p.name) + "_ns").c_str(), p.ns);
+  for (const BreakdownPart& p : breakdown_parts(w)) f((std::string(p.name) + "_ns").c_str(), p.ns);
   f("faults", w.faults);
   f("faults_bound", st.has_cause ? std::string(faults_bound(w)) : std::string());
   f("migrations", w.migrations);
@@ -215,7 +215,7 @@ const std::vector<std::string>& stall_columns() {
     std::vector<std::string> c = {"host",          "rank",      "pid",         "cq",
                                   "polls",         "gap_ns",    "end_wall_ns", "end_job_s",
                                   "kernel_logged", "explained", "tid",         "why"};
-    for (const BreakdownPart& p : window_parts(ft_breakdown{}))
+    for (const BreakdownPart& p : breakdown_parts(ft_breakdown{}))
       c.push_back(std::string(p.name) + "_ns");
     for (const char* k :
          {"faults", "faults_bound", "migrations", "offcpu_intervals", "ran_instead_1",
