@@ -22,6 +22,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -161,10 +162,10 @@ ReportedStall reported_stall(const std::string& dir, double gap_ms = 0) {
     if (cq == std::string::npos) continue;
     if (gap_ms > 0) {
       // "  host r0 CQ#0  221.4 ms  ended ...": the number after the CQ's name.
-      const size_t num = line.find_first_not_of(' ', line.find(' ', cq + 1));
-      if (num == std::string::npos ||
-          std::abs(std::stod(line.substr(num)) - gap_ms) > gap_ms / 100 + 0.05)
-        continue;
+      const size_t num = line.find_first_not_of(' ', line.find(' ', cq + 4));
+      char* end = nullptr;
+      const double ms = num == std::string::npos ? 0 : std::strtod(line.c_str() + num, &end);
+      if (end == nullptr || std::abs(ms - gap_ms) > gap_ms / 100 + 0.05) continue;
     }
     if (out.line.empty()) {
       out.line = line;
