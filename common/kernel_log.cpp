@@ -94,11 +94,17 @@ std::string short_softirqs_what(const KernelLogMeta& meta) {
   return std::string("softirqs shorter than ") + us + " us";
 }
 
-uint64_t KernelStats::lost_total() const {
+namespace {
+uint64_t sum_of(const uint64_t (&by_kind)[FT_EV_KINDS]) {
   uint64_t n = 0;
-  for (uint64_t v : lost) n += v;
+  for (uint64_t v : by_kind) n += v;
   return n;
 }
+}  // namespace
+
+uint64_t KernelStats::lost_total() const { return sum_of(lost); }
+uint64_t KernelStats::given_way_total() const { return sum_of(given_way); }
+uint64_t KernelStats::evicted_total() const { return sum_of(evicted); }
 
 namespace {
 

@@ -203,6 +203,8 @@ struct KernelStats {
   // FT_EV_SUMMARY records' sums. Not lost: given way by design.
   uint64_t given_way[FT_EV_KINDS] = {};
   uint64_t evicted[FT_EV_KINDS] = {};
+  uint64_t given_way_total() const;
+  uint64_t evicted_total() const;
   // The collector itself (the observer's effect): its CPU time, all threads,
   // user + system; the events it drained; its own scheduling policy.
   uint64_t collector_cpu_ns = 0, collector_events = 0, collector_wall_ns = 0;

@@ -132,11 +132,7 @@ int export_kernel(const std::string& in, bool csv, const std::set<std::string>& 
                  static_cast<unsigned long long>(s.untraced_retrans),
                  static_cast<unsigned long long>(s.untraced_drops),
                  r.has_end() ? "" : "; no end block: the collector did not stop cleanly");
-  uint64_t given = 0, evicted = 0;
-  for (uint16_t k = 0; k < FT_EV_KINDS; ++k) {
-    given += s.given_way[k];
-    evicted += s.evicted[k];
-  }
+  const uint64_t given = s.given_way_total(), evicted = s.evicted_total();
   const std::string short_irqs = s.short_softirqs ? ", " + std::to_string(s.short_softirqs) + " " +
                                                         short_softirqs_what(r.meta())
                                                   : std::string();

@@ -14,7 +14,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/clock.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/record_session.h"
 #include "tests/integration/sample_stepper.h"
@@ -37,12 +37,6 @@
 
 namespace fabtrace::test {
 namespace {
-
-uint64_t mono_now_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t.tv_nsec);
-}
 
 // A `fabtrace record -- ft_app stream` session whose ranks run until told to stop.
 struct StreamSession {
@@ -281,11 +275,11 @@ TEST(Record, PreemptedPollerNamesTheHog) {
   };
   pin(s.rank0, 1);
   for (int c : children_of(s.rank0)) pin(c, 0);
-  const uint64_t hog_from = mono_now_ns();
+  const uint64_t hog_from = mono_ns();
   const int hog = spawn({CPU_HOG, "1", "200"}, {}, s.dir + "/hog.log", false);
   ASSERT_GT(hog, 0);
   ASSERT_EQ(wait_for(hog, 60), 0) << "cpu_hog failed";
-  const uint64_t hog_to = mono_now_ns();
+  const uint64_t hog_to = mono_ns();
   ASSERT_EQ(s.finish(), 0) << s.record_log();
 
   // The stall the hog made: rank 0's that overlaps the hog's run the most (on

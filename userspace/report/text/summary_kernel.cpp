@@ -107,11 +107,7 @@ std::string kernel_summary(const Job& job, size_t top, const std::string& links_
     s += "\n";
     // The raw events the log's bound left out: given way, never lost (the
     // loads below count them all).
-    uint64_t given = 0, evicted = 0;
-    for (uint16_t k = 0; k < FT_EV_KINDS; ++k) {
-      given += n.stats.given_way[k];
-      evicted += n.stats.evicted[k];
-    }
+    const uint64_t given = n.stats.given_way_total(), evicted = n.stats.evicted_total();
     const uint64_t short_irqs = n.stats.short_softirqs;
     if (given || evicted || short_irqs)
       s += "    raw events not in the log: " + fmt_count(given) +
