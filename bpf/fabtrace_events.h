@@ -297,8 +297,9 @@ struct ft_op {
   struct ft_breakdown w;
 };
 
-/* FT_EV_POLL: one poll (fi_cq_read/readfrom/sread...) timed by BPF at the preload's
- * poll entry and exit probes. h.ts = exit. */
+/* FT_EV_POLL: one poll (fi_cq_read/readfrom/sread...), from the preload's poll
+ * probe at its end: h.ts = the probe's hit, enter = h.ts less the poll's
+ * duration as the preload measured it. */
 struct ft_poll {
   struct ft_hdr h;
   __u64 enter;
@@ -457,8 +458,8 @@ struct ft_usdt_budget {
  *   slow_op(u32 op, u64 bytes, u64 start_ns, u64 end_ns, const char *local, const char *remote)
  *   op_error(u32 op, u64 bytes, u64 start_ns, u64 end_ns, s32 err, const char *local,
  *            const char *remote)
- *   poll_enter(u64 cq_index)
- *   poll_exit(u64 cq_index, s64 ret)
+ *   poll(u64 cq_index, s64 ret, u64 dur_ns)   at a poll's end: entries returned
+ *                                   (or -errno) and the poll's duration
  *   mark(const char *name)          the application's fabtrace_mark(name) (include/fabtrace.h)
  *   phase_begin(const char *name)   fabtrace_begin(name)
  *   phase_end()                     fabtrace_end(): closes the thread's innermost phase

@@ -109,14 +109,6 @@ struct {
   __uint(max_entries, 256 << 10);
 } live_events SEC(".maps");
 
-/* Poll entry times by thread (--polls). */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, FT_MAX_THREADS);
-  __type(key, __u32);
-  __type(value, __u64);
-} poll_enter_ts SEC(".maps");
-
 static __always_inline __u64 overlap(__u64 a, __u64 b, __u64 s, __u64 e) {
   if (a < s) a = s;
   if (b > e) b = e;
@@ -501,23 +493,23 @@ int BPF_USDT(ft_op_error, __u32 op, __u64 bytes, __u64 start_ns, __u64 end_ns, _
   return op_event(FT_EV_OP_ERROR, op, bytes, start_ns, end_ns, err, local, remote);
 }
 
+/* --polls: one hit a poll, at its end, with the poll's duration as the preload
+ * measured it. The start is the process's own word: bounded to the session (a
+ * poll begun before it starts with it) and never after the end, so a made-up
+ * duration moves only that thread's own poll records; a duration longer than
+ * the clock has run is malformed. */
 SEC("usdt")
-int BPF_USDT(ft_poll_enter, __u64 cq) {
-  const __u32 tid = ft_cur_tid();
-  const __u64 now = bpf_ktime_get_ns();
-  bpf_map_update_elem(&poll_enter_ts, &tid, &now, BPF_ANY);
-  return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(ft_poll_exit, __u64 cq, __s64 ret) {
+int BPF_USDT(ft_poll, __u64 cq, __s64 ret, __u64 dur_ns) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
-  __u64* enter = bpf_map_lookup_elem(&poll_enter_ts, &tid);
-  if (!enter) return 0;
-  const __u64 start = *enter;
-  bpf_map_delete_elem(&poll_enter_ts, &tid);
+  const __u64 now = bpf_ktime_get_ns();
+  if (dur_ns > now) {
+    malformed(tgid);
+    return 0;
+  }
+  __u64 start = now - dur_ns;
+  if (start < ft_session_start_ns) start = ft_session_start_ns;
   if (!admit(tgid, true)) return 0;
-  struct ft_poll* r = ft_reserve(sizeof(*r), FT_EV_POLL, bpf_ktime_get_ns(), tgid, tid);
+  struct ft_poll* r = ft_reserve(sizeof(*r), FT_EV_POLL, now, tgid, tid);
   if (!r) return 0;
   r->enter = start;
   r->cq = cq;

@@ -9,8 +9,7 @@
   X(cq_stall)             \
   X(slow_op)              \
   X(op_error)             \
-  X(poll_enter)           \
-  X(poll_exit)            \
+  X(poll)                 \
   X(mark)                 \
   X(phase_begin)          \
   X(phase_end)

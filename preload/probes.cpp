@@ -119,14 +119,10 @@ void fire_op_error(const OpRecord* rec, uint64_t now, int err) {
   FT_PROBE7(op_error, op, bytes, start, end, e, l, r);
 }
 
-void fire_poll_enter(uint32_t cq) {
+void fire_poll(uint32_t cq, int64_t ret, uint64_t ticks) {
   const uint64_t cq_index = cq;
-  FT_PROBE1(poll_enter, cq_index);
-}
-
-void fire_poll_exit(uint32_t cq, int64_t ret) {
-  const uint64_t cq_index = cq;
-  FT_PROBE2(poll_exit, cq_index, ret);
+  const uint64_t dur_ns = static_cast<uint64_t>(static_cast<double>(ticks) * g_ns_per_tick);
+  FT_PROBE3(poll, cq_index, ret, dur_ns);
 }
 
 void fire_mark(const char* name) { FT_PROBE1(mark, name); }

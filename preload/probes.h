@@ -25,9 +25,7 @@ inline bool thread_start_on() { return __builtin_expect(fabtrace_thread_start_se
 inline bool cq_stall_on() { return __builtin_expect(fabtrace_cq_stall_semaphore, 0); }
 inline bool slow_op_on() { return __builtin_expect(fabtrace_slow_op_semaphore, 0); }
 inline bool op_error_on() { return __builtin_expect(fabtrace_op_error_semaphore, 0); }
-inline bool polls_on() {
-  return __builtin_expect(fabtrace_poll_enter_semaphore | fabtrace_poll_exit_semaphore, 0);
-}
+inline bool polls_on() { return __builtin_expect(fabtrace_poll_semaphore, 0); }
 inline bool mark_on() { return __builtin_expect(fabtrace_mark_semaphore, 0); }
 inline bool phase_begin_on() { return __builtin_expect(fabtrace_phase_begin_semaphore, 0); }
 inline bool phase_end_on() { return __builtin_expect(fabtrace_phase_end_semaphore, 0); }
@@ -49,12 +47,14 @@ void fire_cq_stall(uint32_t cq, uint64_t start_ticks, uint64_t end_ticks);
 void fire_slow_op(const OpRecord* rec, uint64_t bytes, uint64_t now);
 // An op completed in error; err is the provider's (positive) error code.
 void fire_op_error(const OpRecord* rec, uint64_t now, int err);
-void fire_poll_enter(uint32_t cq);
 // The application's phase marks (include/fabtrace.h): name is its string.
 void fire_mark(const char* name);
 void fire_phase_begin(const char* name);
 void fire_phase_end();
-void fire_poll_exit(uint32_t cq, int64_t ret);
+// --polls: one poll of CQ#cq that returned `ret` and took `ticks` (from its
+// entry to now). One probe hit per poll: the kernel takes its end from the
+// hit and its start from the duration, so nothing is kept between two hits.
+void fire_poll(uint32_t cq, int64_t ret, uint64_t ticks);
 
 }  // namespace probes
 }  // namespace fabtrace

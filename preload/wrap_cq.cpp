@@ -107,17 +107,22 @@ inline void consume(const Runtime& rt, CqWrap* w, Shard* s, void* buf, ssize_t n
   if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now, nic_bytes);
 }
 
-// --polls: every poll timed by BPF at its entry and exit (one load and branch
-// each while no session asks for it).
+// --polls: every poll handed to the kernel once, at its end, with its
+// duration (a load and a branch at each end while no session asks for it).
+// One probe hit a poll instead of one at each end: on a busy poller the hits
+// are the cost (docs/performance.md).
 struct PollProbe {
   explicit PollProbe(const CqWrap* w) : on(probes::polls_on()), cq(w->id) {
-    if (on) probes::fire_poll_enter(cq);
+    if (on) start = now_ticks();
   }
   void exit(ssize_t n) const {
-    if (on) probes::fire_poll_exit(cq, n);
+    if (!on) return;
+    const uint64_t end = now_ticks();
+    probes::fire_poll(cq, n, end > start ? end - start : 0);
   }
   const bool on;
   const uint32_t cq;
+  uint64_t start = 0;
 };
 
 // One application poll. `read(pbuf, n)` is the provider's read of up to n

@@ -39,12 +39,15 @@ __attribute__((visibility("default"))) void hostile_op_error(uint32_t op, uint64
   DTRACE_PROBE7(fabtrace, op_error, op, bytes, start, end, err, local, remote);
 }
 
+__attribute__((visibility("default"))) void hostile_poll(uint64_t cq, int64_t ret,
+                                                         uint64_t dur_ns) {
+  DTRACE_PROBE3(fabtrace, poll, cq, ret, dur_ns);
+}
+
 // The other probes, so that the file costs a session what the preload does.
 __attribute__((visibility("default"))) void hostile_others(uint64_t v) {
   const char* s = "x";
   DTRACE_PROBE6(fabtrace, slow_op, static_cast<uint32_t>(v), v, v, v, s, s);
-  DTRACE_PROBE1(fabtrace, poll_enter, v);
-  DTRACE_PROBE2(fabtrace, poll_exit, v, static_cast<int64_t>(v));
   DTRACE_PROBE1(fabtrace, phase_begin, s);
   DTRACE_PROBE(fabtrace, phase_end);
 }

@@ -8,7 +8,8 @@
 //   flood S                once attached: registers, then fires marks for S
 //                          seconds; prints "fired N"
 //   malformed N            once attached: fires N probes of each malformed
-//                          kind and N well-formed ones; prints what it fired
+//                          kind and N well-formed ones (polls too: a session
+//                          with --polls sees them); prints what it fired
 //   swap A B S             exchanges paths A and B (renameat2) for S seconds
 //   threads N S CQ         once attached: starts N threads that wake every
 //                          100 ms for S seconds; the main thread, then the
@@ -38,6 +39,7 @@ void hostile_thread_start(const char* rank);
 void hostile_mark(const char* name);
 void hostile_cq_stall(uint64_t cq, uint64_t start, uint64_t end);
 void hostile_op_error(uint32_t op, uint64_t bytes, uint64_t start, uint64_t end, int32_t err);
+void hostile_poll(uint64_t cq, int64_t ret, uint64_t dur_ns);
 void hostile_others(uint64_t v);
 }
 
@@ -188,8 +190,10 @@ int main(int argc, char** argv) {
       hostile_op_error(1, 64, now - 1000000, now, INT32_MIN);   // not an error code
       hostile_op_error(1, 64, now - 1000000, now, 5);           // well-formed
       hostile_cq_stall(4, now - 2000000, now);                  // well-formed
+      hostile_poll(5, 1, UINT64_MAX);                           // longer than the clock has run
+      hostile_poll(6, 1, 3000);                                 // well-formed: 3 us
     }
-    std::printf("fired %ld malformed x4, %ld well-formed x2\n", count, count);
+    std::printf("fired %ld malformed x5, %ld well-formed x3\n", count, count);
     return 0;
   }
   return usage();

@@ -196,7 +196,7 @@ TEST(Record, EveryProgramThatCanLoadHereLoads) {
         "tp_btf/kfree_skb", "tp_btf/inet_sock_set_state", "tracepoint/syscalls/sys_exit_accept4",
         "tracepoint/syscalls/sys_exit_accept", "usdt:fabtrace:thread_start",
         "usdt:fabtrace:cq_stall", "usdt:fabtrace:slow_op", "usdt:fabtrace:op_error",
-        "usdt:fabtrace:poll_enter", "usdt:fabtrace:poll_exit"})
+        "usdt:fabtrace:poll"})
     EXPECT_EQ(state[p], "attached") << p << "\n" << r.output;
   // No cxi driver here: listed as absent, with the reason, never as failed.
   for (const char* p :

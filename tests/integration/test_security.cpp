@@ -537,12 +537,13 @@ TEST(Security, OneProcessCannotTakeTheThreadTable) {
 // Row 9 (probe arguments): windows reversed, ending an hour from now or
 // starting before any session, and an op error with INT32_MIN as its code
 // were explained ("a stall of 18446744073.710 s"). Now they are counted as
-// malformed for the process and never recorded; well-formed ones are.
+// malformed for the process and never recorded; well-formed ones are. So is
+// a poll (--polls) longer than the clock has run.
 TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
   REQUIRE_SESSION_SLOT();
   REQUIRE_HOSTILE();
   const std::string out = make_temp_dir("sec-malformed");
-  const int rec = start_record(out, "record.log", {}, "attach points attached");
+  const int rec = start_record(out, "record.log", {"--polls"}, "attach points attached");
   ASSERT_GT(rec, 0) << slurp(out + "/record.log");
   constexpr int kEach = 50;
   const int attacker = spawn(as_nobody({HOSTILE_USDT, "malformed", std::to_string(kEach)}), {},
@@ -555,10 +556,10 @@ TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
   ASSERT_EQ(rc, 0) << log;
   EXPECT_NE(
       log.find("pid " + std::to_string(attacker) + ": 0 probe records over its budget (dropped), " +
-               std::to_string(4 * kEach) + " probes with malformed arguments"),
+               std::to_string(5 * kEach) + " probes with malformed arguments"),
       std::string::npos)
       << log;
-  size_t good_stalls = 0, good_errors = 0;
+  size_t good_stalls = 0, good_errors = 0, good_polls = 0;
   for (const Event& e : export_kernel(kernel_log_of(out))) {
     if (static_cast<int>(e.pid) != attacker) continue;
     if (e.kind == "stall") {
@@ -569,10 +570,17 @@ TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
       EXPECT_EQ(e.detail.at("err"), "5") << e.cause;
       good_errors += e.detail.at("err") == "5";
     }
+    if (e.kind == "poll") {
+      // Its start is its end less the duration the process gave (3 us).
+      EXPECT_EQ(e.num("cq"), 6u) << e.cause;
+      EXPECT_EQ(e.dur, 3000u) << e.cause;
+      good_polls += e.num("cq") == 6 && e.dur == 3000;
+    }
     EXPECT_EQ(e.cause.find("malformed"), std::string::npos);
   }
   EXPECT_EQ(good_stalls, static_cast<size_t>(kEach));
   EXPECT_EQ(good_errors, static_cast<size_t>(kEach));
+  EXPECT_EQ(good_polls, static_cast<size_t>(kEach));
 }
 
 // Row 10 (two sessions): a second session, node-wide or --only-pids, was not

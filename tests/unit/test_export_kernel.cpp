@@ -161,7 +161,7 @@ TEST(ExportKernel, Text) {
       "# host node-07, kernel 6.1.0-test, collector pid 4242, command: fabtrace record -- "
       "./app \"a,b\"",
       "# cxi tp/cass/cass_err absent: no cass tracepoints (cxi driver not loaded)",
-      "# probes usdt:fabtrace:poll_exit failed: Operation not permitted",
+      "# probes usdt:fabtrace:poll failed: Operation not permitted",
       "# task pid 4100 tid 4100 app rank 0 (preload)",
       "# task pid 4200 tid 4200 fi_server rank -",
       "# time (s since the session started)  event  pid/tid  cpu  duration  what",

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bpf/fabtrace_events.h"
+#include "preload/probe_list.h"
 #include "tests/support/require_program.h"
 #include "tests/unit/scratch_dir.h"
 #include "userspace/record/usdt_libraries.h"
@@ -24,6 +25,10 @@
 #error "FABTRACE_LIB: the path of the built libfabtrace.so"
 #endif
 
+// The preload's probes, from their one list.
+#define FT_COUNT_PROBE(name) +1
+constexpr size_t kProbes = 0 FT_USDT_PROBES(FT_COUNT_PROBE);
+#undef FT_COUNT_PROBE
 namespace fabtrace {
 namespace {
 
@@ -153,8 +158,7 @@ TEST(UsdtNotes, ProbesMatchTheDocumentedLayouts) {
       {"cq_stall", {8, 8, 8}},               // cq_index, start_ns, end_ns
       {"slow_op", {4, 8, 8, 8, 8, 8}},       // op, bytes, start, end, local, remote
       {"op_error", {4, 8, 8, 8, -4, 8, 8}},  // op, bytes, start, end, err, local, remote
-      {"poll_enter", {8}},                   // cq_index
-      {"poll_exit", {8, -8}},                // cq_index, ret
+      {"poll", {8, -8, 8}},                  // cq_index, ret, dur_ns
       {"mark", {8}},                         // const char *name
       {"phase_begin", {8}},                  // const char *name
       {"phase_end", {}},                     // no argument
@@ -217,7 +221,7 @@ TEST(UsdtNotes, ProbeSitesAreFiveByteNops) {
     EXPECT_TRUE(found) << u.name << ": no section holds 0x" << std::hex << u.pc;
     ++sites;
   }
-  EXPECT_GE(sites, 9u);  // every probe, some emitted more than once
+  EXPECT_GE(sites, kProbes);  // every probe, some emitted more than once
 }
 
 // A session's own reading of the notes (userspace/record/usdt_libraries.h):
@@ -231,7 +235,7 @@ TEST(UsdtNotes, TheSessionCountsEachProbesSpecs) {
   std::string build_id, why;
   ASSERT_TRUE(read_usdt_notes(fd, &specs, &build_id, &why)) << why;
   ::close(fd);
-  EXPECT_EQ(specs.size(), 9u);
+  EXPECT_EQ(specs.size(), kProbes);
   for (const auto& [name, n] : specs) EXPECT_GE(n, 1u) << name;
   EXPECT_FALSE(build_id.empty());
 }

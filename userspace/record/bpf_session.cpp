@@ -89,8 +89,7 @@ struct BpfSession::Impl {
                       {probes->progs.ft_mark, "mark", false},
                       {probes->progs.ft_phase_begin, "phase_begin", false},
                       {probes->progs.ft_phase_end, "phase_end", false},
-                      {probes->progs.ft_poll_enter, "poll_enter", true},
-                      {probes->progs.ft_poll_exit, "poll_exit", true}};
+                      {probes->progs.ft_poll, "poll", true}};
     for (const Probe& pr : list) {
       const std::string point = std::string("usdt:fabtrace:") + pr.name;
       if (pr.poll && !opt.polls) {
