@@ -70,7 +70,8 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
                 "is created in it and given to UID:GID (a session run by Slurm's plugin for a "
                 "user's step)")
       ->type_name("UID:GID");
-  c->add_flag("--polls", a->polls, "time every CQ poll in the kernel too (about 1 us per poll)");
+  c->add_flag("--polls", a->polls,
+              "hand every CQ poll to the kernel too (a probe hit per poll, about 0.5 us)");
   c->add_flag("--net-all", a->net_all,
               "record retransmits and drops of every socket, not only the traced ones");
   cli::add_number(c, "--min-offcpu-us",
