@@ -69,7 +69,7 @@ bool parse_cxi_counter(const char* text, size_t len, uint64_t* value, uint64_t* 
   return true;
 }
 
-bool CounterSampler::State::sample() {
+bool CounterSamplerState::sample() {
   std::lock_guard<std::mutex> lk(sample_mtx);
   const uint64_t n = count.load(std::memory_order_relaxed);
   if (n >= capacity) {
@@ -103,7 +103,7 @@ bool CounterSampler::State::sample() {
   return true;
 }
 
-void CounterSampler::State::run() {
+void CounterSamplerState::run() {
   using Clock = std::chrono::steady_clock;
   const Clock::duration period = std::chrono::milliseconds(interval_ms);
   Clock::time_point next = Clock::now();

@@ -69,6 +69,8 @@ const std::vector<std::string>& cxi_curated_rh();
 // there is no stamp. False when there is no value or it does not fit 64 bits.
 bool parse_cxi_counter(const char* text, size_t len, uint64_t* value, uint64_t* stamp_ns);
 
+struct CounterSamplerState;
+
 class CounterSampler {
  public:
   struct Config {
@@ -140,7 +142,8 @@ class CounterSampler {
   uint64_t reserved_bytes() const;  // size of the buffer reserved by open()
   double achieved_mean_ms() const;  // mean spacing of stored samples, 0 with fewer than 2
 
-  struct State;  // defined in the .cpp; shared with the sampling thread
+  // What the sampler shares with its sampling thread (cxi_sampler_state.h).
+  using State = CounterSamplerState;
 
  private:
   enum Phase : int { kIdle, kRunning, kStopped };

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "sampler/cxi_counters.h"
-
 namespace fabtrace {
 
-struct CounterSampler::State {
+// CounterSampler::State: the sampler's header only names it, so that this
+// file and cxi_counters.h do not include each other.
+struct CounterSamplerState {
   struct Counter {
     int fd;
     uint32_t column;
@@ -53,7 +53,7 @@ struct CounterSampler::State {
   bool stop_requested = false;  // guarded by run_mtx
   bool exited = false;          // guarded by run_mtx
 
-  ~State() {
+  ~CounterSamplerState() {
     for (const Counter& c : counters) ::close(c.fd);
   }
 
