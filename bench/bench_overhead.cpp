@@ -116,6 +116,7 @@
 
 #include "bench/null_provider.h"
 #include "common/clock.h"
+#include "preload/activate.h"
 #include "preload/completion.h"
 #include "preload/inflight.h"
 #include "preload/live.h"

@@ -5,6 +5,7 @@
 #include <rdma/fi_errno.h>
 
 #include "common/env.h"
+#include "preload/activate.h"
 #include "preload/provider_call.h"
 #include "preload/runtime.h"
 

@@ -81,8 +81,7 @@ inline std::string runtime_output_path(OutputKind kind) {
 
 // Reads the configuration (once). Returns cfg.enabled.
 bool runtime_configure();
-// First fabric activity of this process: clock, ring, exit hook. Idempotent.
-void runtime_activate();
+// runtime_activate(), which starts the rest: preload/activate.h.
 
 // Writes this process's report (text + JSON). Called once at exit.
 void write_report();

@@ -24,6 +24,7 @@
 
 #include "bench/null_provider.h"
 #include "common/clock.h"
+#include "preload/activate.h"
 #include "preload/objects.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
