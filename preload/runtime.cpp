@@ -1,13 +1,5 @@
 #include "preload/runtime.h"
 
-#include <pthread.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <new>
-
-#include "common/clock.h"
 #include "common/env.h"
 #include "preload/provider_call.h"
 #include "preload/stats.h"
