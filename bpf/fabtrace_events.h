@@ -20,7 +20,7 @@
 #include <linux/types.h>
 #endif
 
-#define FT_RECORD_VERSION 4
+#define FT_RECORD_VERSION 5
 
 #define FT_COMM_LEN 16 /* TASK_COMM_LEN */
 #define FT_NAME_LEN 32 /* IRQ action names ("cxi0_comp3", "virtio0-input.0") */
@@ -81,7 +81,7 @@
   X(FT_EV_STALL, 10, ft_stall, "stall", 0)      /* a CQ poll gap above the threshold, explained */ \
   X(FT_EV_SLOW_OP, 11, ft_op, "slow_op", 0)     /* an op above the latency threshold, explained */ \
   X(FT_EV_OP_ERROR, 12, ft_op, "op_error", 0)   /* an op completed in error */                     \
-  X(FT_EV_POLL, 13, ft_poll, "poll", 1)         /* one CQ poll (opt-in, --polls) */                \
+  X(FT_EV_POLL, 13, ft_poll, "poll", 1)         /* a run of CQ polls (opt-in, --polls) */          \
   X(FT_EV_EXIT, 14, ft_exit, "exit", 0)         /* a traced thread exited */                       \
   X(FT_EV_MARK, 15, ft_mark, "mark", 0) /* the application's phase mark (include/fabtrace.h) */    \
   X(FT_EV_UPROBE_OPS, 16, ft_uprobe_ops, "uprobe_ops", 0) /* --uprobes: a link's ops of a kind */  \
@@ -301,10 +301,12 @@ struct ft_op {
  * probe at its end: h.ts = the probe's hit, enter = h.ts less the poll's
  * duration as the preload measured it. */
 struct ft_poll {
-  struct ft_hdr h;
-  __u64 enter;
-  __u64 cq;
-  __s64 ret; /* entries returned, or -errno */
+  struct ft_hdr h; /* ts: the run's last poll's end */
+  __u64 enter;     /* the run's first poll's start */
+  __u32 cq;
+  __u32 polls;   /* polls in the run: the last one found entries, or an error, */
+  __s64 ret;     /* and returned this (entries, or -errno); -FI_EAGAIN or 0 for */
+  __u64 busy_ns; /* a run cut at FT_POLL_RUN_NS of empty polls; time inside them */
 };
 
 /* FT_EV_EXIT */
@@ -458,8 +460,8 @@ struct ft_usdt_budget {
  *   slow_op(u32 op, u64 bytes, u64 start_ns, u64 end_ns, const char *local, const char *remote)
  *   op_error(u32 op, u64 bytes, u64 start_ns, u64 end_ns, s32 err, const char *local,
  *            const char *remote)
- *   poll(u64 cq_index, s64 ret, u64 dur_ns)   at a poll's end: entries returned
- *                                   (or -errno) and the poll's duration
+ *   poll(const struct ft_poll_run *runs, u64 n)   --polls: 1 to FT_POLL_BATCH runs
+ *                                   of a thread's polls (below), handed over together
  *   mark(const char *name)          the application's fabtrace_mark(name) (include/fabtrace.h)
  *   phase_begin(const char *name)   fabtrace_begin(name)
  *   phase_end()                     fabtrace_end(): closes the thread's innermost phase
@@ -467,6 +469,23 @@ struct ft_usdt_budget {
  * Times are CLOCK_MONOTONIC ns. Every probe has a semaphore; the preload does the
  * work of preparing arguments only while a session has the probe attached. */
 #define FT_USDT_PROVIDER "fabtrace"
+
+/* One run of a thread's consecutive polls of one CQ, as the preload hands it to
+ * the poll probe: a run ends at the poll that finds entries or an error, or
+ * once its empty polls have lasted FT_POLL_RUN_NS. The preload hands its ended
+ * runs over at an empty poll (while the thread waits anyway) once
+ * FT_POLL_BATCH of them wait or the oldest has waited FT_POLL_RUN_NS: one
+ * probe hit for many polls. */
+struct ft_poll_run {
+  __u32 cq;
+  __u32 polls;
+  __s64 ret;     /* what the run's last poll returned */
+  __u64 start;   /* CLOCK_MONOTONIC ns: the first poll's start */
+  __u64 end;     /* the last poll's end */
+  __u64 busy_ns; /* time inside the run's polls */
+};
+#define FT_POLL_BATCH 16
+#define FT_POLL_RUN_NS 1000000ULL
 
 #ifndef __VMLINUX_H__
 #ifdef __cplusplus
@@ -486,6 +505,8 @@ FT_STATIC_ASSERT(sizeof(struct ft_op) % 8 == 0, "ft_op layout");
 FT_STATIC_ASSERT(sizeof(struct ft_thread) % 8 == 0, "ft_thread layout");
 FT_STATIC_ASSERT(sizeof(struct ft_exit) % 8 == 0, "ft_exit layout");
 FT_STATIC_ASSERT(sizeof(struct ft_mark) == 96, "ft_mark layout");
+FT_STATIC_ASSERT(sizeof(struct ft_poll) == 24 + 32, "ft_poll layout");
+FT_STATIC_ASSERT(sizeof(struct ft_poll_run) == 40, "ft_poll_run layout");
 FT_STATIC_ASSERT(sizeof(struct ft_uprobe_ops) == 24 + 32 + 8 * (15 + FT_UP_HIST), "ft_uprobe_ops");
 FT_STATIC_ASSERT(sizeof(struct ft_summary) == 24 + 16 + 8 * 5 + FT_NAME_LEN, "ft_summary");
 FT_STATIC_ASSERT(sizeof(struct ft_uprobe_cq) == 24 + 8 * (5 + FT_UP_GAP_CLASSES), "ft_uprobe_cq");

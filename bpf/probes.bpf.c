@@ -4,7 +4,7 @@
  * gets, in the kernel and at the moment it is reported, the breakdown of what
  * the reporting thread went through inside that window (from the history the
  * scheduler, IRQ and fault programs keep per thread); an op completed in error
- * gets the same. Opt-in: every poll, timed at the preload's poll entry and exit.
+ * gets the same. Opt-in (--polls): every poll, in runs handed over in batches.
  *
  * Attached per library file (all processes that map libfabtrace.so), so
  * processes started after the session are covered without a scan. */
@@ -493,28 +493,44 @@ int BPF_USDT(ft_op_error, __u32 op, __u64 bytes, __u64 start_ns, __u64 end_ns, _
   return op_event(FT_EV_OP_ERROR, op, bytes, start_ns, end_ns, err, local, remote);
 }
 
-/* --polls: one hit a poll, at its end, with the poll's duration as the preload
- * measured it. The start is the process's own word: bounded to the session (a
- * poll begun before it starts with it) and never after the end, so a made-up
- * duration moves only that thread's own poll records; a duration longer than
- * the clock has run is malformed. */
+/* --polls: runs of a thread's polls (struct ft_poll_run), up to FT_POLL_BATCH
+ * a hit, read from the process's memory. Their times are the process's own
+ * word, as a stall's window is: a run ending in the future, reversed, busier
+ * than its span or of no poll is malformed, and one begun before the session
+ * is bounded to it, so a made-up run moves only that thread's poll records.
+ * An unreadable batch, or one of no run or too many, is malformed whole. */
 SEC("usdt")
-int BPF_USDT(ft_poll, __u64 cq, __s64 ret, __u64 dur_ns) {
+int BPF_USDT(ft_poll, __u64 runs, __u64 n) {
   const __u32 tgid = ft_cur_tgid(), tid = ft_cur_tid();
-  const __u64 now = bpf_ktime_get_ns();
-  if (dur_ns > now) {
+  if (n == 0 || n > FT_POLL_BATCH) {
     malformed(tgid);
     return 0;
   }
-  __u64 start = now - dur_ns;
-  if (start < ft_session_start_ns) start = ft_session_start_ns;
-  if (!admit(tgid, true)) return 0;
-  struct ft_poll* r = ft_reserve(sizeof(*r), FT_EV_POLL, now, tgid, tid);
-  if (!r) return 0;
-  r->enter = start;
-  r->cq = cq;
-  r->ret = ret;
-  ft_submit(r);
+  const __u64 now = bpf_ktime_get_ns();
+  for (__u32 i = 0; i < FT_POLL_BATCH; ++i) {
+    if (i >= n) break;
+    struct ft_poll_run run;
+    if (bpf_probe_read_user(&run, sizeof(run), (const void*)(runs + i * sizeof(run)))) {
+      malformed(tgid);
+      return 0;
+    }
+    if (run.end > now || run.start > run.end || run.busy_ns > run.end - run.start ||
+        run.polls == 0) {
+      malformed(tgid);
+      continue;
+    }
+    if (run.end < ft_session_start_ns) continue; /* polled before the session */
+    if (run.start < ft_session_start_ns) run.start = ft_session_start_ns;
+    if (!admit(tgid, true)) return 0;
+    struct ft_poll* r = ft_reserve(sizeof(*r), FT_EV_POLL, run.end, tgid, tid);
+    if (!r) return 0;
+    r->enter = run.start;
+    r->cq = run.cq;
+    r->polls = run.polls;
+    r->ret = run.ret;
+    r->busy_ns = run.busy_ns;
+    ft_submit(r);
+  }
   return 0;
 }
 

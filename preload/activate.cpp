@@ -14,6 +14,7 @@
 #include "preload/capture_signal.h"
 #include "preload/live.h"
 #include "preload/outputs.h"
+#include "preload/poll_runs.h"
 #include "preload/probes.h"
 #include "preload/runtime.h"
 #include "preload/stats.h"
@@ -33,11 +34,15 @@ void on_fork_child() {
   rt.nic_sampler = nullptr;  // the parent's; its thread did not come along
   for (Shard* s = all_shards(); s; s = s->next) s->reset();
   rt.ring.reset_after_fork();
-  reset_thread_id();  // gettid again in the child
+  reset_thread_id();           // gettid again in the child
+  poll_runs::forget_thread();  // the parent's polls, not the child's
 }
 
 // The live snapshot goes first: its file is removed, whatever the report does.
 void at_exit() {
+  // --polls: the runs of the thread that exits (another thread's end hands
+  // its own over).
+  if (probes::polls_on()) poll_runs::flush_thread();
   live_stop();
   write_report();
 }

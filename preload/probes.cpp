@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "bpf/fabtrace_events.h"
 #include "common/clock.h"
 #include "preload/names.h"
 
@@ -59,6 +60,7 @@ namespace {
 // Set once by configure(), before any thread fires (runtime_activate runs under
 // a once flag before the first data-path op); read only afterwards.
 double g_ns_per_tick = 1.0;
+uint64_t g_poll_run_ticks = FT_POLL_RUN_NS;
 const char* g_rank = "";
 
 // Ticks of the past to CLOCK_MONOTONIC ns, anchored on a clock read taken now:
@@ -78,6 +80,8 @@ struct Anchor {
 
 void configure(double ns_per_tick, const char* rank) {
   g_ns_per_tick = ns_per_tick;
+  if (ns_per_tick > 0)
+    g_poll_run_ticks = static_cast<uint64_t>(static_cast<double>(FT_POLL_RUN_NS) / ns_per_tick);
   g_rank = rank ? rank : "";
 }
 
@@ -119,11 +123,29 @@ void fire_op_error(const OpRecord* rec, uint64_t now, int err) {
   FT_PROBE7(op_error, op, bytes, start, end, e, l, r);
 }
 
-void fire_poll(uint32_t cq, int64_t ret, uint64_t ticks) {
-  const uint64_t cq_index = cq;
-  const uint64_t dur_ns = static_cast<uint64_t>(static_cast<double>(ticks) * g_ns_per_tick);
-  FT_PROBE3(poll, cq_index, ret, dur_ns);
+void fire_poll_runs(const PollRun* runs, uint32_t n) {
+  static_assert(kPollBatch == FT_POLL_BATCH, "one batch size");
+  if (n > kPollBatch) n = kPollBatch;
+  const Anchor a;
+  ft_poll_run out[FT_POLL_BATCH];
+  for (uint32_t i = 0; i < n; ++i) {
+    const PollRun& r = runs[i];
+    out[i].cq = r.cq;
+    out[i].polls = r.polls;
+    out[i].ret = r.ret;
+    out[i].start = a.at(r.start);
+    out[i].end = a.at(r.end);
+    out[i].busy_ns = static_cast<uint64_t>(static_cast<double>(r.busy) * g_ns_per_tick);
+  }
+  const ft_poll_run* p = out;
+  const uint64_t count = n;
+  // The probe's operands are the pointer and the count: without this the
+  // compiler may drop the stores to `out`, which only the kernel reads.
+  asm volatile("" : : "r"(p) : "memory");
+  FT_PROBE2(poll, p, count);
 }
+
+uint64_t poll_run_ticks() { return g_poll_run_ticks; }
 
 void fire_mark(const char* name) { FT_PROBE1(mark, name); }
 

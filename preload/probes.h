@@ -51,10 +51,20 @@ void fire_op_error(const OpRecord* rec, uint64_t now, int err);
 void fire_mark(const char* name);
 void fire_phase_begin(const char* name);
 void fire_phase_end();
-// --polls: one poll of CQ#cq that returned `ret` and took `ticks` (from its
-// entry to now). One probe hit per poll: the kernel takes its end from the
-// hit and its start from the duration, so nothing is kept between two hits.
-void fire_poll(uint32_t cq, int64_t ret, uint64_t ticks);
+// --polls (preload/poll_runs.h): runs of a thread's polls, in ticks; handed
+// over `n` (1 to kPollBatch) in one probe hit, converted to CLOCK_MONOTONIC.
+struct PollRun {
+  uint32_t cq;
+  uint32_t polls;  // 0: no run
+  int64_t ret;     // what its last poll returned
+  uint64_t start;  // its first poll's start
+  uint64_t end;    // its last poll's end
+  uint64_t busy;   // inside its polls
+};
+constexpr uint32_t kPollBatch = 16;  // FT_POLL_BATCH
+void fire_poll_runs(const PollRun* runs, uint32_t n);
+// FT_POLL_RUN_NS in ticks: where a run of empty polls ends.
+uint64_t poll_run_ticks();
 
 }  // namespace probes
 }  // namespace fabtrace

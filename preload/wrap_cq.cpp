@@ -19,6 +19,7 @@
 #include "preload/completion.h"
 #include "preload/cq_format.h"
 #include "preload/op_tables.h"
+#include "preload/poll_runs.h"
 #include "preload/probes.h"
 #include "preload/provider_call.h"
 #include "preload/runtime.h"
@@ -107,18 +108,15 @@ inline void consume(const Runtime& rt, CqWrap* w, Shard* s, void* buf, ssize_t n
   if (nic_start != UINT64_MAX) nic_interval(s, w->domain, nic_start, now, nic_bytes);
 }
 
-// --polls: every poll handed to the kernel once, at its end, with its
-// duration (a load and a branch at each end while no session asks for it).
-// One probe hit a poll instead of one at each end: on a busy poller the hits
-// are the cost (docs/performance.md).
+// --polls: every poll's span and result, folded into its thread's runs
+// (poll_runs.h), which reach the kernel in batches: a load and a branch at
+// each end while no session asks for them.
 struct PollProbe {
   explicit PollProbe(const CqWrap* w) : on(probes::polls_on()), cq(w->id) {
     if (on) start = now_ticks();
   }
   void exit(ssize_t n) const {
-    if (!on) return;
-    const uint64_t end = now_ticks();
-    probes::fire_poll(cq, n, end > start ? end - start : 0);
+    if (on) poll_runs::poll_ended(cq, n, start, now_ticks());
   }
   const bool on;
   const uint32_t cq;
@@ -235,6 +233,8 @@ ssize_t cq_readerr(struct fid_cq* cq, struct fi_cq_err_entry* buf, uint64_t flag
 
 int cq_close(struct fid* fid) {
   CqWrap* w = FABTRACE_CONTAINER_OF(fid->ops, CqWrap, fid_ops);
+  // The closing thread's runs of polls, the last of this CQ's among them.
+  if (probes::polls_on()) poll_runs::flush_thread();
   const int ret = call_nested([&] { return w->real_fid->close(fid); });
   if (ret == 0) {
     release_records_of_cq(w);

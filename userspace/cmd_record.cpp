@@ -71,7 +71,7 @@ void add_record_command(cli::Cli& cli, CLI::App& parent) {
                 "user's step)")
       ->type_name("UID:GID");
   c->add_flag("--polls", a->polls,
-              "hand every CQ poll to the kernel too (a probe hit per poll, about 0.5 us)");
+              "hand every CQ poll to the kernel too, as runs of one thread's polls of one CQ");
   c->add_flag("--net-all", a->net_all,
               "record retransmits and drops of every socket, not only the traced ones");
   cli::add_number(c, "--min-offcpu-us",

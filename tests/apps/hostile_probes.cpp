@@ -39,9 +39,8 @@ __attribute__((visibility("default"))) void hostile_op_error(uint32_t op, uint64
   DTRACE_PROBE7(fabtrace, op_error, op, bytes, start, end, err, local, remote);
 }
 
-__attribute__((visibility("default"))) void hostile_poll(uint64_t cq, int64_t ret,
-                                                         uint64_t dur_ns) {
-  DTRACE_PROBE3(fabtrace, poll, cq, ret, dur_ns);
+__attribute__((visibility("default"))) void hostile_poll(const void* runs, uint64_t n) {
+  DTRACE_PROBE2(fabtrace, poll, runs, n);
 }
 
 // The other probes, so that the file costs a session what the preload does.

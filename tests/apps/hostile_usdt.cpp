@@ -33,13 +33,15 @@
 #include <cstring>
 #include <vector>
 
+#include "bpf/fabtrace_events.h"
+
 extern "C" {
 int hostile_attached();
 void hostile_thread_start(const char* rank);
 void hostile_mark(const char* name);
 void hostile_cq_stall(uint64_t cq, uint64_t start, uint64_t end);
 void hostile_op_error(uint32_t op, uint64_t bytes, uint64_t start, uint64_t end, int32_t err);
-void hostile_poll(uint64_t cq, int64_t ret, uint64_t dur_ns);
+void hostile_poll(const void* runs, uint64_t n);
 void hostile_others(uint64_t v);
 }
 
@@ -190,10 +192,18 @@ int main(int argc, char** argv) {
       hostile_op_error(1, 64, now - 1000000, now, INT32_MIN);   // not an error code
       hostile_op_error(1, 64, now - 1000000, now, 5);           // well-formed
       hostile_cq_stall(4, now - 2000000, now);                  // well-formed
-      hostile_poll(5, 1, UINT64_MAX);                           // longer than the clock has run
-      hostile_poll(6, 1, 3000);                                 // well-formed: 3 us
+      // Runs of polls: a batch it cannot read, one of too many runs, and one
+      // of three malformed runs and a well-formed one.
+      ft_poll_run runs[FT_POLL_BATCH + 1] = {};
+      hostile_poll(reinterpret_cast<const void*>(16), 1);
+      hostile_poll(runs, FT_POLL_BATCH + 1);
+      runs[0] = {5, 1, 1, now - 1000, now + 3600000000000ULL, 0};  // ends an hour from now
+      runs[1] = {5, 1, 1, now - 1000, now, 2000};                  // busier than its span
+      runs[2] = {5, 0, 1, now - 1000, now, 0};                     // no poll
+      runs[3] = {6, 3, 1, now - 3000, now, 2000};                  // well-formed: 3 polls, 3 us
+      hostile_poll(runs, 4);
     }
-    std::printf("fired %ld malformed x5, %ld well-formed x3\n", count, count);
+    std::printf("fired %ld malformed x9, %ld well-formed x3\n", count, count);
     return 0;
   }
   return usage();

@@ -9,6 +9,7 @@
 // segments the filter dropped) and what the traced program's own preload
 // measured (its CQ's longest poll gap), never the kernel log's own arithmetic.
 #include <gtest/gtest.h>
+#include <rdma/fi_errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -958,9 +959,11 @@ TEST(Record, NodeCountersSampledOnceForTheNode) {
   EXPECT_NE(html.str().find("class=\"chart line-chart\""), std::string::npos) << "no counter plot";
 }
 
-// --polls: every poll timed in the kernel at the preload's poll probes. Three
-// counts of rank 0's polls agree exactly: the program's own (ft_app counts its
-// fi_cq_read calls), the preload's, and the kernel log's poll records.
+// --polls: every poll handed to the kernel in the preload's runs of polls.
+// Three counts of rank 0's polls agree exactly: the program's own (ft_app
+// counts its fi_cq_read calls), the preload's, and the kernel log's poll
+// records' polls; each run ends at the one poll of it that found something, or
+// after 1 ms of empty polls, and a thread's runs follow one another.
 TEST(Record, PollsCountedInTheKernelAgreeWithTheProgram) {
   REQUIRE_SESSION_SLOT();
   StreamSession s("rec-polls", {}, {"--count", "2000"}, {}, "", {"--polls"});
@@ -979,12 +982,29 @@ TEST(Record, PollsCountedInTheKernelAgreeWithTheProgram) {
     break;
   }
   s.log = kernel_log_of(s.dir);
-  uint64_t kernel = 0;
-  for (const Event& e : export_kernel(s.log))
-    if (e.kind == "poll" && e.pid == pid) ++kernel;
+  uint64_t kernel = 0, runs = 0, found = 0, short_empty = 0;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> last_end;  // (tid, cq) -> end
+  for (const Event& e : export_kernel(s.log)) {
+    if (e.kind != "poll" || e.pid != pid) continue;
+    ++runs;
+    kernel += e.num("polls");
+    const int64_t ret = std::stoll(e.detail.at("ret"));
+    found += ret > 0;
+    // Only the last poll of a run finds something; an empty run is cut at 1 ms,
+    // or it is the thread's last one of that CQ (handed over at the close).
+    if ((ret == -FI_EAGAIN || ret == 0) && e.dur < 999000) ++short_empty;
+    EXPECT_LE(e.num("busy_ns"), e.dur);
+    EXPECT_GE(e.num("polls"), 1u);
+    uint64_t& prev = last_end[{e.tid, e.num("cq")}];
+    EXPECT_LE(prev, e.start) << "runs of one thread and CQ overlap";
+    prev = e.start + e.dur;
+  }
   EXPECT_GT(own, 0u) << log;
   EXPECT_EQ(preload, own);
   EXPECT_EQ(kernel, own);
+  EXPECT_LT(runs, kernel) << "no run of more than one poll";
+  EXPECT_LE(short_empty, last_end.size());
+  EXPECT_GT(found, 0u);
 }
 
 // The application's phase marks (include/fabtrace.h) reach the session through

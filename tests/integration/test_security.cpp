@@ -537,8 +537,9 @@ TEST(Security, OneProcessCannotTakeTheThreadTable) {
 // Row 9 (probe arguments): windows reversed, ending an hour from now or
 // starting before any session, and an op error with INT32_MIN as its code
 // were explained ("a stall of 18446744073.710 s"). Now they are counted as
-// malformed for the process and never recorded; well-formed ones are. So is
-// a poll (--polls) longer than the clock has run.
+// malformed for the process and never recorded; well-formed ones are. So are
+// runs of polls (--polls) that end in the future, are busier than their span or
+// hold no poll, and batches that cannot be read or hold too many runs.
 TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
   REQUIRE_SESSION_SLOT();
   REQUIRE_HOSTILE();
@@ -556,7 +557,7 @@ TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
   ASSERT_EQ(rc, 0) << log;
   EXPECT_NE(
       log.find("pid " + std::to_string(attacker) + ": 0 probe records over its budget (dropped), " +
-               std::to_string(5 * kEach) + " probes with malformed arguments"),
+               std::to_string(9 * kEach) + " probes with malformed arguments"),
       std::string::npos)
       << log;
   size_t good_stalls = 0, good_errors = 0, good_polls = 0;
@@ -571,10 +572,12 @@ TEST(Security, MalformedProbeArgumentsAreCountedNeverExplained) {
       good_errors += e.detail.at("err") == "5";
     }
     if (e.kind == "poll") {
-      // Its start is its end less the duration the process gave (3 us).
+      // The run as the process gave it: 3 polls over 3 us, 2 us inside them.
       EXPECT_EQ(e.num("cq"), 6u) << e.cause;
       EXPECT_EQ(e.dur, 3000u) << e.cause;
-      good_polls += e.num("cq") == 6 && e.dur == 3000;
+      EXPECT_EQ(e.num("polls"), 3u) << e.cause;
+      EXPECT_EQ(e.num("busy_ns"), 2000u) << e.cause;
+      good_polls += e.num("cq") == 6 && e.dur == 3000 && e.num("polls") == 3;
     }
     EXPECT_EQ(e.cause.find("malformed"), std::string::npos);
   }

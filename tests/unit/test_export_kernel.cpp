@@ -44,6 +44,8 @@ void write_log(const std::string& path, bool with_end, uint64_t* second_block_at
   poll.enter = poll.h.ts - 700;
   poll.cq = 4;
   poll.ret = -11;
+  poll.polls = 9;
+  poll.busy_ns = 450;
   append(&w, poll);
   auto thread = rec<ft_thread>(FT_EV_THREAD, kMono + 2 * kS);
   set_str(thread.comm, "a,b\"c");
@@ -131,7 +133,7 @@ std::vector<std::string> lines(const std::string& text) {
 }
 
 const std::vector<std::string> kCsvRows = {
-    "124956789012,poll,3,100,101,124956788312,700,poll,0,,cq=4;ret=-11",
+    "124956789012,poll,3,100,101,124956788312,700,poll,0,,cq=4;ret=-11;polls=9;busy_ns=450",
     "125456789012,thread,3,100,101,125456789012,0,first fabric activity,0,\"a,b\"\"c\",rank=0",
     "125956789012,drop,3,100,101,125956789012,0,NO_SOCKET,0,,"
     "src=10.0.0.1:5000;dst=10.0.0.2:6000;owner=100;tcp_state=1",
@@ -165,7 +167,8 @@ TEST(ExportKernel, Text) {
       "# task pid 4100 tid 4100 app rank 0 (preload)",
       "# task pid 4200 tid 4200 fi_server rank -",
       "# time (s since the session started)  event  pid/tid  cpu  duration  what",
-      "    1.500000 poll           100/101     cpu3         700 ns  poll  cq=4;ret=-11",
+      "    1.500000 poll           100/101     cpu3         700 ns  poll  "
+      "cq=4;ret=-11;polls=9;busy_ns=450",
       "    2.000000 thread         100/101     cpu3              -  first fabric activity [a,b\"c] "
       " "
       "rank=0",

@@ -323,10 +323,12 @@ TEST(KernelRows, PollAndUnknownKind) {
   e.enter = kTs - 700;
   e.cq = 4;
   e.ret = -11;
+  e.polls = 9;
+  e.busy_ns = 450;
   KernelRow r = row_of(e);
   expect_common(r, "poll", kTs - 700, 700);
   EXPECT_EQ(r.cause, "poll");
-  EXPECT_EQ(r.detail, "cq=4;ret=-11");
+  EXPECT_EQ(r.detail, "cq=4;ret=-11;polls=9;busy_ns=450");
 
   auto u = with_hdr<ft_poll>(99);
   r = row_of(u);

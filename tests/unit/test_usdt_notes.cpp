@@ -158,7 +158,7 @@ TEST(UsdtNotes, ProbesMatchTheDocumentedLayouts) {
       {"cq_stall", {8, 8, 8}},               // cq_index, start_ns, end_ns
       {"slow_op", {4, 8, 8, 8, 8, 8}},       // op, bytes, start, end, local, remote
       {"op_error", {4, 8, 8, 8, -4, 8, 8}},  // op, bytes, start, end, err, local, remote
-      {"poll", {8, -8, 8}},                  // cq_index, ret, dur_ns
+      {"poll", {8, 8}},                      // runs (struct ft_poll_run *), n
       {"mark", {8}},                         // const char *name
       {"phase_begin", {8}},                  // const char *name
       {"phase_end", {}},                     // no argument

@@ -72,8 +72,8 @@ void RawSummaries::add(const ft_hdr& h, const uint8_t* rec) {
       break;
     }
     case FT_EV_POLL: {
-      const auto e = record_as<ft_poll>(rec);
-      ns = h.ts > e.enter ? h.ts - e.enter : 0;
+      // A run of polls: the time inside them, not the gaps between.
+      ns = record_as<ft_poll>(rec).busy_ns;
       break;
     }
     default:

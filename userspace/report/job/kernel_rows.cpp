@@ -238,6 +238,8 @@ KernelRow kernel_row(const ft_hdr& h, const uint8_t* rec, const KernelNames& nam
       r.cause = "poll";
       kv(&r.detail, "cq", e.cq);
       kv(&r.detail, "ret", std::to_string(e.ret));
+      kv(&r.detail, "polls", e.polls);
+      kv(&r.detail, "busy_ns", e.busy_ns);
       break;
     }
     case FT_EV_MARK: {

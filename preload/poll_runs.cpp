@@ -1,0 +1,102 @@
+#include "preload/poll_runs.h"
+
+#include <pthread.h>
+#include <rdma/fi_errno.h>
+
+#include "preload/probes.h"
+
+namespace fabtrace {
+namespace poll_runs {
+
+namespace {
+
+// The CQs a thread keeps an open run for at once: a transmit and a receive CQ,
+// polled in turn, each keep theirs. A fifth CQ ends the oldest run.
+constexpr int kOpen = 4;
+
+struct ThreadRuns {
+  probes::PollRun open[kOpen];  // polls == 0: a free slot
+  probes::PollRun ended[probes::kPollBatch];
+  uint32_t n_ended;
+  bool keyed;  // the thread's end hands its runs over (g_key)
+};
+
+// Plain data, zero at a thread's start: no constructor or destructor to run.
+thread_local ThreadRuns t_runs;
+
+pthread_key_t g_key;
+pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+
+void hand_over(ThreadRuns& t) {
+  if (!t.n_ended) return;
+  probes::fire_poll_runs(t.ended, t.n_ended);
+  t.n_ended = 0;
+}
+
+void end_run(ThreadRuns& t, probes::PollRun& r) {
+  if (t.n_ended == probes::kPollBatch) hand_over(t);
+  t.ended[t.n_ended++] = r;
+  r.polls = 0;
+}
+
+void at_thread_end(void*) { flush_thread(); }
+void make_key() { pthread_key_create(&g_key, at_thread_end); }
+
+}  // namespace
+
+void poll_ended(uint32_t cq, int64_t n, uint64_t start, uint64_t end) {
+  ThreadRuns& t = t_runs;
+  if (!t.keyed) {
+    t.keyed = true;
+    pthread_once(&g_key_once, make_key);
+    pthread_setspecific(g_key, &t);
+  }
+  probes::PollRun* r = nullptr;
+  probes::PollRun* slot = nullptr;
+  for (probes::PollRun& o : t.open) {
+    if (o.polls && o.cq == cq) {
+      r = &o;
+      break;
+    }
+    if (!o.polls && !slot) slot = &o;
+  }
+  if (!r) {
+    if (!slot) {
+      slot = &t.open[0];
+      for (probes::PollRun& o : t.open)
+        if (o.start < slot->start) slot = &o;
+      end_run(t, *slot);
+    }
+    r = slot;
+    r->cq = cq;
+    r->start = start;
+    r->busy = 0;
+  }
+  r->polls += 1;
+  r->busy += end > start ? end - start : 0;
+  r->end = end;
+  r->ret = n;
+  const bool empty = n == 0 || n == -FI_EAGAIN;
+  const uint64_t bound = probes::poll_run_ticks();
+  if (!empty || end - r->start >= bound) end_run(t, *r);
+  // While the thread waits (an empty poll), once a batch is full or its oldest
+  // run has waited as long as an empty run lasts.
+  if (empty && t.n_ended && (t.n_ended == probes::kPollBatch || end - t.ended[0].end >= bound))
+    hand_over(t);
+}
+
+void flush_thread() {
+  ThreadRuns& t = t_runs;
+  for (probes::PollRun& o : t.open)
+    if (o.polls) end_run(t, o);
+  hand_over(t);
+}
+
+void forget_thread() {
+  ThreadRuns& t = t_runs;
+  for (probes::PollRun& o : t.open) o.polls = 0;
+  t.n_ended = 0;
+}
+
+}  // namespace poll_runs
+}  // namespace fabtrace
