@@ -1,7 +1,9 @@
 #include "preload/poll_runs.h"
 
 #include <pthread.h>
+
 #include <rdma/fi_errno.h>
+#include <cstdlib>
 
 #include "preload/probes.h"
 
@@ -18,11 +20,13 @@ struct ThreadRuns {
   probes::PollRun open[kOpen];  // polls == 0: a free slot
   probes::PollRun ended[probes::kPollBatch];
   uint32_t n_ended;
-  bool keyed;  // the thread's end hands its runs over (g_key)
 };
 
-// Plain data, zero at a thread's start: no constructor or destructor to run.
-thread_local ThreadRuns t_runs;
+// Allocated at the thread's first poll under --polls and freed at its end:
+// the 800 bytes stay out of the static TLS block of every thread of every
+// preloaded process (the library's thread-locals are initial-exec, and a
+// dlopen would have to find room for all of them).
+thread_local ThreadRuns* t_runs = nullptr;
 
 pthread_key_t g_key;
 pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
@@ -39,18 +43,31 @@ void end_run(ThreadRuns& t, probes::PollRun& r) {
   r.polls = 0;
 }
 
-void at_thread_end(void*) { flush_thread(); }
+void at_thread_end(void* p) {
+  flush_thread();
+  t_runs = nullptr;
+  std::free(p);
+}
 void make_key() { pthread_key_create(&g_key, at_thread_end); }
+
+// The calling thread's runs; null when they cannot be had (no memory: its
+// polls are then not handed over).
+ThreadRuns* mine() {
+  if (__builtin_expect(t_runs != nullptr, 1)) return t_runs;
+  auto* t = static_cast<ThreadRuns*>(std::calloc(1, sizeof(ThreadRuns)));
+  if (!t) return nullptr;
+  pthread_once(&g_key_once, make_key);
+  pthread_setspecific(g_key, t);
+  t_runs = t;
+  return t;
+}
 
 }  // namespace
 
 void poll_ended(uint32_t cq, int64_t n, uint64_t start, uint64_t end) {
-  ThreadRuns& t = t_runs;
-  if (!t.keyed) {
-    t.keyed = true;
-    pthread_once(&g_key_once, make_key);
-    pthread_setspecific(g_key, &t);
-  }
+  ThreadRuns* const tp = mine();
+  if (!tp) return;
+  ThreadRuns& t = *tp;
   probes::PollRun* r = nullptr;
   probes::PollRun* slot = nullptr;
   for (probes::PollRun& o : t.open) {
@@ -86,14 +103,16 @@ void poll_ended(uint32_t cq, int64_t n, uint64_t start, uint64_t end) {
 }
 
 void flush_thread() {
-  ThreadRuns& t = t_runs;
+  if (!t_runs) return;
+  ThreadRuns& t = *t_runs;
   for (probes::PollRun& o : t.open)
     if (o.polls) end_run(t, o);
   hand_over(t);
 }
 
 void forget_thread() {
-  ThreadRuns& t = t_runs;
+  if (!t_runs) return;
+  ThreadRuns& t = *t_runs;
   for (probes::PollRun& o : t.open) o.polls = 0;
   t.n_ended = 0;
 }
