@@ -4,6 +4,33 @@
  * completion and error vectors are told apart by the collector from the name). */
 #include "fabtrace_common.bpf.h"
 
+/* Set by the collector before load: softirqs shorter than this are summed in
+ * softirq_sums (struct ft_softirq_key) instead of sent (0: every one is sent). */
+const volatile __u64 ft_min_softirq_ns = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FT_SOFTIRQ_SUMS);
+  __type(key, struct ft_softirq_key);
+  __type(value, struct ft_softirq_sum);
+} softirq_sums SEC(".maps");
+
+/* A short softirq of thread (tgid, tid) on this CPU, summed; false when its key
+ * finds no room (it is then sent as any other). A key's CPU is this one, so
+ * only this CPU adds to it: no two programs race on one sum. */
+static __always_inline bool sum_short(__u32 tgid, __u32 tid, __u32 vec, __u64 ns) {
+  struct ft_softirq_key k = {
+      .tgid = tgid, .tid = tid, .cpu = bpf_get_smp_processor_id(), .vec = vec};
+  struct ft_softirq_sum* s = bpf_map_lookup_elem(&softirq_sums, &k);
+  if (s) {
+    s->count += 1;
+    s->ns += ns;
+    return true;
+  }
+  struct ft_softirq_sum first = {.count = 1, .ns = ns};
+  return bpf_map_update_elem(&softirq_sums, &k, &first, BPF_NOEXIST) == 0;
+}
+
 /* Per CPU: the handler running now (hard IRQs do not nest on Linux; a softirq may
  * be interrupted by a hard IRQ, hence two slots). */
 struct irq_open {
@@ -45,6 +72,8 @@ static __always_inline void leave(__u32 slot, __u32 irq, __s32 ret, struct irqac
     s->soft = (__u8)slot;
     st->irq_n = n + 1;
   }
+  if (slot && now - start < ft_min_softirq_ns && sum_short(o->tgid, o->tid, irq, now - start))
+    return;
   struct ft_irq* r = ft_reserve(sizeof(*r), slot ? FT_EV_SOFTIRQ : FT_EV_IRQ, now, o->tgid, o->tid);
   if (!r) return;
   r->start = start;

@@ -236,6 +236,28 @@ TEST(RawSummaries, EveryEventIsSummedPerThreadAndCauseAndDrainedAsDeltas) {
   EXPECT_EQ(out[0].ns, 3 * kMs);
 }
 
+// The short softirqs the kernel summed (bpf/irq.bpf.c) join the sums of the
+// softirqs it sent, under one key: thread, CPU and vector.
+TEST(RawSummaries, SoftirqsSummedInTheKernelJoinTheSentOnesKey) {
+  RawSummaries s;
+  const uint64_t t = 100000 * kMs;
+  const auto sent = irq(FT_EV_SOFTIRQ, 7, 1, t, t + 15000, "");
+  s.add(sent.h, reinterpret_cast<const uint8_t*>(&sent));
+  s.add_softirqs(7, 7, 1, sent.irq, 1000, 2000000);
+  s.add_softirqs(7, 7, 0, sent.irq, 5, 9000);  // another CPU: another key
+  std::vector<ft_summary> out;
+  s.drain(t + kMs, [&](const ft_summary& r) { out.push_back(r); });
+  ASSERT_EQ(out.size(), 2u);
+  std::map<uint32_t, ft_summary> by_cpu;
+  for (const ft_summary& r : out) by_cpu[r.h.cpu] = r;
+  EXPECT_EQ(by_cpu.at(1).of, FT_EV_SOFTIRQ);
+  EXPECT_EQ(by_cpu.at(1).code, static_cast<int32_t>(sent.irq));
+  EXPECT_EQ(by_cpu.at(1).count, 1001u);
+  EXPECT_EQ(by_cpu.at(1).ns, 2015000u);
+  EXPECT_EQ(by_cpu.at(0).count, 5u);
+  EXPECT_EQ(by_cpu.at(0).ns, 9000u);
+}
+
 TEST(RawSummaries, TheCollectorsOwnPreemptionsAreCounted) {
   RawSummaries s;
   s.set_self({555, 556});

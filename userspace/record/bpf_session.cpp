@@ -43,6 +43,7 @@ struct BpfSession::Impl {
   BpfOptions opt;
   ftskel_probes* probes = nullptr;
   ftskel_net* net = nullptr;
+  ftskel_irq* irq = nullptr;
   ftskel_cxi* cxi = nullptr;
   UsdtLibraries usdt_files{kMaxUsdtFiles, kMaxUsdtFilesPerUser};
   // libbpf's USDT spec ids (one per distinct argument spec of a probe, per
@@ -172,7 +173,8 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
   objs.ring_bytes = ring_bytes_for(cpus > 0 ? static_cast<unsigned>(cpus) : 1);
   if (auto* s = objs.open("sched", ftskel_sched__open, ftskel_sched__load, ftskel_sched__destroy))
     s->rodata->ft_min_offcpu_ns = opt.min_offcpu_ns;
-  objs.open("irq", ftskel_irq__open, ftskel_irq__load, ftskel_irq__destroy);
+  if ((im.irq = objs.open("irq", ftskel_irq__open, ftskel_irq__load, ftskel_irq__destroy)))
+    im.irq->rodata->ft_min_softirq_ns = opt.min_softirq_ns;
   objs.open("mem", ftskel_mem__open, ftskel_mem__load, ftskel_mem__destroy);
   if ((im.net = objs.open("net", ftskel_net__open, ftskel_net__load, ftskel_net__destroy)))
     im.net->rodata->ft_net_all = opt.net_all;
@@ -386,6 +388,13 @@ uint64_t BpfSession::ring_bytes_for(unsigned cpus) {
 }
 
 uint64_t BpfSession::ring_bytes() const { return impl_ ? impl_->ring_size : 0; }
+
+void BpfSession::each_softirq_sum(
+    const std::function<void(const ft_softirq_key&, const ft_softirq_sum&)>& on) const {
+  if (!impl_ || !impl_->irq) return;
+  const int fd = bpf_map__fd(impl_->irq->maps.softirq_sums);
+  if (fd >= 0) each_entry<ft_softirq_key, ft_softirq_sum>(fd, on);
+}
 
 KernelStats BpfSession::stats() const {
   KernelStats s;

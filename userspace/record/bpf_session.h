@@ -27,6 +27,9 @@ struct BpfOptions {
   bool polls = false;          // attach the per-poll probes (--polls)
   bool net_all = false;        // record net events of sockets not traced
   uint64_t min_offcpu_ns = 0;  // off-CPU intervals shorter than this: history only
+  // Softirqs shorter than this are summed in the kernel, not sent (--raw
+  // windows writes none of them; 0: every one is sent).
+  uint64_t min_softirq_ns = 0;
   // The session's start (CLOCK_MONOTONIC ns): a probe's window reaching before
   // it is malformed (probes.bpf.c).
   uint64_t session_start_ns = 0;
@@ -114,6 +117,11 @@ class BpfSession {
   static constexpr uint64_t kMaxRingBytes = 256ULL << 20;
 
   KernelStats stats() const;  // the kernel-side counters, summed over CPUs
+  // The short softirqs the kernel summed (BpfOptions::min_softirq_ns), each
+  // key's sums since the session's start: on(const ft_softirq_key&,
+  // const ft_softirq_sum&).
+  void each_softirq_sum(
+      const std::function<void(const ft_softirq_key&, const ft_softirq_sum&)>& on) const;
 
   // --uprobes: its half of the session (empty without --uprobes).
   const UprobeSession& uprobes() const;

@@ -69,7 +69,12 @@ struct Collector::NodeCounters {
 };
 
 Collector::Collector(CollectorOptions opt)
-    : opt_(std::move(opt)), watch_(opt_.proc_root), raw_windows_(opt_.raw_windows) {}
+    : opt_(std::move(opt)), watch_(opt_.proc_root), raw_windows_(opt_.raw_windows) {
+  // The softirqs --raw windows would not write are summed in the kernel
+  // instead of sent one by one: the collector's work is per event.
+  opt_.bpf.min_softirq_ns =
+      opt_.raw == CollectorOptions::Raw::kWindows ? opt_.raw_windows.min_softirq_ns : 0;
+}
 
 namespace {
 
@@ -400,8 +405,22 @@ void Collector::write_raw(const void* data, size_t len) {
   if (!log_.append_raw(data, len)) write_error(log_.error());
 }
 
+// The short softirqs the kernel summed since they were last read, into the
+// summaries and the count of softirqs too short to write.
+void Collector::fold_kernel_softirqs() {
+  session_.each_softirq_sum([this](const ft_softirq_key& k, const ft_softirq_sum& v) {
+    ft_softirq_sum& was = softirqs_read_[std::string(reinterpret_cast<const char*>(&k), sizeof(k))];
+    if (v.count <= was.count) return;
+    const uint64_t count = v.count - was.count, ns = v.ns >= was.ns ? v.ns - was.ns : 0;
+    was = v;
+    summaries_.add_softirqs(k.tgid, k.tid, k.cpu, k.vec, count, ns);
+    short_softirqs_ += count;
+  });
+}
+
 void Collector::drain_summaries(uint64_t now) {
   last_summary_ = now;
+  fold_kernel_softirqs();
   summaries_.drain(now, [this](const ft_summary& r) { write_kept(&r, sizeof(r)); });
 }
 

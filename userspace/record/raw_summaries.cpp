@@ -23,6 +23,34 @@ bool RawSummaries::is_self(uint32_t tid) const {
   return tid && std::find(self_.begin(), self_.end(), tid) != self_.end();
 }
 
+RawSummaries::Sum& RawSummaries::sum_of(Key k, uint64_t events) {
+  auto it = map_.find(k);
+  if (it == map_.end()) {
+    if (map_.size() >= max_keys_) {
+      folded_ += events;
+      Key any;
+      any.of = k.of;
+      k = any;
+    }
+    it = map_.try_emplace(k).first;
+  }
+  return it->second;
+}
+
+void RawSummaries::add_softirqs(uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t vec,
+                                uint64_t count, uint64_t ns) {
+  // The key add() gives a softirq record (its name stays empty).
+  Key k;
+  k.pid = pid;
+  k.tid = tid;
+  k.of = FT_EV_SOFTIRQ;
+  k.cpu = cpu;
+  k.code = static_cast<int32_t>(vec);
+  Sum& s = sum_of(k, count);
+  s.count += count;
+  s.ns += ns;
+}
+
 void RawSummaries::add(const ft_hdr& h, const uint8_t* rec) {
   using kernel_log::record_as;
   Key k;
@@ -79,17 +107,7 @@ void RawSummaries::add(const ft_hdr& h, const uint8_t* rec) {
     default:
       return;
   }
-  auto it = map_.find(k);
-  if (it == map_.end()) {
-    if (map_.size() >= max_keys_) {
-      ++folded_;
-      Key any;
-      any.of = k.of;
-      k = any;
-    }
-    it = map_.try_emplace(k).first;
-  }
-  Sum& s = it->second;
+  Sum& s = sum_of(k, 1);
   s.count += 1;
   s.ns += ns;
   s.faults += faults;

@@ -33,6 +33,11 @@ class RawSummaries {
   void set_self(const std::vector<uint32_t>& tids) { self_.assign(tids.begin(), tids.end()); }
   // One raw event, as the ring buffer delivered it (its size checked).
   void add(const ft_hdr& h, const uint8_t* rec);
+  // `count` softirqs of vector `vec` that took `ns` in all, on `cpu`, while
+  // thread tid of pid ran: short ones the kernel summed instead of sending
+  // (bpf/irq.bpf.c).
+  void add_softirqs(uint32_t pid, uint32_t tid, uint32_t cpu, uint32_t vec, uint64_t count,
+                    uint64_t ns);
   // Calls emit(const ft_summary&) for every key that gained since the last
   // drain (ts = now), then starts again from none.
   template <typename F>
@@ -64,6 +69,7 @@ class RawSummaries {
   };
   static_assert(sizeof(Key) == 32 + FT_NAME_LEN, "Key has no padding");
   bool is_self(uint32_t tid) const;
+  Sum& sum_of(Key k, uint64_t events);  // past max_keys_: under its kind alone
 
   size_t max_keys_;
   std::unordered_map<Key, Sum, KeyHash> map_;  // what each key gained since the last drain
