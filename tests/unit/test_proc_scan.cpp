@@ -355,23 +355,29 @@ TEST(ProcWatch, AnExecOrAReusedPidIsInspectedAtOnce) {
   EXPECT_EQ(w.inspections(), before + 2);
 }
 
-TEST(ProcWatch, TcpTablesAreReadOnlyForSocketsNotSeenBefore) {
+// The TCP table is read once per process: the programs see what it connects,
+// accepts or listens on once it is traced.
+TEST(ProcWatch, TcpTablesAreReadOncePerProcess) {
   FakeProc fake;
   ProcWatch w(fake.root());
   w.scan(4567, 10 * kS);
-  EXPECT_EQ(w.new_tcp_conns(1234, 10 * kS).size(), 2u);
+  EXPECT_EQ(w.new_tcp_conns(1234).size(), 2u);
   EXPECT_EQ(w.tcp_reads(), 1u);
-  // Nothing new: the descriptors are listed when due, the tables never read.
-  EXPECT_TRUE(w.new_tcp_conns(1234, 10 * kS + kS / 4).empty());
-  EXPECT_TRUE(w.new_tcp_conns(1234, 11 * kS).empty());
+  fake.dir().symlink("socket:[3333]", "1234/fd/6");  // a later connection
+  for (int i = 1; i <= 40; ++i) {
+    w.scan(4567, 10 * kS + static_cast<uint64_t>(i) * kS / 2);
+    EXPECT_TRUE(w.new_tcp_conns(1234).empty());
+  }
   EXPECT_EQ(w.tcp_reads(), 1u);
-  // A new connection: found at the next check, alone.
-  fake.dir().symlink("socket:[3333]", "1234/fd/6");
-  EXPECT_TRUE(w.new_tcp_conns(1234, 11 * kS + kS / 4).empty()) << "before its check";
-  const std::vector<ScannedConn> c = w.new_tcp_conns(1234, 12 * kS);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(tuple_side(c[0].tuple, false), "10.0.0.3:6001");
+  // The same pid, another process (an exec): read again, with the new one.
+  fake.dir().write("1234/stat", "1234 (other) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n");
+  w.scan(4567, 40 * kS);
+  EXPECT_EQ(w.new_tcp_conns(1234).size(), 3u);
   EXPECT_EQ(w.tcp_reads(), 2u);
+  // A --pid process the scan does not know: once too.
+  EXPECT_TRUE(w.new_tcp_conns(9999).empty());
+  EXPECT_TRUE(w.new_tcp_conns(9999).empty());
+  EXPECT_EQ(w.tcp_reads(), 3u);
 }
 
 }  // namespace

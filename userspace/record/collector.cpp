@@ -273,8 +273,8 @@ void Collector::scan() {
       if (p.threads.empty()) tasks.push_back({p.pid, p.pid, p.comm, p.rank, p.exe, p.preload});
     }
     // The connections it made before it was traced (the programs see the
-    // later ones), read when it holds sockets not seen before (proc_watch.h).
-    for (const ScannedConn& c : watch_.new_tcp_conns(p.pid, last_scan_)) {
+    // later ones), read once (proc_watch.h).
+    for (const ScannedConn& c : watch_.new_tcp_conns(p.pid)) {
       if (c.state == 0x0A)
         session_.trace_listen_port(c.tuple.sport, p.pid);
       else

@@ -76,27 +76,16 @@ std::vector<ScannedProcess> ProcWatch::scan(pid_t self, uint64_t now_ns) {
   return out;
 }
 
-std::vector<ScannedConn> ProcWatch::new_tcp_conns(pid_t pid, uint64_t now_ns) {
+std::vector<ScannedConn> ProcWatch::new_tcp_conns(pid_t pid) {
   const auto it = seen_.find(pid);
-  if (it != seen_.end() && now_ns < it->second.next_conn_ns) return {};
-  std::set<uint64_t> inodes = scanner_.socket_inodes(pid);
   if (it == seen_.end()) {  // not a process the scan knows (a --pid without libfabric)
-    ++tcp_reads_;
-    return scanner_.tcp_conns(pid, inodes);
+    if (!other_conns_read_.insert(pid).second) return {};
+  } else {
+    if (it->second.conns_read) return {};
+    it->second.conns_read = true;
   }
-  Seen& s = it->second;
-  std::set<uint64_t> fresh;
-  for (const uint64_t i : inodes)
-    if (s.sockets.insert(i).second) fresh.insert(i);
-  if (fresh.empty()) {
-    s.next_conn_ns = now_ns + s.conn_every_ns;
-    s.conn_every_ns = std::min(s.conn_every_ns * 2, kMaxRecheckNs);
-    return {};
-  }
-  s.next_conn_ns = now_ns + kFirstRecheckNs;
-  s.conn_every_ns = kFirstRecheckNs;
   ++tcp_reads_;
-  return scanner_.tcp_conns(pid, fresh);
+  return scanner_.tcp_conns(pid, scanner_.socket_inodes(pid));
 }
 
 }  // namespace fabtrace
