@@ -30,10 +30,11 @@ thread_local ThreadRuns* t_runs = nullptr;
 
 pthread_key_t g_key;
 pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+Sink g_sink = probes::fire_poll_runs;
 
 void hand_over(ThreadRuns& t) {
   if (!t.n_ended) return;
-  probes::fire_poll_runs(t.ended, t.n_ended);
+  g_sink(t.ended, t.n_ended);
   t.n_ended = 0;
 }
 
@@ -109,6 +110,8 @@ void flush_thread() {
     if (o.polls) end_run(t, o);
   hand_over(t);
 }
+
+void set_sink(Sink sink) { g_sink = sink ? sink : probes::fire_poll_runs; }
 
 void forget_thread() {
   if (!t_runs) return;

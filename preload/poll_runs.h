@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "preload/probes.h"
+
 namespace fabtrace {
 namespace poll_runs {
 
@@ -22,6 +24,11 @@ void poll_ended(uint32_t cq, int64_t n, uint64_t start, uint64_t end);
 // The calling thread's runs, ended or not, handed over now: when it closes a
 // CQ, and when the process exits on it (a thread's end does it by itself).
 void flush_thread();
+
+// Where ended runs go: the poll probe (probes::fire_poll_runs), or a test's
+// own sink (nullptr: the probe again).
+using Sink = void (*)(const probes::PollRun* runs, uint32_t n);
+void set_sink(Sink sink);
 
 // A forked child's copy of the forking thread's runs, dropped: they are the
 // parent's polls.

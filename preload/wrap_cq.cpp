@@ -115,8 +115,13 @@ struct PollProbe {
   explicit PollProbe(const CqWrap* w) : on(probes::polls_on()), cq(w->id) {
     if (on) start = now_ticks();
   }
-  void exit(ssize_t n) const {
-    if (on) poll_runs::poll_ended(cq, n, start, now_ticks());
+  // The poll's end (ticks), which the caller's clock read then reuses; 0
+  // while no session asks for polls.
+  uint64_t exit(ssize_t n) const {
+    if (!on) return 0;
+    const uint64_t end = now_ticks();
+    poll_runs::poll_ended(cq, n, start, end);
+    return end;
   }
   const bool on;
   const uint32_t cq;
@@ -146,12 +151,12 @@ __attribute__((always_inline)) inline ssize_t poll_into(CqWrap* w, void* buf, vo
   t_in_cq = true;  // the provider is C: nothing unwinds past the clear
   const ssize_t n = read(pbuf, count);
   t_in_cq = false;
-  probe.exit(n);
+  const uint64_t end = probe.exit(n);
   // An empty poll with the gap statistics off has nothing to time or stamp,
   // blocking or not: no clock read. One clock read serves the gap and every
-  // completion of the poll.
+  // completion of the poll (--polls' own, when it took one).
   if (n <= 0 && !gap) return n;
-  const uint64_t now = now_ticks();
+  const uint64_t now = end ? end : now_ticks();
   if (!kBlocking) {
     s = my_shard();
     if (gap) poll_mark(rt, w, s, now);
