@@ -297,9 +297,9 @@ struct ft_op {
   struct ft_breakdown w;
 };
 
-/* FT_EV_POLL: one poll (fi_cq_read/readfrom/sread...), from the preload's poll
- * probe at its end: h.ts = the probe's hit, enter = h.ts less the poll's
- * duration as the preload measured it. */
+/* FT_EV_POLL: a run of one thread's polls of one CQ (fi_cq_read/readfrom/
+ * sread...), from the preload's poll probe (struct ft_poll_run, below): h.ts =
+ * its last poll's end, enter = its first poll's start. */
 struct ft_poll {
   struct ft_hdr h; /* ts: the run's last poll's end */
   __u64 enter;     /* the run's first poll's start */

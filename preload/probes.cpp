@@ -124,10 +124,9 @@ void fire_op_error(const OpRecord* rec, uint64_t now, int err) {
 }
 
 void fire_poll_runs(const PollRun* runs, uint32_t n) {
-  static_assert(kPollBatch == FT_POLL_BATCH, "one batch size");
   if (n > kPollBatch) n = kPollBatch;
   const Anchor a;
-  ft_poll_run out[FT_POLL_BATCH];
+  ft_poll_run out[kPollBatch];
   for (uint32_t i = 0; i < n; ++i) {
     const PollRun& r = runs[i];
     out[i].cq = r.cq;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "bpf/fabtrace_events.h"
 #include "preload/inflight.h"
 #include "preload/probe_list.h"
 
@@ -61,7 +62,7 @@ struct PollRun {
   uint64_t end;    // its last poll's end
   uint64_t busy;   // inside its polls
 };
-constexpr uint32_t kPollBatch = 16;  // FT_POLL_BATCH
+constexpr uint32_t kPollBatch = FT_POLL_BATCH;
 void fire_poll_runs(const PollRun* runs, uint32_t n);
 // FT_POLL_RUN_NS in ticks: where a run of empty polls ends.
 uint64_t poll_run_ticks();

@@ -409,7 +409,7 @@ void Collector::write_raw(const void* data, size_t len) {
 // summaries and the count of softirqs too short to write.
 void Collector::fold_kernel_softirqs() {
   session_.each_softirq_sum([this](const ft_softirq_key& k, const ft_softirq_sum& v) {
-    ft_softirq_sum& was = softirqs_read_[std::string(reinterpret_cast<const char*>(&k), sizeof(k))];
+    ft_softirq_sum& was = softirqs_read_[{k.tgid, k.tid, k.cpu, k.vec}];
     if (v.count <= was.count) return;
     const uint64_t count = v.count - was.count, ns = v.ns >= was.ns ? v.ns - was.ns : 0;
     was = v;

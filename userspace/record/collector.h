@@ -28,7 +28,6 @@
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "common/kernel_log.h"
@@ -186,9 +185,9 @@ class Collector {
   RawSummaries summaries_;
   uint64_t given_way_[FT_EV_KINDS] = {}, evicted_[FT_EV_KINDS] = {};
   uint64_t short_softirqs_ = 0;  // --raw windows: softirqs too short to write
-  // The kernel's sums of short softirqs as last read, per key (packed
-  // ft_softirq_key): what a key gained since is what is summed next.
-  std::unordered_map<std::string, ft_softirq_sum> softirqs_read_;
+  // The kernel's sums of short softirqs as last read, per key (tgid, tid,
+  // cpu, vector): what a key gained since is what is summed next.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, ft_softirq_sum> softirqs_read_;
   void fold_kernel_softirqs();
   uint64_t events_ = 0, arrival_ = 0, last_summary_ = 0;
   bool compact_failed_ = false;
