@@ -197,6 +197,39 @@ int BPF_PROG(ft_sched_wakeup, struct task_struct* p) {
   return 0;
 }
 
+/* Processes that began (a fork that is not a thread) or exec'ed since the
+ * collector last looked: its /proc scan reads the identity (name, start time) of
+ * these only, instead of every process's stat twice a second (proc_watch.h).
+ * Taken and deleted by the collector; one that does not fit is counted, and the
+ * collector then checks every process. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FT_MAX_PROCS);
+  __type(key, __u32);
+  __type(value, __u8);
+} proc_changes SEC(".maps");
+
+__u64 proc_changes_lost = 0;
+
+static __always_inline void proc_changed(__u32 tgid) {
+  const __u8 one = 1;
+  if (bpf_map_update_elem(&proc_changes, &tgid, &one, BPF_ANY) != 0)
+    __sync_fetch_and_add(&proc_changes_lost, 1);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ft_sched_fork, struct task_struct* parent, struct task_struct* child) {
+  const __u32 pid = BPF_CORE_READ(child, pid);
+  if (pid == BPF_CORE_READ(child, tgid)) proc_changed(pid);  // a thread is not a process
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ft_sched_exec, struct task_struct* p) {
+  proc_changed(BPF_CORE_READ(p, tgid));
+  return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ft_sched_exit, struct task_struct* p, bool group_dead) {
   const __u32 tgid = BPF_CORE_READ(p, tgid);

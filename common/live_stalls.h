@@ -41,7 +41,8 @@ constexpr size_t kRecentStalls = 32;  // per user
 // and anything that ended kLongestKeptMs before the newest goes first.
 constexpr size_t kNewestKept = 8;
 constexpr uint64_t kLongestKeptMs = 30000;
-constexpr uint64_t kMinRewriteMs = 100;  // a user's file, at most this often
+// A user's file, at most this often: `fabtrace top` reads it each second.
+constexpr uint64_t kMinRewriteMs = 500;
 constexpr size_t kMaxStallsFileBytes = 1 << 20;
 
 std::string stalls_file_name(uid_t uid);  // "stalls.u1000"

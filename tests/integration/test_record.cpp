@@ -923,6 +923,43 @@ TEST(Record, OnlyPidsSessionIsInvisibleToOtherProcesses) {
   EXPECT_EQ(list_files(run_dir, "fabtrace_nic.", ".csv").size(), 2u) << r.output;
 }
 
+// A process the scan already knew, without libfabric, that execs into a
+// libfabric program keeps its pid: the kernel tells the collector of the exec,
+// and the process is traced at the next scan. Its own rechecks alone, seconds
+// apart by then (0.5, 1, 2, 4, 8 s), would find it 6 s late.
+TEST(Record, AProcessThatExecsIntoLibfabricIsTracedAtTheNextScan) {
+  REQUIRE_SESSION_SLOT();
+  const std::string dir = make_temp_dir("rec-exec");
+  const int rec = start_record(dir, "record.log", {"--raw", "all"}, "attach points attached");
+  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  const std::string go = dir + "/go", release = dir + "/release";
+  const int app =
+      spawn({"sh", "-c", "while [ ! -e '" + go + "' ]; do sleep 0.2; done; exec \"$0\" \"$@\"",
+             FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "100", "--timeout",
+             "100", "--hold-until", release},
+            {}, dir + "/app.log", false);
+  ASSERT_GT(app, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(9));
+  const std::string log = kernel_log_of(dir);
+  for (const Event& e : export_kernel(log, nullptr, "offcpu"))
+    ASSERT_NE(static_cast<int>(e.pid), app) << "traced before it mapped libfabric";
+  std::ofstream(go).put('x');
+  // ft_app waits on its release in 5 ms sleeps: off-CPU intervals of its own,
+  // in the log once it is traced.
+  const bool traced = eventually(
+      [&] {
+        for (const Event& e : export_kernel(log, nullptr, "offcpu"))
+          if (static_cast<int>(e.pid) == app) return true;
+        return false;
+      },
+      4);
+  std::ofstream(release).put('x');
+  EXPECT_EQ(wait_for(app, 120), 0) << slurp(dir + "/app.log");
+  kill(rec, SIGINT);
+  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
+  EXPECT_TRUE(traced) << "pid " << app << " not traced within 4 s of its exec";
+}
+
 // The node's Cassini counters are sampled once, by the session, for every device;
 // the preloads see the session and leave theirs alone; the report shows the
 // node's series with the host's ranks. The fake tree moves one step per read of

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -353,6 +354,56 @@ TEST(ProcWatch, AnExecOrAReusedPidIsInspectedAtOnce) {
   EXPECT_EQ(w.inspections(), before + 2);
   w.scan(4567, 10 * kS + 3 * kS / 10);
   EXPECT_EQ(w.inspections(), before + 2);
+}
+
+// Processes of one network namespace asked for after one scan share one read
+// of its tables; after the next scan, they are read again.
+TEST(ProcWatch, OneNamespacesTablesAreReadOncePerScan) {
+  FakeProc fake;
+  // 2345 in 1234's namespace, with a socket and no tables of its own: what it
+  // finds can only come from 1234's.
+  fake.dir().symlink("net:[4026531840]", "1234/ns/net");
+  fake.dir().symlink("net:[4026531840]", "2345/ns/net");
+  fake.dir().symlink("socket:[3333]", "2345/fd/7");
+  ProcWatch w(fake.root());
+  w.scan(4567, 10 * kS);
+  EXPECT_EQ(w.new_tcp_conns(1234).size(), 2u);
+  const std::vector<ScannedConn> other = w.new_tcp_conns(2345);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].tuple.dport, 0x1771);
+  EXPECT_EQ(w.tcp_table_reads(), 1u);
+  // An exec: the process read again, after another scan: its tables too.
+  fake.dir().write("1234/stat", "1234 (other) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n");
+  w.scan(4567, 11 * kS);
+  EXPECT_EQ(w.new_tcp_conns(1234).size(), 2u);
+  EXPECT_EQ(w.tcp_table_reads(), 2u);
+}
+
+// Told which processes began or exec'ed since the last scan (the session's
+// programs tell), the scan reads the identity of those and of new pids only.
+TEST(ProcWatch, ToldChangesOnlyThoseAreRead) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  fake.dir().write("3456/stat", "3456 (bash) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n");
+  const std::set<pid_t> none;
+  w.scan(4567, 10 * kS, &none);
+  const uint64_t known = w.identity_reads();
+  ASSERT_GE(known, 2u);  // every process, the first time
+  const uint64_t inspected = w.inspections();
+  // Nothing told: nothing read, whatever /proc says.
+  fake.dir().write("3456/stat", "3456 (app) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n");
+  w.scan(4567, 10 * kS + kS / 10, &none);
+  EXPECT_EQ(w.identity_reads(), known);
+  EXPECT_EQ(w.inspections(), inspected);
+  // Its exec told: read, and inspected as the process it now is.
+  const std::set<pid_t> exec{3456};
+  w.scan(4567, 10 * kS + 2 * kS / 10, &exec);
+  EXPECT_EQ(w.identity_reads(), known + 1);
+  EXPECT_EQ(w.inspections(), inspected + 1);
+  // Untold (the programs missed some): every process is read again.
+  w.scan(4567, 10 * kS + 3 * kS / 10);
+  EXPECT_EQ(w.identity_reads(), 2 * known + 1);
+  EXPECT_EQ(w.inspections(), inspected + 1);
 }
 
 // The TCP table is read once per process: the programs see what it connects,

@@ -45,6 +45,9 @@ struct BpfSession::Impl {
   ftskel_net* net = nullptr;
   ftskel_irq* irq = nullptr;
   ftskel_cxi* cxi = nullptr;
+  ftskel_sched* sched = nullptr;
+  bool proc_changes_on = false;         // both of its programs attached
+  uint64_t proc_changes_lost_seen = 0;  // what take_proc_changes() last saw
   UsdtLibraries usdt_files{kMaxUsdtFiles, kMaxUsdtFilesPerUser};
   // libbpf's USDT spec ids (one per distinct argument spec of a probe, per
   // attach; its __bpf_usdt_specs map's size): never asked for more than it
@@ -171,8 +174,9 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
   BpfObjects& objs = im.objs;
   const int cpus = libbpf_num_possible_cpus();
   objs.ring_bytes = ring_bytes_for(cpus > 0 ? static_cast<unsigned>(cpus) : 1);
-  if (auto* s = objs.open("sched", ftskel_sched__open, ftskel_sched__load, ftskel_sched__destroy))
-    s->rodata->ft_min_offcpu_ns = opt.min_offcpu_ns;
+  if ((im.sched =
+           objs.open("sched", ftskel_sched__open, ftskel_sched__load, ftskel_sched__destroy)))
+    im.sched->rodata->ft_min_offcpu_ns = opt.min_offcpu_ns;
   if ((im.irq = objs.open("irq", ftskel_irq__open, ftskel_irq__load, ftskel_irq__destroy)))
     im.irq->rodata->ft_min_softirq_ns = opt.min_softirq_ns;
   objs.open("mem", ftskel_mem__open, ftskel_mem__load, ftskel_mem__destroy);
@@ -220,6 +224,12 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
     }
   }
   if (!objs.loaded("probes")) im.probes = nullptr;
+  if (!objs.loaded("sched")) im.sched = nullptr;
+  size_t change_points = 0;
+  for (const KernelAttach& a : attach_)
+    change_points += a.state == "attached" && (a.point == "tp_btf/sched_process_fork" ||
+                                               a.point == "tp_btf/sched_process_exec");
+  im.proc_changes_on = im.sched && im.sched->bss && change_points == 2;
   if (im.probes) {
     if (opt.usdt_libraries.empty())
       im.note("probes", "usdt:fabtrace:*", "absent", "no libfabtrace.so to attach the probes to");
@@ -394,6 +404,31 @@ void BpfSession::each_softirq_sum(
   if (!impl_ || !impl_->irq) return;
   const int fd = bpf_map__fd(impl_->irq->maps.softirq_sums);
   if (fd >= 0) each_entry<ft_softirq_key, ft_softirq_sum>(fd, on);
+}
+
+bool BpfSession::take_proc_changes(std::set<pid_t>* out) {
+  if (!impl_ || !impl_->proc_changes_on) return false;
+  const int fd = bpf_map__fd(impl_->sched->maps.proc_changes);
+  // The keys first, then their deletion: a change made meanwhile is either
+  // among them (and the caller reads the process after this) or left for the
+  // next call. Bounded by the map's size, in case it changes under the walk.
+  std::vector<__u32> keys;
+  __u32 key = 0, next = 0;
+  const __u32* at = nullptr;
+  const size_t most = bpf_map__max_entries(impl_->sched->maps.proc_changes);
+  while (keys.size() < most && bpf_map_get_next_key(fd, at, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    at = &key;
+  }
+  for (const __u32 k : keys) {
+    bpf_map_delete_elem(fd, &k);
+    out->insert(static_cast<pid_t>(k));
+  }
+  const uint64_t lost = __atomic_load_n(&impl_->sched->bss->proc_changes_lost, __ATOMIC_RELAXED);
+  if (lost == impl_->proc_changes_lost_seen) return true;
+  impl_->proc_changes_lost_seen = lost;
+  return false;
 }
 
 KernelStats BpfSession::stats() const {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,11 @@ class BpfSession {
   // const ft_softirq_sum&).
   void each_softirq_sum(
       const std::function<void(const ft_softirq_key&, const ft_softirq_sum&)>& on) const;
+  // The processes that began or exec'ed since the last call (sched.bpf.c's
+  // proc_changes), taken out of the programs' map into *out. False when the
+  // programs cannot tell (not loaded, not attached) or missed some since the
+  // last call: then any process may have changed.
+  bool take_proc_changes(std::set<pid_t>* out);
 
   // --uprobes: its half of the session (empty without --uprobes).
   const UprobeSession& uprobes() const;

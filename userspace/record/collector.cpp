@@ -229,12 +229,15 @@ void Collector::scan() {
   last_scan_ = mono_ns();
   find_own_threads();
   std::vector<ScannedProcess> found;
+  // Taken before /proc is read: a change made after it is read at the next scan.
+  std::set<pid_t> changed;
+  const std::set<pid_t>* told = session_.take_proc_changes(&changed) ? &changed : nullptr;
   if (opt_.discover) {
-    found = watch_.scan(getpid(), last_scan_);
+    found = watch_.scan(getpid(), last_scan_, told);
   } else if (opt_.bpf.uprobes.enabled) {
     // --only-pids: the others are not traced, but one that starts during the
     // session is named, so that its missing rows are not taken for idleness.
-    for (ScannedProcess& p : watch_.scan(getpid(), last_scan_)) {
+    for (ScannedProcess& p : watch_.scan(getpid(), last_scan_, told)) {
       const bool listed = std::find(opt_.pids.begin(), opt_.pids.end(), p.pid) != opt_.pids.end();
       if (listed || p.libfabric_path.empty() || !outside_.insert(p.pid).second) continue;
       if (scanned_once_) unprobed_later_.push_back(std::move(p));
@@ -253,13 +256,17 @@ void Collector::scan() {
     found.push_back(p);
   }
   std::vector<KernelTask> tasks;
+  // Every process found traced first, then their connections read: a table
+  // read once for a namespace's processes (proc_watch.h) is read after each of
+  // them is traced, so that the programs see what it misses.
+  for (const ScannedProcess& p : found)
+    if (!known_.count(p.pid)) session_.trace_process(p.pid, mono_ns());
   for (const ScannedProcess& p : found) {
     const bool is_new = known_.insert(p.pid).second;
     // A --pid process may be listed before its exec (slurmstepd's task, forked
     // and held until the session runs: docs/slurm.md): it maps the preload, and
     // has its rank, from a later scan on; then its probes and its name.
     const bool new_preload = p.preload && preloaded_.insert(p.pid).second;
-    if (is_new) session_.trace_process(p.pid, mono_ns());
     // Its rank read now (the process may be gone at the end), or once it has one.
     std::string& rank = ranks_[p.pid];
     if (is_new || (rank.empty() && !p.rank.empty())) {

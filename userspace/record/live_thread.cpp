@@ -1,5 +1,6 @@
 #include "userspace/record/live_thread.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -68,16 +69,25 @@ void LiveThread::run(BpfSession* session) {
   const std::function<void(const void*, size_t)> sink = [this](const void* d, size_t n) {
     publish(d, n);
   };
-  // Asleep until something comes, or, while a file waits out the rewrite
-  // limit, until it is due. A second at most in any case: a lost wakeup (none
-  // is known) would delay the view, never stop it.
-  int timeout_ms = 1000;
+  // Asleep until something comes (a second at most: a lost wakeup, none is
+  // known, would delay the view, never stop it). While a file waits out the
+  // rewrite limit, asleep until it is due, the ring unwatched: what comes
+  // meanwhile joins that rewrite, one wakeup for all of it instead of one per
+  // stall (on a node whose cores the ranks keep busy, each wakeup is taken
+  // from a rank).
   for (;;) {
-    epoll_event ev[2];
-    const int n = ::epoll_wait(ep, ev, 2, timeout_ms);
-    if (n < 0 && errno != EINTR) break;
     bool stop = false;
-    for (int i = 0; i < n; ++i) stop |= ev[i].data.u32 == 1;
+    if (pub_.pending()) {
+      pollfd p{stop_fd_, POLLIN, 0};
+      const int n = ::poll(&p, 1, static_cast<int>(live::kMinRewriteMs));
+      if (n < 0 && errno != EINTR) break;
+      stop = n > 0;
+    } else {
+      epoll_event ev[2];
+      const int n = ::epoll_wait(ep, ev, 2, 1000);
+      if (n < 0 && errno != EINTR) break;
+      for (int i = 0; i < n; ++i) stop |= ev[i].data.u32 == 1;
+    }
     if (stop) break;
     session->drain_live(sink);
     std::string err;
@@ -85,7 +95,6 @@ void LiveThread::run(BpfSession* session) {
       told_ = true;  // once: the session goes on, and so do later rewrites
       std::fprintf(stderr, "fabtrace record: live stalls for fabtrace top: %s\n", err.c_str());
     }
-    timeout_ms = pub_.pending() ? static_cast<int>(live::kMinRewriteMs) : 1000;
   }
   ::close(ep);
 }

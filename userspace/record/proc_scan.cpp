@@ -210,13 +210,30 @@ std::set<uint64_t> ProcScanner::socket_inodes(pid_t pid) const {
   return inodes;
 }
 
-std::vector<ScannedConn> ProcScanner::tcp_conns(pid_t pid, const std::set<uint64_t>& inodes) const {
+std::vector<ScannedConn> ProcScanner::tcp_conns(pid_t pid, const std::set<uint64_t>& inodes,
+                                                TcpTables* tables) const {
   const std::string dir = root_ + "/" + std::to_string(pid);
   std::vector<ScannedConn> out;
   if (inodes.empty()) return out;
-  // The process's own network namespace.
+  // The process's own network namespace ("net:[INODE]"); unnamed, its own read.
+  std::array<std::string, 2> own;
+  std::array<std::string, 2>* text = &own;
+  bool read = true;
+  if (tables) {
+    char ns[64];
+    const ssize_t n = ::readlink((dir + "/ns/net").c_str(), ns, sizeof(ns) - 1);
+    if (n > 0) {
+      const auto at = tables->try_emplace(std::string(ns, static_cast<size_t>(n)));
+      text = &at.first->second;
+      read = at.second;
+    }
+  }
+  table_reads_ += read;
+  if (read)
+    for (const bool v6 : {false, true})
+      (*text)[v6] = read_capped(dir + (v6 ? "/net/tcp6" : "/net/tcp"), 64u << 20);
   for (const bool v6 : {false, true}) {
-    std::istringstream in(read_capped(dir + (v6 ? "/net/tcp6" : "/net/tcp"), 64u << 20));
+    std::istringstream in((*text)[v6]);
     std::string line;
     while (std::getline(in, line)) {
       ScannedConn c;

@@ -10,7 +10,9 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,10 +56,16 @@ class ProcScanner {
   // listed), then the TCP connections among `inodes` (its network namespace's
   // tables read).
   std::set<uint64_t> socket_inodes(pid_t pid) const;
-  std::vector<ScannedConn> tcp_conns(pid_t pid, const std::set<uint64_t>& inodes) const;
+  // `tables`, when given, keeps the texts read by network namespace: processes
+  // of one namespace share its tables (one read, not one per process).
+  using TcpTables = std::map<std::string, std::array<std::string, 2>>;
+  std::vector<ScannedConn> tcp_conns(pid_t pid, const std::set<uint64_t>& inodes,
+                                     TcpTables* tables = nullptr) const;
+  uint64_t table_reads() const { return table_reads_; }  // of a namespace's pair of tables
 
  private:
   std::string root_;
+  mutable uint64_t table_reads_ = 0;
 };
 
 // The preload's file: libfabtrace.so or a versioned one (libfabtrace.so.0,

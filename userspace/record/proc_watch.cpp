@@ -23,6 +23,7 @@ bool all_digits(const char* s) {
 // "comm starttime" from /proc/PID/stat ("" when unreadable): what changes
 // when the pid is another process, or the same one after an exec.
 std::string ProcWatch::identity_of(pid_t pid) const {
+  ++identity_reads_;
   const std::string path = root_ + "/" + std::to_string(pid) + "/stat";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return "";
@@ -40,7 +41,8 @@ std::string ProcWatch::identity_of(pid_t pid) const {
   return s.substr(open, close - open + 1) + s.substr(at, s.find(' ', at + 1) - at);
 }
 
-std::vector<ScannedProcess> ProcWatch::scan(pid_t self, uint64_t now_ns) {
+std::vector<ScannedProcess> ProcWatch::scan(pid_t self, uint64_t now_ns,
+                                            const std::set<pid_t>* changed) {
   ++scans_;
   std::vector<ScannedProcess> out;
   DIR* d = ::opendir(root_.c_str());
@@ -49,8 +51,9 @@ std::vector<ScannedProcess> ProcWatch::scan(pid_t self, uint64_t now_ns) {
     if (!all_digits(e->d_name)) continue;
     const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
     if (pid == self) continue;
-    const std::string id = identity_of(pid);
     auto it = seen_.find(pid);
+    const bool told_same = it != seen_.end() && changed && !changed->count(pid);
+    const std::string id = told_same ? it->second.identity : identity_of(pid);
     const bool fresh = it == seen_.end() || it->second.identity != id;
     if (fresh) it = seen_.insert_or_assign(pid, Seen{}).first;
     Seen& s = it->second;
@@ -84,8 +87,12 @@ std::vector<ScannedConn> ProcWatch::new_tcp_conns(pid_t pid) {
     if (it->second.conns_read) return {};
     it->second.conns_read = true;
   }
+  if (tables_scan_ != scans_) {
+    tables_.clear();
+    tables_scan_ = scans_;
+  }
   ++tcp_reads_;
-  return scanner_.tcp_conns(pid, scanner_.socket_inodes(pid));
+  return scanner_.tcp_conns(pid, scanner_.socket_inodes(pid), &tables_);
 }
 
 }  // namespace fabtrace
