@@ -197,9 +197,11 @@ int BPF_PROG(ft_sched_wakeup, struct task_struct* p) {
   return 0;
 }
 
-/* Processes that began (a fork that is not a thread) or exec'ed since the
- * collector last looked: its /proc scan reads the identity (name, start time) of
- * these only, instead of every process's stat twice a second (proc_watch.h).
+/* Processes that began (a fork that is not a thread), exec'ed, mapped a file
+ * executable or ended since the collector last looked: its /proc scan looks at
+ * these only, instead of listing /proc and reading every process's stat twice a
+ * second, and inspects again those that map neither library when they load one
+ * (proc_watch.h).
  * Taken and deleted by the collector; one that does not fit is counted, and the
  * collector then checks every process. */
 struct {
@@ -219,8 +221,10 @@ static __always_inline void proc_changed(__u32 tgid) {
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ft_sched_fork, struct task_struct* parent, struct task_struct* child) {
-  const __u32 pid = BPF_CORE_READ(child, pid);
-  if (pid == BPF_CORE_READ(child, tgid)) proc_changed(pid);  // a thread is not a process
+  const __u32 pid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
+  // A thread is not a process, but for the collector's own: it leaves its own
+  // threads out of the summaries, and looks for them when told.
+  if (pid == tgid || tgid == ft_self_tgid) proc_changed(tgid);
   return 0;
 }
 
@@ -230,9 +234,26 @@ int BPF_PROG(ft_sched_exec, struct task_struct* p) {
   return 0;
 }
 
+/* A file mapped executable: a library loaded, by the loader after an exec or
+ * by dlopen (MPI loads libfabric long after its exec). The scan inspects the
+ * process again instead of rechecking every process that maps neither library.
+ * At the mmap's return: the mapping is in the process's maps by then. */
+#define FT_PROT_EXEC 0x4
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int ft_mmap_exit(struct trace_event_raw_sys_exit* ctx) {
+  if (ctx->ret < 0 && ctx->ret >= -4095) return 0;  // failed
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+  if (!regs) return 0;
+  const unsigned long prot = PT_REGS_PARM3_CORE_SYSCALL(regs);
+  const int fd = (int)PT_REGS_PARM5_CORE_SYSCALL(regs);
+  if ((prot & FT_PROT_EXEC) && fd >= 0) proc_changed(bpf_get_current_pid_tgid() >> 32);
+  return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ft_sched_exit, struct task_struct* p, bool group_dead) {
   const __u32 tgid = BPF_CORE_READ(p, tgid);
+  if (group_dead) proc_changed(tgid);  // the scan forgets it
   if (!ft_is_traced(tgid)) return 0;
   const __u32 tid = BPF_CORE_READ(p, pid);
   const __u64 now = bpf_ktime_get_ns();

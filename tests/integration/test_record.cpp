@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -195,9 +196,9 @@ TEST(Record, EveryProgramThatCanLoadHereLoads) {
         "tp_btf/irq_handler_entry", "tp_btf/irq_handler_exit", "tp_btf/softirq_entry",
         "tp_btf/softirq_exit", "tp_btf/page_fault_user", "tp_btf/tcp_retransmit_skb",
         "tp_btf/kfree_skb", "tp_btf/inet_sock_set_state", "tracepoint/syscalls/sys_exit_accept4",
-        "tracepoint/syscalls/sys_exit_accept", "usdt:fabtrace:thread_start",
-        "usdt:fabtrace:cq_stall", "usdt:fabtrace:slow_op", "usdt:fabtrace:op_error",
-        "usdt:fabtrace:poll"})
+        "tracepoint/syscalls/sys_exit_mmap", "tracepoint/syscalls/sys_exit_accept",
+        "usdt:fabtrace:thread_start", "usdt:fabtrace:cq_stall", "usdt:fabtrace:slow_op",
+        "usdt:fabtrace:op_error", "usdt:fabtrace:poll"})
     EXPECT_EQ(state[p], "attached") << p << "\n" << r.output;
   // No cxi driver here: listed as absent, with the reason, never as failed.
   for (const char* p :
@@ -923,41 +924,92 @@ TEST(Record, OnlyPidsSessionIsInvisibleToOtherProcesses) {
   EXPECT_EQ(list_files(run_dir, "fabtrace_nic.", ".csv").size(), 2u) << r.output;
 }
 
-// A process the scan already knew, without libfabric, that execs into a
-// libfabric program keeps its pid: the kernel tells the collector of the exec,
-// and the process is traced at the next scan. Its own rechecks alone, seconds
-// apart by then (0.5, 1, 2, 4, 8 s), would find it 6 s late.
-TEST(Record, AProcessThatExecsIntoLibfabricIsTracedAtTheNextScan) {
-  REQUIRE_SESSION_SLOT();
-  const std::string dir = make_temp_dir("rec-exec");
+// Under a `--raw all` session, starts the process `argv_of(go, release)`
+// (without the preload): it maps no libfabric until DIR/go exists, which is
+// made 9 s on, when the scan's own rechecks of it are seconds apart (0.5, 1, 2,
+// 4, 8 s: the next one 6 s later); then it waits for DIR/release in 5 ms
+// sleeps. Whether it was traced (off-CPU intervals of its own in the log)
+// within 4 s of `go`; "" or what went wrong in *why.
+bool traced_soon_after_go(
+    const std::string& tag,
+    const std::function<std::vector<std::string>(const std::string&, const std::string&)>& argv_of,
+    std::string* why) {
+  const std::string dir = make_temp_dir(tag);
   const int rec = start_record(dir, "record.log", {"--raw", "all"}, "attach points attached");
-  ASSERT_GT(rec, 0) << slurp(dir + "/record.log");
+  if (rec <= 0) {
+    *why = slurp(dir + "/record.log");
+    return false;
+  }
   const std::string go = dir + "/go", release = dir + "/release";
-  const int app =
-      spawn({"sh", "-c", "while [ ! -e '" + go + "' ]; do sleep 0.2; done; exec \"$0\" \"$@\"",
-             FT_APP, "--prov", "tcp;ofi_rxm", "--test", "tagged", "--count", "100", "--timeout",
-             "100", "--hold-until", release},
-            {}, dir + "/app.log", false);
-  ASSERT_GT(app, 0);
+  const int app = spawn(argv_of(go, release), {}, dir + "/app.log", false);
   std::this_thread::sleep_for(std::chrono::seconds(9));
   const std::string log = kernel_log_of(dir);
-  for (const Event& e : export_kernel(log, nullptr, "offcpu"))
-    ASSERT_NE(static_cast<int>(e.pid), app) << "traced before it mapped libfabric";
+  auto seen = [&] {
+    for (const Event& e : export_kernel(log, nullptr, "offcpu"))
+      if (static_cast<int>(e.pid) == app) return true;
+    return false;
+  };
+  const bool early = seen();
   std::ofstream(go).put('x');
-  // ft_app waits on its release in 5 ms sleeps: off-CPU intervals of its own,
-  // in the log once it is traced.
-  const bool traced = eventually(
-      [&] {
-        for (const Event& e : export_kernel(log, nullptr, "offcpu"))
-          if (static_cast<int>(e.pid) == app) return true;
-        return false;
-      },
-      4);
+  const bool traced = eventually(seen, 4);
   std::ofstream(release).put('x');
-  EXPECT_EQ(wait_for(app, 120), 0) << slurp(dir + "/app.log");
+  const int app_rc = wait_for(app, 120);
   kill(rec, SIGINT);
-  ASSERT_EQ(wait_for(rec, 120), 0) << slurp(dir + "/record.log");
-  EXPECT_TRUE(traced) << "pid " << app << " not traced within 4 s of its exec";
+  const int rec_rc = wait_for(rec, 120);
+  if (early) *why = "traced before it mapped libfabric";
+  if (app_rc != 0) *why = "the process failed: " + slurp(dir + "/app.log");
+  if (rec_rc != 0) *why = "the session failed: " + slurp(dir + "/record.log");
+  if (!traced && why->empty()) *why = "pid " + std::to_string(app) + " not traced within 4 s";
+  return traced && why->empty();
+}
+
+// A process the scan already knew, without libfabric, that execs into a
+// libfabric program keeps its pid: the kernel tells the collector of the exec,
+// and the process is traced at the next scan.
+TEST(Record, AProcessThatExecsIntoLibfabricIsTracedAtTheNextScan) {
+  REQUIRE_SESSION_SLOT();
+  std::string why;
+  EXPECT_TRUE(traced_soon_after_go(
+      "rec-exec",
+      [](const std::string& go, const std::string& release) {
+        return std::vector<std::string>{
+            "sh",
+            "-c",
+            "while [ ! -e '" + go + "' ]; do sleep 0.2; done; exec \"$0\" \"$@\"",
+            FT_APP,
+            "--prov",
+            "tcp;ofi_rxm",
+            "--test",
+            "tagged",
+            "--count",
+            "100",
+            "--timeout",
+            "100",
+            "--hold-until",
+            release};
+      },
+      &why))
+      << why;
+}
+
+// One that loads libfabric late, as MPI does (dlopen), without an exec: the
+// kernel tells the collector of the library mapped executable.
+TEST(Record, AProcessThatLoadsLibfabricLateIsTracedAtTheNextScan) {
+  REQUIRE_SESSION_SLOT();
+  std::string why;
+  EXPECT_TRUE(traced_soon_after_go(
+      "rec-dlopen",
+      [](const std::string& go, const std::string& release) {
+        return std::vector<std::string>{
+            "python3", "-c",
+            "import ctypes, os, sys, time\n"
+            "while not os.path.exists(sys.argv[1]): time.sleep(0.2)\n"
+            "ctypes.CDLL('libfabric.so.1')\n"
+            "while not os.path.exists(sys.argv[2]): time.sleep(0.005)\n",
+            go, release};
+      },
+      &why))
+      << why;
 }
 
 // The node's Cassini counters are sampled once, by the session, for every device;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -379,13 +380,32 @@ TEST(ProcWatch, OneNamespacesTablesAreReadOncePerScan) {
   EXPECT_EQ(w.tcp_table_reads(), 2u);
 }
 
+// A kernel thread never maps a library: inspected once, never again (most of
+// a node's pids are kernel threads).
+TEST(ProcWatch, AKernelThreadIsInspectedOnce) {
+  FakeProc fake;
+  // PF_KTHREAD (0x200000) in its flags (field 9), and no maps.
+  fake.dir().write("9999/stat",
+                   "9999 (kworker/0:1) I 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n");
+  fake.dir().write("9999/maps", "");
+  fake.dir().write("8888/stat",
+                   "8888 (sleep) S 1 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 6 0 0\n");
+  fake.dir().write("8888/maps", "");
+  ProcWatch w(fake.root());
+  w.scan(4567, 10 * kS);
+  const uint64_t first = w.inspections();
+  for (int i = 1; i <= 40; ++i) w.scan(4567, 10 * kS + static_cast<uint64_t>(i) * kS / 2);
+  // 20 s of scans: 3456, 5678 and 8888 at 0.5, 1.5, 3.5, 7.5, 15.5 s; 9999 never.
+  EXPECT_EQ(w.inspections() - first, 15u);
+}
+
 // Told which processes began or exec'ed since the last scan (the session's
 // programs tell), the scan reads the identity of those and of new pids only.
 TEST(ProcWatch, ToldChangesOnlyThoseAreRead) {
   FakeProc fake;
   ProcWatch w(fake.root());
   fake.dir().write("3456/stat", "3456 (bash) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n");
-  const std::set<pid_t> none;
+  const ProcChanges none;
   w.scan(4567, 10 * kS, &none);
   const uint64_t known = w.identity_reads();
   ASSERT_GE(known, 2u);  // every process, the first time
@@ -396,7 +416,8 @@ TEST(ProcWatch, ToldChangesOnlyThoseAreRead) {
   EXPECT_EQ(w.identity_reads(), known);
   EXPECT_EQ(w.inspections(), inspected);
   // Its exec told: read, and inspected as the process it now is.
-  const std::set<pid_t> exec{3456};
+  ProcChanges exec;
+  exec.pids = {3456};
   w.scan(4567, 10 * kS + 2 * kS / 10, &exec);
   EXPECT_EQ(w.identity_reads(), known + 1);
   EXPECT_EQ(w.inspections(), inspected + 1);
@@ -404,6 +425,68 @@ TEST(ProcWatch, ToldChangesOnlyThoseAreRead) {
   w.scan(4567, 10 * kS + 3 * kS / 10);
   EXPECT_EQ(w.identity_reads(), 2 * known + 1);
   EXPECT_EQ(w.inspections(), inspected + 1);
+}
+
+// Told of files mapped executable too, the scan inspects a process that maps
+// neither library again when it loaded one, and its rechecks grow further.
+TEST(ProcWatch, ToldLoadsFindALibraryAtOnceAndRecheckSeldom) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  auto has = [](const std::vector<ScannedProcess>& v, pid_t pid) {
+    return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
+  };
+  ProcChanges none;
+  none.loads = true;
+  const uint64_t t = 10 * kS;
+  // 20 s of scans: rechecks at 0.5, 1.5, 3.5, 7.5, 15.5 s, the next at 31.5 s.
+  for (int i = 0; i < 40; ++i) w.scan(4567, t + static_cast<uint64_t>(i) * kS / 2, &none);
+  const uint64_t first = w.inspections();
+  // It loads libfabric, and the kernel says it mapped a file executable.
+  fake.dir().write("3456/maps", "7f00-7f01 r-xp 0 08:01 8 /usr/lib/libfabric.so.1\n");
+  EXPECT_FALSE(has(w.scan(4567, t + 20 * kS, &none), 3456)) << "untold, its recheck not due";
+  ProcChanges loaded = none;
+  loaded.pids = {3456};
+  EXPECT_TRUE(has(w.scan(4567, t + 20 * kS + kS / 2, &loaded), 3456));
+  EXPECT_EQ(w.inspections(), first + 1);
+  // 200 s more: 5678 (no files) at 31.5, 63.5, 127.5 and 191.5 s (untold, every 8 s: 25).
+  const uint64_t before = w.inspections();
+  for (int i = 0; i < 400; ++i)
+    w.scan(4567, t + 21 * kS + static_cast<uint64_t>(i) * kS / 2, &none);
+  EXPECT_LE(w.inspections() - before, 5u);
+  EXPECT_GE(w.inspections() - before, 3u);
+}
+
+// Told of everything (begins, execs, loads, ends), the scan lists /proc at its
+// first scan only: a process is found when told, and forgotten when its end is.
+TEST(ProcWatch, ToldOfEverythingProcIsNotListed) {
+  FakeProc fake;
+  ProcWatch w(fake.root());
+  auto has = [](const std::vector<ScannedProcess>& v, pid_t pid) {
+    return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
+  };
+  ProcChanges none;
+  none.loads = none.ends = true;
+  ASSERT_TRUE(has(w.scan(4567, 10 * kS, &none), 1234));  // listed: the first scan
+  const uint64_t reads = w.identity_reads();
+  // A new process that maps libfabric: not found until told.
+  fake.dir().write("7777/maps", "7f00-7f01 r-xp 0 08:01 8 /usr/lib/libfabric.so.1\n");
+  fake.dir().write("7777/stat", "7777 (rank) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 900 0 0\n");
+  EXPECT_FALSE(has(w.scan(4567, 10 * kS + kS / 4, &none), 7777));  // no recheck due yet
+  EXPECT_EQ(w.identity_reads(), reads);
+  ProcChanges began = none;
+  began.pids = {7777};
+  EXPECT_TRUE(has(w.scan(4567, 11 * kS, &began), 7777));
+  EXPECT_TRUE(has(w.scan(4567, 11 * kS + kS / 2, &none), 7777));
+  // It ends: a zombie until its parent waits, then gone. Either way, forgotten.
+  fake.dir().write("7777/stat", "7777 (rank) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 900 0 0\n");
+  ProcChanges ended = none;
+  ended.pids = {7777};
+  EXPECT_FALSE(has(w.scan(4567, 12 * kS, &ended), 7777));
+  // 1234 ends without a zombie: its files gone.
+  std::filesystem::remove_all(fake.dir().path("1234"));
+  ended.pids = {1234};
+  EXPECT_FALSE(has(w.scan(4567, 12 * kS + kS / 2, &ended), 1234));
+  EXPECT_TRUE(has(w.scan(4567, 13 * kS, &none), 2345));  // the others as they were
 }
 
 // The TCP table is read once per process: the programs see what it connects,

@@ -46,7 +46,9 @@ struct BpfSession::Impl {
   ftskel_irq* irq = nullptr;
   ftskel_cxi* cxi = nullptr;
   ftskel_sched* sched = nullptr;
-  bool proc_changes_on = false;         // both of its programs attached
+  bool proc_changes_on = false;         // its fork and exec programs attached
+  bool proc_loads_on = false;           // and its mmap one
+  bool proc_ends_on = false;            // and its exit one
   uint64_t proc_changes_lost_seen = 0;  // what take_proc_changes() last saw
   UsdtLibraries usdt_files{kMaxUsdtFiles, kMaxUsdtFilesPerUser};
   // libbpf's USDT spec ids (one per distinct argument spec of a probe, per
@@ -230,6 +232,10 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
     change_points += a.state == "attached" && (a.point == "tp_btf/sched_process_fork" ||
                                                a.point == "tp_btf/sched_process_exec");
   im.proc_changes_on = im.sched && im.sched->bss && change_points == 2;
+  for (const KernelAttach& a : attach_) {
+    im.proc_loads_on |= a.state == "attached" && a.point == "tracepoint/syscalls/sys_exit_mmap";
+    im.proc_ends_on |= a.state == "attached" && a.point == "tp_btf/sched_process_exit";
+  }
   if (im.probes) {
     if (opt.usdt_libraries.empty())
       im.note("probes", "usdt:fabtrace:*", "absent", "no libfabtrace.so to attach the probes to");
@@ -406,8 +412,10 @@ void BpfSession::each_softirq_sum(
   if (fd >= 0) each_entry<ft_softirq_key, ft_softirq_sum>(fd, on);
 }
 
-bool BpfSession::take_proc_changes(std::set<pid_t>* out) {
+bool BpfSession::take_proc_changes(ProcChanges* out) {
   if (!impl_ || !impl_->proc_changes_on) return false;
+  out->loads = impl_->proc_loads_on;
+  out->ends = impl_->proc_ends_on;
   const int fd = bpf_map__fd(impl_->sched->maps.proc_changes);
   // The keys first, then their deletion: a change made meanwhile is either
   // among them (and the caller reads the process after this) or left for the
@@ -423,7 +431,7 @@ bool BpfSession::take_proc_changes(std::set<pid_t>* out) {
   }
   for (const __u32 k : keys) {
     bpf_map_delete_elem(fd, &k);
-    out->insert(static_cast<pid_t>(k));
+    out->pids.insert(static_cast<pid_t>(k));
   }
   const uint64_t lost = __atomic_load_n(&impl_->sched->bss->proc_changes_lost, __ATOMIC_RELAXED);
   if (lost == impl_->proc_changes_lost_seen) return true;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/kernel_log.h"
+#include "userspace/record/proc_changes.h"
 #include "userspace/record/uprobes/uprobe_session.h"
 #include "userspace/record/usdt_libraries.h"
 
@@ -123,11 +124,12 @@ class BpfSession {
   // const ft_softirq_sum&).
   void each_softirq_sum(
       const std::function<void(const ft_softirq_key&, const ft_softirq_sum&)>& on) const;
-  // The processes that began or exec'ed since the last call (sched.bpf.c's
-  // proc_changes), taken out of the programs' map into *out. False when the
-  // programs cannot tell (not loaded, not attached) or missed some since the
-  // last call: then any process may have changed.
-  bool take_proc_changes(std::set<pid_t>* out);
+  // What the programs saw of the node's processes since the last call
+  // (sched.bpf.c's proc_changes), taken out of their map into *out, with what
+  // they tell (out->loads, out->ends: their programs attached). False when
+  // they cannot tell (not loaded, not attached) or missed some since the last
+  // call: then any process may have changed.
+  bool take_proc_changes(ProcChanges* out);
 
   // --uprobes: its half of the session (empty without --uprobes).
   const UprobeSession& uprobes() const;

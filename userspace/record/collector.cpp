@@ -34,8 +34,10 @@ namespace fabtrace {
 
 namespace {
 
-constexpr uint64_t kScanNs = 500000000;    // /proc rescan
-constexpr uint64_t kStatsNs = 2000000000;  // kernel counters into the log
+constexpr uint64_t kScanNs = 500000000;  // /proc rescan
+// The kernel's counters into the log (what a killed session keeps; a read is
+// some 85 map and program lookups).
+constexpr uint64_t kStatsNs = 10000000000;
 // --uprobes: the rows that changed into the log (what a killed session keeps).
 constexpr uint64_t kUprobeRowsNs = 5000000000;
 
@@ -227,11 +229,12 @@ void Collector::find_own_threads() {
 
 void Collector::scan() {
   last_scan_ = mono_ns();
-  find_own_threads();
   std::vector<ScannedProcess> found;
   // Taken before /proc is read: a change made after it is read at the next scan.
-  std::set<pid_t> changed;
-  const std::set<pid_t>* told = session_.take_proc_changes(&changed) ? &changed : nullptr;
+  ProcChanges changes;
+  const ProcChanges* told = session_.take_proc_changes(&changes) ? &changes : nullptr;
+  // Its own threads: at the first scan, and when the kernel says it made one.
+  if (!scanned_once_ || !told || changes.pids.count(getpid())) find_own_threads();
   if (opt_.discover) {
     found = watch_.scan(getpid(), last_scan_, told);
   } else if (opt_.bpf.uprobes.enabled) {

@@ -4,6 +4,8 @@
 // scan on a development VM with 300 processes (9 % of a core), far more than
 // its events. So:
 //
+// - a kernel thread is inspected once: it never maps a library (most of a
+//   node's pids; rechecking them was most of a session's first seconds);
 // - a process is inspected (its maps read) when it is new, or when it is no
 //   longer the one it was (its start time or its name in /proc/PID/stat
 //   changed: an exec, a pid reused); where the kernel tells which processes
@@ -12,7 +14,13 @@
 //   the collector's CPU beside a pair (a process gone and its pid reused by a
 //   fork, or an exec, is among those told); one that maps neither library is looked
 //   at again after 0.5 s, then twice as long each time, up to 8 s (a library
-//   loaded later, as MPI loads libfabric, is found that late at most);
+//   loaded later, as MPI loads libfabric, is found that late at most); where
+//   the kernel tells of files mapped executable too, a process is inspected
+//   again when it loaded one, and its rechecks grow up to every 64 s (they
+//   stay: a library whose path is renamed under the scan can look like
+//   another file at one inspection and be found at the next); where
+//   it tells of ends too, the scan does not list /proc at all (listing it was
+//   most of what an idle session cost);
 // - a traced process's TCP connections are read from /proc once, at the scan
 //   that starts tracing it: the programs see every connection it makes (or
 //   accepts, or listens on) from then on, so /proc only tells those made
@@ -29,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "userspace/record/proc_changes.h"
 #include "userspace/record/proc_scan.h"
 
 namespace fabtrace {
@@ -38,12 +47,14 @@ class ProcWatch {
   explicit ProcWatch(std::string root = "/proc") : root_(root), scanner_(std::move(root)) {}
 
   // Every process (but `self`) that maps the preload or libfabric: the new and
-  // changed ones as inspected now, the others as last inspected. `changed`:
-  // the processes that began or exec'ed since the last scan, when the caller
-  // knows them (the others known are then taken as they were, unread); null:
-  // every process's identity is read.
-  std::vector<ScannedProcess> scan(pid_t self, uint64_t now_ns,
-                                   const std::set<pid_t>* changed = nullptr);
+  // changed ones as inspected now, the others as last inspected. `told`: what
+  // the kernel says changed since the last scan, when the caller knows (null:
+  // every process listed and its identity read). Told, the others known are
+  // taken as they were, unread; told of library loads too, those that map
+  // neither library are inspected again when they load one, their rechecks
+  // growing up to every kMaxRecheckToldNs instead of kMaxRecheckNs; told of
+  // ends too, /proc is not listed (but at the first scan).
+  std::vector<ScannedProcess> scan(pid_t self, uint64_t now_ns, const ProcChanges* told = nullptr);
   // The TCP connections of traced process `pid` the first time it is asked
   // for (by process: a pid reused is another); empty afterwards. The processes
   // of one network namespace asked for after one scan share one read of its
@@ -60,6 +71,7 @@ class ProcWatch {
 
   static constexpr uint64_t kFirstRecheckNs = 500000000ULL;
   static constexpr uint64_t kMaxRecheckNs = 8000000000ULL;
+  static constexpr uint64_t kMaxRecheckToldNs = 64000000000ULL;
 
  private:
   struct Seen {
@@ -68,9 +80,15 @@ class ProcWatch {
     ScannedProcess last;  // when it maps one
     uint64_t next_ns = 0, every_ns = kFirstRecheckNs;
     bool conns_read = false;  // its TCP connections, from /proc
+    bool kthread = false;     // a kernel thread: never rechecked
     uint64_t scan = 0;        // the last scan it was there
   };
-  std::string identity_of(pid_t pid) const;
+  // "comm starttime" ("" when unreadable, or, with `zombie_gone`, when the
+  // process has ended and awaits its parent's wait); *kthread: a kernel thread.
+  std::string identity_of(pid_t pid, bool zombie_gone, bool* kthread) const;
+  // One process looked at, in the scan numbered scans_: `listed` (found in
+  // /proc's list, else told of or due), `due` (its recheck: read afresh).
+  void visit(pid_t pid, uint64_t now_ns, const ProcChanges* told, bool listed, bool due);
 
   std::string root_;
   ProcScanner scanner_;
