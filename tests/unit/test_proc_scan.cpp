@@ -306,6 +306,11 @@ TEST(ProcScan, MissingRoot) {
 
 constexpr uint64_t kS = 1000000000ULL;
 
+// Whether process `pid` is among those a scan found.
+bool has(const std::vector<ScannedProcess>& v, pid_t pid) {
+  return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
+}
+
 TEST(ProcWatch, FindsWhatTheScannerFindsAndInspectsEachOnce) {
   FakeProc fake;
   ProcWatch w(fake.root());
@@ -322,9 +327,6 @@ TEST(ProcWatch, FindsWhatTheScannerFindsAndInspectsEachOnce) {
 TEST(ProcWatch, AProcessThatLoadsLibfabricLaterIsFoundAtItsNextCheck) {
   FakeProc fake;
   ProcWatch w(fake.root());
-  auto has = [](const std::vector<ScannedProcess>& v, pid_t pid) {
-    return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
-  };
   uint64_t t = 10 * kS;
   ASSERT_FALSE(has(w.scan(4567, t), 3456));
   // It loads libfabric (as MPI does, through dlopen).
@@ -432,9 +434,6 @@ TEST(ProcWatch, ToldChangesOnlyThoseAreRead) {
 TEST(ProcWatch, ToldLoadsFindALibraryAtOnceAndRecheckSeldom) {
   FakeProc fake;
   ProcWatch w(fake.root());
-  auto has = [](const std::vector<ScannedProcess>& v, pid_t pid) {
-    return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
-  };
   ProcChanges none;
   none.loads = true;
   const uint64_t t = 10 * kS;
@@ -461,9 +460,6 @@ TEST(ProcWatch, ToldLoadsFindALibraryAtOnceAndRecheckSeldom) {
 TEST(ProcWatch, ToldOfEverythingProcIsNotListed) {
   FakeProc fake;
   ProcWatch w(fake.root());
-  auto has = [](const std::vector<ScannedProcess>& v, pid_t pid) {
-    return std::any_of(v.begin(), v.end(), [pid](const ScannedProcess& p) { return p.pid == pid; });
-  };
   ProcChanges none;
   none.loads = none.ends = true;
   ASSERT_TRUE(has(w.scan(4567, 10 * kS, &none), 1234));  // listed: the first scan

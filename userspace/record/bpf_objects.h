@@ -39,16 +39,24 @@ inline std::vector<pid_t> attach_pids(const std::vector<pid_t>& only_pids) {
 }
 
 // Every (key, value) of a BPF hash map.
-template <typename K, typename V, typename F>
-void each_entry(int fd, F&& on) {
+template <typename K, typename F>
+void each_key(int fd, F&& on) {
   K at{}, next{};
   bool first = true;
   while (bpf_map_get_next_key(fd, first ? nullptr : &at, &next) == 0) {
     first = false;
     at = next;
-    V v{};
-    if (bpf_map_lookup_elem(fd, &at, &v) == 0) on(at, v);
+    if (!on(at)) return;
   }
+}
+
+template <typename K, typename V, typename F>
+void each_entry(int fd, F&& on) {
+  each_key<K>(fd, [&](const K& k) {
+    V v{};
+    if (bpf_map_lookup_elem(fd, &k, &v) == 0) on(k, v);
+    return true;
+  });
 }
 
 struct BpfObjects {

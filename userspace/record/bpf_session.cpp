@@ -153,6 +153,12 @@ size_t BpfSession::attached() const {
   return n;
 }
 
+bool BpfSession::attached(const std::string& point) const {
+  return std::any_of(attach_.begin(), attach_.end(), [&point](const KernelAttach& a) {
+    return a.point == point && a.state == "attached";
+  });
+}
+
 bool BpfSession::start(const BpfOptions& opt, std::string* error) {
   attach_.clear();
   impl_ = std::make_unique<Impl>();
@@ -227,15 +233,10 @@ bool BpfSession::start(const BpfOptions& opt, std::string* error) {
   }
   if (!objs.loaded("probes")) im.probes = nullptr;
   if (!objs.loaded("sched")) im.sched = nullptr;
-  size_t change_points = 0;
-  for (const KernelAttach& a : attach_)
-    change_points += a.state == "attached" && (a.point == "tp_btf/sched_process_fork" ||
-                                               a.point == "tp_btf/sched_process_exec");
-  im.proc_changes_on = im.sched && im.sched->bss && change_points == 2;
-  for (const KernelAttach& a : attach_) {
-    im.proc_loads_on |= a.state == "attached" && a.point == "tracepoint/syscalls/sys_exit_mmap";
-    im.proc_ends_on |= a.state == "attached" && a.point == "tp_btf/sched_process_exit";
-  }
+  im.proc_changes_on = im.sched && im.sched->bss && attached("tp_btf/sched_process_fork") &&
+                       attached("tp_btf/sched_process_exec");
+  im.proc_loads_on = attached("tracepoint/syscalls/sys_exit_mmap");
+  im.proc_ends_on = attached("tp_btf/sched_process_exit");
   if (im.probes) {
     if (opt.usdt_libraries.empty())
       im.note("probes", "usdt:fabtrace:*", "absent", "no libfabtrace.so to attach the probes to");
@@ -421,14 +422,11 @@ bool BpfSession::take_proc_changes(ProcChanges* out) {
   // among them (and the caller reads the process after this) or left for the
   // next call. Bounded by the map's size, in case it changes under the walk.
   std::vector<__u32> keys;
-  __u32 key = 0, next = 0;
-  const __u32* at = nullptr;
   const size_t most = bpf_map__max_entries(impl_->sched->maps.proc_changes);
-  while (keys.size() < most && bpf_map_get_next_key(fd, at, &next) == 0) {
-    keys.push_back(next);
-    key = next;
-    at = &key;
-  }
+  each_key<__u32>(fd, [&](__u32 k) {
+    keys.push_back(k);
+    return keys.size() < most;
+  });
   for (const __u32 k : keys) {
     bpf_map_delete_elem(fd, &k);
     out->pids.insert(static_cast<pid_t>(k));

@@ -68,7 +68,8 @@ class BpfSession {
   // attach list says what runs.
   bool start(const BpfOptions& opt, std::string* error);
   const std::vector<KernelAttach>& attach_list() const { return attach_; }
-  size_t attached() const;  // attach points attached
+  size_t attached() const;                        // attach points attached
+  bool attached(const std::string& point) const;  // that one ("tp_btf/sched_switch")
 
   // Attaches the preload's USDT probes to the copy of libfabtrace.so that
   // process `pid` maps at `range` and names `path` (usdt_libraries.h: reached

@@ -86,6 +86,7 @@ void ProcWatch::visit(pid_t pid, uint64_t now_ns, const ProcChanges* told, bool 
 
 std::vector<ScannedProcess> ProcWatch::scan(pid_t self, uint64_t now_ns, const ProcChanges* told) {
   ++scans_;
+  tables_.clear();  // a namespace's TCP tables are shared within one scan only
   if (told && told->whole() && scans_ > 1) {
     for (const pid_t pid : told->pids)
       if (pid != self) visit(pid, now_ns, told, false, false);
@@ -121,10 +122,6 @@ std::vector<ScannedConn> ProcWatch::new_tcp_conns(pid_t pid) {
   } else {
     if (it->second.conns_read) return {};
     it->second.conns_read = true;
-  }
-  if (tables_scan_ != scans_) {
-    tables_.clear();
-    tables_scan_ = scans_;
   }
   ++tcp_reads_;
   return scanner_.tcp_conns(pid, scanner_.socket_inodes(pid), &tables_);

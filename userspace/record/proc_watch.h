@@ -95,7 +95,6 @@ class ProcWatch {
   std::map<pid_t, Seen> seen_;
   std::set<pid_t> other_conns_read_;  // --pid processes the scan does not know
   ProcScanner::TcpTables tables_;     // read since the last scan
-  uint64_t tables_scan_ = 0;
   uint64_t scans_ = 0, inspections_ = 0, tcp_reads_ = 0;
   mutable uint64_t identity_reads_ = 0;
 };
