@@ -33,6 +33,23 @@
 #define FT_UP_NESTED_MAX_NS 1000000000ULL
 #define FT_UP_MAX_IOV 4 /* iovec entries summed for an op's length */
 
+/* Where an op site's arguments are at its entry probe, when that probe is
+ * not on the function's first instruction (x86-64: a `sub` the kernel would
+ * single-step there; the probe on the `call` the op forwards to, its return
+ * probe on the callee's entry: userspace/record/uprobes/probe_place.h). */
+#define FT_UP_ARGS 16
+struct ft_up_args {
+  __s32 ret_sp; /* the probe's sp + ret_sp: the stack pointer its return probe's call had */
+  __u32 moved;  /* 0: the probe is on the first instruction (arguments as the ABI has them) */
+  /* [n]: argument n in register reg[n] - 1 (x86 numbering: 0 rax, 1 rcx,
+   * 2 rdx, 3 rbx, 5 rbp, 6 rsi, 7 rdi, 8 r8 .. 15 r15), or with reg[n] 0 in
+   * memory at the probe's sp + off[n] */
+  __u8 reg[FT_UP_ARGS + 1];
+  __u8 pad[7];
+  __s16 off[FT_UP_ARGS + 1];
+  __u16 pad2[7];
+};
+
 /* What a probed function is. */
 enum ft_up_role {
   FT_UP_ROLE_OP = 1,        /* a data-path op (ep->msg->send, ep->tagged->recv, ...) */
@@ -225,7 +242,7 @@ struct ft_up_call {
   __u32 op, site, cls;
   __u32 untimed; /* 1: no completion will come (struct ft_up_stats' untimed) */
   __u32 slot;    /* where its context's record went: 0 up_pending, n: up_dup seq n - 1 */
-  __u32 pad;
+  __u32 moved;   /* probed on the call it forwards to: its callee's entry has its sp */
 };
 
 /* An application endpoint (key: process, endpoint): its CQs, from its binds

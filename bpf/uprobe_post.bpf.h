@@ -36,30 +36,30 @@ static __always_inline __u64 msg_ctx_off(__u32 ctxloc) {
 }
 
 /* The op's peer, from where its fi_addr_t is (FT_UP_PEER_*); 0 for none. */
-static __always_inline __u64 op_peer(struct pt_regs* regs, __u32 peerloc) {
-  if (peerloc == FT_UP_PEER_MSG) return read_u64(arg_n(regs, 2) + FT_UP_MSG_ADDR_OFF);
-  if (peerloc >= 2 && peerloc <= 16) return arg_n(regs, (int)peerloc);
+static __always_inline __u64 op_peer(struct pt_regs* regs, __u32 site, __u32 peerloc) {
+  if (peerloc == FT_UP_PEER_MSG) return read_u64(op_arg(regs, site, 2) + FT_UP_MSG_ADDR_OFF);
+  if (peerloc >= 2 && peerloc <= 16) return op_arg(regs, site, (int)peerloc);
   return 0;
 }
 
 /* The bytes an op moves, from where its length is (enum ft_up_len): an atomic's
  * elements times its datatype's size (an unknown datatype counts 0 bytes). */
-static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
+static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 site, __u32 lenloc) {
   const __u32 kind = FT_UP_LEN_KIND(lenloc);
   __u64 n = 0;
   switch (kind) {
     case FT_UP_LEN_ARG3:
     case FT_UP_LEN_ACOUNT:
-      n = arg_n(regs, 3);
+      n = op_arg(regs, site, 3);
       break;
     case FT_UP_LEN_IOV:
     case FT_UP_LEN_AIOC:
-      n = iov_bytes(arg_n(regs, 2), arg_n(regs, 4));
+      n = iov_bytes(op_arg(regs, site, 2), op_arg(regs, site, 4));
       break;
     case FT_UP_LEN_MSG:
     case FT_UP_LEN_AMSG: {
       /* fi_msg, fi_msg_tagged, fi_msg_rma, fi_msg_atomic: the same two fields */
-      const __u64 msg = arg_n(regs, 2);
+      const __u64 msg = op_arg(regs, site, 2);
       n = iov_bytes(read_u64(msg + FT_UP_MSG_IOV_OFF), read_u64(msg + FT_UP_MSG_COUNT_OFF));
       break;
     }
@@ -69,9 +69,9 @@ static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
   if (kind < FT_UP_LEN_ACOUNT) return n;
   __u32 dt = 0;
   if (kind == FT_UP_LEN_AMSG)
-    bpf_probe_read_user(&dt, sizeof(dt), (const void*)(arg_n(regs, 2) + FT_UP_AMSG_DT_OFF));
+    bpf_probe_read_user(&dt, sizeof(dt), (const void*)(op_arg(regs, site, 2) + FT_UP_AMSG_DT_OFF));
   else
-    dt = (__u32)arg_n(regs, (int)FT_UP_LEN_DT_ARG(lenloc));
+    dt = (__u32)op_arg(regs, site, (int)FT_UP_LEN_DT_ARG(lenloc));
   return n * ft_up_datatype_size(dt);
 }
 
@@ -84,7 +84,7 @@ static __always_inline __u64 op_bytes(struct pt_regs* regs, __u32 lenloc) {
  * an endpoint whose open and binds were not seen (opened before the session)
  * is taken to complete; one of a side seen bound to no CQ does not. */
 static __always_inline bool op_completes(__u32 tgid, __u64 ep_ptr, __u32 cls, __u32 ctxloc,
-                                         struct pt_regs* regs) {
+                                         struct pt_regs* regs, __u32 site) {
   if (ctxloc == FT_UP_CTX_NONE) return false;
   const __u32 side = cls & 1;
   struct ft_up_key ek = {.tgid = tgid, .ptr = ep_ptr};
@@ -94,9 +94,10 @@ static __always_inline bool op_completes(__u32 tgid, __u64 ep_ptr, __u32 cls, __
   const bool selective = ep && (ep->selective & (1u << side));
   if (msg_ctx_off(ctxloc)) {
     /* (ep, msg, flags), but for two atomic msg ops (FT_UP_CTX_AMSG_FLAGS*). */
-    const __u64 flags = arg_n(regs, ctxloc == FT_UP_CTX_AMSG_FLAGS6   ? 6
-                                    : ctxloc == FT_UP_CTX_AMSG_FLAGS9 ? 9
-                                                                      : 3);
+    const __u64 flags = op_arg(regs, site,
+                               ctxloc == FT_UP_CTX_AMSG_FLAGS6   ? 6
+                               : ctxloc == FT_UP_CTX_AMSG_FLAGS9 ? 9
+                                                                 : 3);
     if (flags & FT_UP_KEEP_CONTEXT_FLAGS) return false;
     if (!known) return true;
     if (!bound) return false;
@@ -191,22 +192,29 @@ int ft_up_op(struct pt_regs* regs) {
    * are attached before entry probes (bpf_session.cpp), so a return is missed
    * only when a thread leaves a call by other ways (killed, a longjmp), and
    * such a record would otherwise hide every deeper op of the thread. */
+  const __u32 site = FT_UP_SITE(cookie);
+  const __u64 sp = op_sp(regs, site);
+  /* A call probed on the call it forwards to (ft_site_args) records its
+   * callee's stack pointer: that callee's entry, when it is a probed op of
+   * its own, is the same call. */
   const struct ft_up_call* outer = bpf_map_lookup_elem(&up_call, &tid);
-  if (outer && FT_SP(regs) < outer->sp && bpf_ktime_get_ns() - outer->start < FT_UP_NESTED_MAX_NS)
+  if (outer && (sp < outer->sp || (sp == outer->sp && outer->moved)) &&
+      bpf_ktime_get_ns() - outer->start < FT_UP_NESTED_MAX_NS)
     return 0;
   const __u32 op = FT_UP_OP(cookie);
   struct ft_up_call c = {};
-  c.ep = arg_n(regs, 1);
-  c.peer = op_peer(regs, FT_UP_PEERLOC(cookie));
-  c.bytes = op_bytes(regs, FT_UP_LENLOC(cookie));
+  c.ep = op_arg(regs, site, 1);
+  c.peer = op_peer(regs, site, FT_UP_PEERLOC(cookie));
+  c.bytes = op_bytes(regs, site, FT_UP_LENLOC(cookie));
   c.cls = FT_UP_CLASS(cookie) ? FT_UP_RX : FT_UP_TX;
   struct ft_up_stats* s = stats_of(tgid, op, c.ep, c.peer, c.bytes, c.cls == FT_UP_RX);
   if (s) s->calls += 1;
   const __u32 ctxloc = FT_UP_CTXLOC(cookie);
-  c.untimed = !op_completes(tgid, c.ep, c.cls, ctxloc, regs);
-  c.sp = FT_SP(regs);
+  c.untimed = !op_completes(tgid, c.ep, c.cls, ctxloc, regs, site);
+  c.sp = sp;
+  c.moved = ft_site_args[site & (FT_UP_MAX_SITES - 1)].moved;
   c.op = op;
-  c.site = FT_UP_SITE(cookie);
+  c.site = site;
   c.start = bpf_ktime_get_ns();
   if (c.untimed) {
     /* No completion will come: only its return is waited for (accepted or
@@ -215,21 +223,21 @@ int ft_up_op(struct pt_regs* regs) {
     return 0;
   }
 
-  if (FT_UP_CTX_IS_STACK(ctxloc)) c.ctx = arg_n(regs, FT_UP_CTX_STACK_ARG(ctxloc));
+  if (FT_UP_CTX_IS_STACK(ctxloc)) c.ctx = op_arg(regs, site, FT_UP_CTX_STACK_ARG(ctxloc));
   switch (ctxloc) {
     case FT_UP_CTX_ARG6:
-      c.ctx = arg_n(regs, 6);
+      c.ctx = op_arg(regs, site, 6);
       break;
     case FT_UP_CTX_ARG7:
-      c.ctx = arg_n(regs, 7);
+      c.ctx = op_arg(regs, site, 7);
       break;
     case FT_UP_CTX_ARG8:
-      c.ctx = arg_n(regs, 8);
+      c.ctx = op_arg(regs, site, 8);
       break;
     default: {
       /* A message (argument 2) keeps it in its ->context field. */
       const __u64 off = msg_ctx_off(ctxloc);
-      if (off) c.ctx = read_u64(arg_n(regs, 2) + off);
+      if (off) c.ctx = read_u64(op_arg(regs, site, 2) + off);
       break;
     }
   }

@@ -13,6 +13,8 @@ const volatile __u32 ft_self_tgid = 0; /* the collector: never counted */
  * functions). */
 const volatile struct ft_up_layout ft_layouts[FT_UP_MAX_LAYOUTS] = {};
 const volatile __u8 ft_site_layout[FT_UP_MAX_SITES] = {};
+/* Each op site's arguments where its probe is not the function's entry. */
+const volatile struct ft_up_args ft_site_args[FT_UP_MAX_SITES] = {};
 const volatile __u64 ft_site_off[FT_UP_MAX_SITES] = {};
 /* An AV insert site's address stride: the provider's address length (0: its
  * addresses are NUL-terminated strings, FI_ADDR_STR, each as long as it is).
@@ -243,6 +245,91 @@ static __always_inline __u64 arg_n(struct pt_regs* regs, int n) {
     default:
       return n >= 7 && n <= 16 ? stack_arg(regs, n) : 0;
   }
+#endif
+}
+
+/* Register number r (x86 encoding) of the probed thread. Read through
+ * bpf_probe_read_kernel at the field's offset: the compiler folds a switch
+ * of field loads into one load at a computed offset, which the verifier
+ * refuses on the context pointer. */
+#if !defined(__TARGET_ARCH_arm64)
+static __always_inline __u64 reg_value(struct pt_regs* regs, __u32 r) {
+  __u64 off;
+  switch (r) {
+    case 0:
+      off = __builtin_offsetof(struct pt_regs, ax);
+      break;
+    case 1:
+      off = __builtin_offsetof(struct pt_regs, cx);
+      break;
+    case 2:
+      off = __builtin_offsetof(struct pt_regs, dx);
+      break;
+    case 3:
+      off = __builtin_offsetof(struct pt_regs, bx);
+      break;
+    case 5:
+      off = __builtin_offsetof(struct pt_regs, bp);
+      break;
+    case 6:
+      off = __builtin_offsetof(struct pt_regs, si);
+      break;
+    case 7:
+      off = __builtin_offsetof(struct pt_regs, di);
+      break;
+    case 8:
+      off = __builtin_offsetof(struct pt_regs, r8);
+      break;
+    case 9:
+      off = __builtin_offsetof(struct pt_regs, r9);
+      break;
+    case 10:
+      off = __builtin_offsetof(struct pt_regs, r10);
+      break;
+    case 11:
+      off = __builtin_offsetof(struct pt_regs, r11);
+      break;
+    case 12:
+      off = __builtin_offsetof(struct pt_regs, r12);
+      break;
+    case 13:
+      off = __builtin_offsetof(struct pt_regs, r13);
+      break;
+    case 14:
+      off = __builtin_offsetof(struct pt_regs, r14);
+      break;
+    case 15:
+      off = __builtin_offsetof(struct pt_regs, r15);
+      break;
+    default:
+      return 0;
+  }
+  __u64 v = 0;
+  bpf_probe_read_kernel(&v, sizeof(v), (const char*)regs + off);
+  return v;
+}
+#endif
+
+/* Argument n of the op probed at site `site`: where its probe is
+ * (ft_site_args), or as at a function's first instruction. */
+static __always_inline __u64 op_arg(struct pt_regs* regs, __u32 site, int n) {
+#if !defined(__TARGET_ARCH_arm64)
+  const volatile struct ft_up_args* a = &ft_site_args[site & (FT_UP_MAX_SITES - 1)];
+  if (a->moved && n >= 1 && n <= FT_UP_ARGS) {
+    const __u8 r = a->reg[n];
+    if (r) return reg_value(regs, r - 1u);
+    return read_u64(FT_SP(regs) + (__s64)a->off[n]);
+  }
+#endif
+  return arg_n(regs, n);
+}
+
+/* The stack pointer an op's return will have (+ 8) at its entry probe. */
+static __always_inline __u64 op_sp(struct pt_regs* regs, __u32 site) {
+#if !defined(__TARGET_ARCH_arm64)
+  return FT_SP(regs) + (__s64)ft_site_args[site & (FT_UP_MAX_SITES - 1)].ret_sp;
+#else
+  return FT_SP(regs);
 #endif
 }
 

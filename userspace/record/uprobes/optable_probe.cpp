@@ -27,6 +27,7 @@
 #include "bpf/uprobe_ops.h"
 #include "common/addr_format.h"
 #include "common/op_kinds.h"
+#include "userspace/record/uprobes/probe_place.h"
 
 namespace fabtrace {
 
@@ -304,14 +305,78 @@ std::string hex_offset(uint64_t offset) {
   return b;
 }
 
+uint32_t op_args_read(const OpSite& site) {
+  uint32_t m = 1u << 1;
+  auto arg = [&m](uint32_t n) {
+    if (n >= 1 && n <= 16) m |= 1u << n;
+  };
+  if (FT_UP_CTX_IS_STACK(site.ctx)) arg(FT_UP_CTX_STACK_ARG(site.ctx));
+  switch (site.ctx) {
+    case FT_UP_CTX_ARG6:
+      arg(6);
+      break;
+    case FT_UP_CTX_ARG7:
+      arg(7);
+      break;
+    case FT_UP_CTX_ARG8:
+      arg(8);
+      break;
+    case FT_UP_CTX_MSG:
+    case FT_UP_CTX_TMSG:
+    case FT_UP_CTX_RMSG:
+    case FT_UP_CTX_AMSG:
+      arg(2);
+      arg(3);  // its flags
+      break;
+    case FT_UP_CTX_AMSG_FLAGS6:
+      arg(2);
+      arg(6);
+      break;
+    case FT_UP_CTX_AMSG_FLAGS9:
+      arg(2);
+      arg(9);
+      break;
+    default:
+      break;
+  }
+  switch (FT_UP_LEN_KIND(site.len)) {
+    case FT_UP_LEN_ARG3:
+      arg(3);
+      break;
+    case FT_UP_LEN_ACOUNT:
+      arg(3);
+      arg(FT_UP_LEN_DT_ARG(site.len));
+      break;
+    case FT_UP_LEN_IOV:
+      arg(2);
+      arg(4);
+      break;
+    case FT_UP_LEN_AIOC:
+      arg(2);
+      arg(4);
+      arg(FT_UP_LEN_DT_ARG(site.len));
+      break;
+    case FT_UP_LEN_MSG:
+    case FT_UP_LEN_AMSG:
+      arg(2);
+      break;
+    default:
+      break;
+  }
+  if (site.peer == FT_UP_PEER_MSG)
+    arg(2);
+  else
+    arg(site.peer);
+  return m;
+}
+
 uint64_t probe_offset(const std::string& path, uint64_t offset) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return offset;
   unsigned char b[4] = {};
   const ssize_t n = ::pread(fd, b, sizeof(b), static_cast<off_t>(offset));
   ::close(fd);
-  static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
-  if (n == 4 && std::memcmp(b, endbr64, 4) == 0) return offset + 4;
+  if (n == 4 && is_endbr64(b)) return offset + 4;
   return offset;
 }
 

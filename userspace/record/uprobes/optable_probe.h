@@ -114,6 +114,10 @@ std::string hex_offset(uint64_t offset);
 // arguments and the stack are the same there.
 uint64_t probe_offset(const std::string& path, uint64_t offset);
 
+// The arguments an op site's programs read (bit n: argument n): its endpoint,
+// and where its context, flags, length, datatype and peer are (bpf/uprobe_ops.h).
+uint32_t op_args_read(const OpSite& site);
+
 struct UprobeLayout;
 
 // Opens provider `prov` in this process as an application would and appends

@@ -10,6 +10,7 @@
 #include "common/uprobe_stats.h"
 #include "uprobe_ops.skel.h"
 #include "userspace/record/bpf_objects.h"
+#include "userspace/record/uprobes/probe_place.h"
 #include "userspace/record/uprobes/uprobe_multi.h"
 
 namespace fabtrace {
@@ -40,7 +41,7 @@ void UprobeSession::configure() {
     if (sites_.size() >= FT_UP_MAX_SITES) break;
     if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
     const size_t index = sites_.size();
-    const uint64_t probed = probe_offset(site.path, site.offset);
+    uint64_t probed = probe_offset(site.path, site.offset);
     if (site.layout && site.layout <= opt_.layouts.size() && site.layout <= FT_UP_MAX_LAYOUTS) {
       skel_->rodata->ft_site_layout[index] = static_cast<__u8>(site.layout);
       if (site.role == FT_UP_ROLE_CQ_READ && site.path == opt_.layouts[site.layout - 1].path)
@@ -50,8 +51,26 @@ void UprobeSession::configure() {
       skel_->rodata->ft_site_addrlen[index] = site.addrlen;
     if (site.role == FT_UP_ROLE_CONNECT)
       skel_->rodata->ft_site_addr_format[index] = site.addr_format;
+    uint64_t ret = probed;
+#if defined(__x86_64__)
+    if (site.role == FT_UP_ROLE_OP) {
+      const ProbePlace place = place_op_probe(site.path, site.offset, op_args_read(site));
+      if (place.moved) {
+        auto& a = skel_->rodata->ft_site_args[index];
+        a.moved = 1;
+        a.ret_sp = static_cast<__s32>(place.ret_sp);
+        for (int n = 1; n <= FT_UP_ARGS; ++n) {
+          a.reg[n] = static_cast<__u8>(place.args[n].reg + 1);
+          a.off[n] = static_cast<__s16>(place.args[n].sp_off);
+        }
+        probed = place.entry;
+        ret = place.ret;
+      }
+    }
+#endif
     sites_.push_back(site);
     offsets_.push_back(probed);
+    ret_offsets_.push_back(ret);
   }
   // The statistics rows: a per-CPU row of ft_up_stats each, so as many as
   // fit kStatsBudget on this machine's CPUs (all of them on a small one).
@@ -124,6 +143,18 @@ std::vector<UprobeSession::SiteProg> UprobeSession::site_programs(const OpSite& 
   }
 }
 
+// Whether site `index` is the first whose return probe is at its place: an
+// op probed on the call it forwards to shares its callee's entry with the
+// other ops that forward to it (one return probe serves them all: its
+// program finds the call by its thread and stack pointer).
+bool UprobeSession::first_return(uint32_t index) const {
+  for (uint32_t k = 0; k < index; ++k)
+    if (sites_[k].role == sites_[index].role && sites_[k].path == sites_[index].path &&
+        ret_offsets_[k] == ret_offsets_[index])
+      return false;
+  return true;
+}
+
 uint64_t UprobeSession::site_cookie(uint32_t index) const {
   const OpSite& site = sites_[index];
   const bool rx = site.role == FT_UP_ROLE_OP &&
@@ -139,7 +170,11 @@ uint64_t UprobeSession::site_cookie(uint32_t index) const {
 
 std::string UprobeSession::site_point(uint32_t index) const {
   const OpSite& site = sites_[index];
-  return "uprobe:" + site.path + hex_offset(offsets_[index]);
+  const std::string point = "uprobe:" + site.path + hex_offset(offsets_[index]);
+  // An op probed on the call it forwards to: its return on the callee's entry.
+  return ret_offsets_[index] == offsets_[index]
+             ? point
+             : point + " return " + hex_offset(ret_offsets_[index]);
 }
 
 void UprobeSession::attach() {
@@ -172,9 +207,11 @@ void UprobeSession::site_failed(uint32_t index, pid_t pid, bool ret, const std::
 void UprobeSession::attach_events(std::vector<bool>* ok) {
   for (uint32_t index = 0; index < sites_.size(); ++index) {
     const OpSite& site = sites_[index];
-    const uint64_t off = offsets_[index];
     for (const pid_t pid : attach_pids(only_pids_))
       for (const SiteProg& p : site_programs(site)) {
+        const uint64_t off = p.ret ? ret_offsets_[index] : offsets_[index];
+        // One return probe per callee that several ops forward to.
+        if (p.ret && !first_return(index)) continue;
         LIBBPF_OPTS(bpf_uprobe_opts, uo);
         uo.retprobe = p.ret;
         uo.bpf_cookie = site_cookie(index);
@@ -204,9 +241,10 @@ void UprobeSession::attach_links(std::vector<bool>* ok) {
   for (uint32_t index = 0; index < sites_.size(); ++index) {
     const OpSite& site = sites_[index];
     for (const SiteProg& p : site_programs(site)) {
+      if (p.ret && !first_return(index)) continue;
       Group& g = groups[{!p.ret, p.prog, site.path}];
       g.sites.push_back(index);
-      g.offsets.push_back(offsets_[index]);
+      g.offsets.push_back(p.ret ? ret_offsets_[index] : offsets_[index]);
       g.cookies.push_back(site_cookie(index));
     }
   }

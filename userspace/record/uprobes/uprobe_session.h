@@ -78,6 +78,7 @@ class UprobeSession {
   void choose_links();
   std::vector<SiteProg> site_programs(const OpSite& site) const;
   uint64_t site_cookie(uint32_t index) const;
+  bool first_return(uint32_t index) const;
   std::string site_point(uint32_t index) const;
   void site_failed(uint32_t index, pid_t pid, bool ret, const std::string& why,
                    std::vector<bool>* ok);
@@ -91,7 +92,10 @@ class UprobeSession {
   std::vector<pid_t> only_pids_;
   std::vector<OpSite> sites_;      // as attached: the index is the cookie's site
   std::vector<uint64_t> offsets_;  // each site's probed file offset (probe_offset: read once)
-  bool multi_ = false;             // through uprobe_multi links (uprobe_multi.h)
+  // Each site's return probe's file offset: its entry's, or the callee's
+  // entry of an op probed on the call it forwards to (probe_place.h).
+  std::vector<uint64_t> ret_offsets_;
+  bool multi_ = false;  // through uprobe_multi links (uprobe_multi.h)
 };
 
 }  // namespace fabtrace
