@@ -50,6 +50,17 @@ struct ft_up_args {
   __u16 pad2[7];
 };
 
+/* An op probed at the entry of the function it forwards to (where the
+ * kernel makes uprobe_multi links: bpf_get_func_ip gives the probe's
+ * address): one probe there serves the op's entry and its return, and tells
+ * the op by its call's return address. Key: the callee's probed file offset
+ * (the probe's cookie) and the return address's distance from it (the same
+ * in every process: one text segment); value: the op site's cookie. */
+struct ft_up_caller_key {
+  __u64 callee;
+  __s64 delta;
+};
+
 /* What a probed function is. */
 enum ft_up_role {
   FT_UP_ROLE_OP = 1,        /* a data-path op (ep->msg->send, ep->tagged->recv, ...) */

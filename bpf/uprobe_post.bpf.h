@@ -178,10 +178,9 @@ static __always_inline void unpark(__u32 tgid, const struct ft_up_call* c) {
   if (head->dup_tail == c->slot) head->dup_tail -= 1; /* the newest: no hole */
 }
 
-SEC("uprobe")
-int ft_up_op(struct pt_regs* regs) {
-  const __u64 cookie = bpf_get_attach_cookie(regs);
-  const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
+/* An op's entry, `cookie` its site's. */
+static __always_inline int op_entry(struct pt_regs* regs, __u64 cookie) {
+  const __u32 tgid = hit_of(cookie), tid = (__u32)bpf_get_current_pid_tgid();
   if (!tgid) return 0;
   /* An op called from inside the application's (sockets' send calls its
    * sendmsg directly, a utility provider's op its core's) is not an op of its
@@ -247,6 +246,22 @@ int ft_up_op(struct pt_regs* regs) {
   if (c.ctx) c.slot = park(tgid, &c);
   bpf_map_update_elem(&up_call, &tid, &c, BPF_ANY);
   return 0;
+}
+
+SEC("uprobe")
+int ft_up_op(struct pt_regs* regs) { return op_entry(regs, bpf_get_attach_cookie(regs)); }
+
+/* The entry of a function ops forward to (struct ft_up_caller_key): the op
+ * whose call this is, by the return address on top of the stack; any other
+ * caller's is not an op. */
+SEC("uprobe")
+int ft_up_op_callee(struct pt_regs* regs) {
+  if (!ft_up_armed) return 0;
+  struct ft_up_caller_key k = {.callee = bpf_get_attach_cookie(regs)};
+  k.delta = (__s64)(read_u64(FT_SP(regs)) - bpf_get_func_ip(regs));
+  const __u64* cookie = bpf_map_lookup_elem(&up_callers, &k);
+  if (!cookie) return 0;
+  return op_entry(regs, *cookie);
 }
 
 /* Site `site`'s layout (struct ft_up_layout); NULL when it has none. */

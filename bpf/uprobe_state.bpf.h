@@ -92,6 +92,9 @@ FT_UP_MAP_GROWN(up_ep_names, BPF_MAP_TYPE_HASH, FT_UP_MAX_ADDRS, struct ft_up_ke
 FT_UP_MAP(up_ep_av, BPF_MAP_TYPE_HASH, FT_UP_MAX_CQS, struct ft_up_key, __u64);
 FT_UP_MAP(up_name_call, BPF_MAP_TYPE_HASH, 4096, __u32, struct ft_up_name_call);
 FT_UP_MAP(up_hits, BPF_MAP_TYPE_PERCPU_ARRAY, FT_UP_MAX_SITES, __u32, __u64);
+/* The ops probed at the entry of the function they forward to (struct
+ * ft_up_caller_key): their sites' cookies, filled before the probes start. */
+FT_UP_MAP(up_callers, BPF_MAP_TYPE_HASH, FT_UP_MAX_SITES, struct ft_up_caller_key, __u64);
 FT_UP_MAP(up_zero, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, struct ft_up_stats);
 
 /* Set by the collector once every probe is attached (bpf_session.cpp): the
@@ -103,14 +106,17 @@ __u32 ft_up_armed = 0;
 
 /* An entry probe's process, its site's hit counted; 0 for the collector itself
  * or before the probes are armed. */
-static __always_inline __u32 hit(struct pt_regs* regs) {
+static __always_inline __u32 hit_of(__u64 cookie) {
   if (!ft_up_armed) return 0;
   const __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   if (tgid == ft_self_tgid) return 0;
-  const __u32 site = FT_UP_SITE(bpf_get_attach_cookie(regs));
+  const __u32 site = FT_UP_SITE(cookie);
   __u64* n = bpf_map_lookup_elem(&up_hits, &site);
   if (n) *n += 1;
   return tgid;
+}
+static __always_inline __u32 hit(struct pt_regs* regs) {
+  return hit_of(bpf_get_attach_cookie(regs));
 }
 
 /* The value of `key` in `map`, created all-zero when absent (up_zero's row is

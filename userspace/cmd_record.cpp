@@ -269,8 +269,9 @@ int record_session(const RecordArgs& args) {
                    "fabtrace record: uprobes: --only-pids: probes attached to the --pid "
                    "processes only; a process started during the session is not probed\n");
     for (const KernelAttach& a : col.attach_list())
-      if (a.point == "uprobe_multi" && a.state == "attached")
-        std::fprintf(stderr, "fabtrace record: uprobes: uprobe_multi: %s\n", a.detail.c_str());
+      if ((a.point == "uprobe_multi" || a.point == "uprobe_perf_events") && a.state == "attached")
+        std::fprintf(stderr, "fabtrace record: uprobes: %s: %s\n", a.point.c_str(),
+                     a.detail.c_str());
     std::fprintf(stderr, "fabtrace record: uprobes: %zu provider functions probed\n",
                  col.uprobe_sites().size());
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "common/addr_format.h"
@@ -37,6 +38,12 @@ void UprobeSession::open(BpfObjects* objs, const UprobeOptions& opt,
 // site's, and each CQ read site's probed offset in its layout's library).
 void UprobeSession::configure() {
   choose_links();
+  // The op sites' first instructions: a function that is one of them keeps
+  // its own entry program, so ops forwarding to it are probed on their calls.
+  std::set<std::pair<std::string, uint64_t>> op_entries;
+  for (const OpSite& site : opt_.sites)
+    if (site.role == FT_UP_ROLE_OP)
+      op_entries.insert({site.path, probe_offset(site.path, site.offset)});
   for (const OpSite& site : opt_.sites) {
     if (sites_.size() >= FT_UP_MAX_SITES) break;
     if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
@@ -51,26 +58,35 @@ void UprobeSession::configure() {
       skel_->rodata->ft_site_addrlen[index] = site.addrlen;
     if (site.role == FT_UP_ROLE_CONNECT)
       skel_->rodata->ft_site_addr_format[index] = site.addr_format;
-    uint64_t ret = probed;
+    uint64_t ret = probed, call = 0;
+    bool via_callee = false;
 #if defined(__x86_64__)
     if (site.role == FT_UP_ROLE_OP) {
       const ProbePlace place = place_op_probe(site.path, site.offset, op_args_read(site));
       if (place.moved) {
+        // With uprobe_multi links the callee's entry probe serves the op's
+        // entry too (ft_up_op_callee): there the call has pushed its return
+        // address, 8 bytes above which the arguments in memory are.
+        via_callee = multi_ && !op_entries.count({site.path, place.ret});
         auto& a = skel_->rodata->ft_site_args[index];
         a.moved = 1;
-        a.ret_sp = static_cast<__s32>(place.ret_sp);
+        a.ret_sp = static_cast<__s32>(via_callee ? 0 : place.ret_sp);
         for (int n = 1; n <= FT_UP_ARGS; ++n) {
-          a.reg[n] = static_cast<__u8>(place.args[n].reg + 1);
-          a.off[n] = static_cast<__s16>(place.args[n].sp_off);
+          const ArgPlace& arg = place.args[n];
+          a.reg[n] = static_cast<__u8>(arg.reg + 1);
+          a.off[n] = static_cast<__s16>(arg.reg < 0 && via_callee ? arg.sp_off + 8 : arg.sp_off);
         }
-        probed = place.entry;
+        probed = via_callee ? place.ret : place.entry;
         ret = place.ret;
+        call = place.entry;
       }
     }
 #endif
     sites_.push_back(site);
     offsets_.push_back(probed);
     ret_offsets_.push_back(ret);
+    call_offsets_.push_back(call);
+    via_callee_.push_back(via_callee);
   }
   // The statistics rows: a per-CPU row of ft_up_stats each, so as many as
   // fit kStatsBudget on this machine's CPUs (all of them on a small one).
@@ -105,6 +121,9 @@ void UprobeSession::choose_links() {
   std::string why = "--uprobe-perf-events";
   multi_ = !opt_.perf_events && uprobe_multi_usable(!only_pids_.empty(), &why);
   if (!multi_) {
+    // Ops probed at their callee's entry need the probe's address
+    // (bpf_get_func_ip), which uprobe_multi links give.
+    bpf_program__set_autoload(skel_->progs.ft_up_op_callee, false);
     objs_->note(kObject, "uprobe_multi", "absent",
                 why + ": one perf-event uprobe per probe (each detached on its own at exit)");
     return;
@@ -155,6 +174,15 @@ bool UprobeSession::first_return(uint32_t index) const {
   return true;
 }
 
+// The first site probed at the same callee's entry as site `index` (the
+// cookie of that entry probe, and up_callers' key).
+uint32_t UprobeSession::callee_key(uint32_t index) const {
+  for (uint32_t k = 0; k < index; ++k)
+    if (via_callee_[k] && sites_[k].path == sites_[index].path && offsets_[k] == offsets_[index])
+      return k;
+  return index;
+}
+
 uint64_t UprobeSession::site_cookie(uint32_t index) const {
   const OpSite& site = sites_[index];
   const bool rx = site.role == FT_UP_ROLE_OP &&
@@ -171,7 +199,8 @@ uint64_t UprobeSession::site_cookie(uint32_t index) const {
 std::string UprobeSession::site_point(uint32_t index) const {
   const OpSite& site = sites_[index];
   const std::string point = "uprobe:" + site.path + hex_offset(offsets_[index]);
-  // An op probed on the call it forwards to: its return on the callee's entry.
+  // An op probed at its callee's entry, or on its call with its return there.
+  if (via_callee_[index]) return point + " from the call at " + hex_offset(call_offsets_[index]);
   return ret_offsets_[index] == offsets_[index]
              ? point
              : point + " return " + hex_offset(ret_offsets_[index]);
@@ -181,6 +210,17 @@ void UprobeSession::attach() {
   if (skel_ && !objs_->loaded(kObject)) skel_ = nullptr;
   if (!skel_) return;
   std::vector<bool> ok(sites_.size(), true);
+  // The ops probed at their callee's entry, by their call's return address.
+  const int callers = bpf_map__fd(skel_->maps.up_callers);
+  for (uint32_t index = 0; index < sites_.size(); ++index) {
+    if (!via_callee_[index]) continue;
+    ft_up_caller_key k = {};
+    k.callee = callee_key(index);
+    k.delta = static_cast<__s64>(call_offsets_[index] + 5 - offsets_[index]);
+    const __u64 cookie = site_cookie(index);
+    if (bpf_map_update_elem(callers, &k, &cookie, BPF_ANY) != 0)
+      site_failed(index, 0, false, std::string("up_callers: ") + std::strerror(errno), &ok);
+  }
   if (multi_)
     attach_links(&ok);
   else
@@ -205,6 +245,7 @@ void UprobeSession::site_failed(uint32_t index, pid_t pid, bool ret, const std::
 
 // One perf-event uprobe per probe (kernels before 6.6).
 void UprobeSession::attach_events(std::vector<bool>* ok) {
+  size_t placed = 0;
   for (uint32_t index = 0; index < sites_.size(); ++index) {
     const OpSite& site = sites_[index];
     for (const pid_t pid : attach_pids(only_pids_))
@@ -223,8 +264,12 @@ void UprobeSession::attach_events(std::vector<bool>* ok) {
           continue;
         }
         objs_->links.push_back(l);
+        ++placed;
       }
   }
+  if (placed)
+    objs_->note(kObject, "uprobe_perf_events", "attached",
+                std::to_string(placed) + " probes, one perf-event uprobe each");
 }
 
 // One uprobe_multi link per (program, library file, process), return
@@ -242,10 +287,18 @@ void UprobeSession::attach_links(std::vector<bool>* ok) {
     const OpSite& site = sites_[index];
     for (const SiteProg& p : site_programs(site)) {
       if (p.ret && !first_return(index)) continue;
-      Group& g = groups[{!p.ret, p.prog, site.path}];
+      bpf_program* prog = p.prog;
+      uint64_t cookie = site_cookie(index);
+      if (!p.ret && via_callee_[index]) {
+        // One entry probe per callee; its cookie keys up_callers.
+        if (callee_key(index) != index) continue;
+        prog = skel_->progs.ft_up_op_callee;
+        cookie = index;
+      }
+      Group& g = groups[{!p.ret, prog, site.path}];
       g.sites.push_back(index);
       g.offsets.push_back(p.ret ? ret_offsets_[index] : offsets_[index]);
-      g.cookies.push_back(site_cookie(index));
+      g.cookies.push_back(cookie);
     }
   }
   size_t made = 0, placed = 0;

@@ -79,6 +79,7 @@ class UprobeSession {
   std::vector<SiteProg> site_programs(const OpSite& site) const;
   uint64_t site_cookie(uint32_t index) const;
   bool first_return(uint32_t index) const;
+  uint32_t callee_key(uint32_t index) const;
   std::string site_point(uint32_t index) const;
   void site_failed(uint32_t index, pid_t pid, bool ret, const std::string& why,
                    std::vector<bool>* ok);
@@ -95,6 +96,11 @@ class UprobeSession {
   // Each site's return probe's file offset: its entry's, or the callee's
   // entry of an op probed on the call it forwards to (probe_place.h).
   std::vector<uint64_t> ret_offsets_;
+  // An op probed on the call it forwards to: that call's file offset (0: none);
+  // and whether its entry probe is instead its callee's (offsets_ then the
+  // callee's entry: ft_up_op_callee, with uprobe_multi links).
+  std::vector<uint64_t> call_offsets_;
+  std::vector<bool> via_callee_;
   bool multi_ = false;  // through uprobe_multi links (uprobe_multi.h)
 };
 
