@@ -152,20 +152,21 @@ static __always_inline struct ft_up_cq* learn_cq(struct pt_regs* regs, const str
   return known;
 }
 
-SEC("uprobe")
-int ft_up_cq_read(struct pt_regs* regs) {
+/* A CQ read's entry: 0 when it recorded an application poll (whose return
+ * must be seen), 1 otherwise. */
+static __always_inline int cq_read_entry(struct pt_regs* regs) {
   const __u32 tgid = hit(regs), tid = (__u32)bpf_get_current_pid_tgid();
-  if (!tgid) return 0;
+  if (!tgid) return 1;
   /* A read nested in the application's (readfrom called by read, a core CQ
    * read by the utility provider's progress) is not a poll of its own: it runs
    * deeper in the stack. One at the same depth or above means the recorded
    * read's return was never seen (a uretprobe the kernel skipped): replaced. */
   const struct ft_up_poll* outer = bpf_map_lookup_elem(&up_poll, &tid);
-  if (outer && FT_SP(regs) < outer->sp) return 0;
+  if (outer && FT_SP(regs) < outer->sp) return 1;
   struct ft_up_key k = {.tgid = tgid, .ptr = arg_n(regs, 1)};
   struct ft_up_cq* c = bpf_map_lookup_elem(&up_cqs, &k);
   if (c && !c->entry_size) c = learn_cq(regs, &k, c);
-  if (!c) return 0;
+  if (!c) return 1;
   struct ft_up_poll p = {};
   p.cq = k.ptr;
   p.buf = arg_n(regs, 2);
@@ -177,6 +178,12 @@ int ft_up_cq_read(struct pt_regs* regs) {
   p.blocking = FT_UP_CLASS(bpf_get_attach_cookie(regs)) != 0;
   if (p.blocking) poll_mark(c, bpf_ktime_get_ns());
   bpf_map_update_elem(&up_poll, &tid, &p, BPF_ANY);
+  return 0;
+}
+
+SEC("uprobe")
+int ft_up_cq_read(struct pt_regs* regs) {
+  cq_read_entry(regs);
   return 0;
 }
 
@@ -292,8 +299,8 @@ static long walk_entry(__u64 i, void* arg) {
   return 0;
 }
 
-SEC("uretprobe")
-int ft_up_cq_read_ret(struct pt_regs* regs) {
+/* A CQ read's return: its poll counted, the entries it returned walked. */
+static __always_inline int cq_read_ret(struct pt_regs* regs) {
   const long ret = (long)FT_RET(regs); /* entries, or -FI_EAGAIN, ... */
   struct ft_up_walk w = {};
   if (!take_call(&up_poll, regs, &w.pp, sizeof(w.pp))) return 0;
@@ -318,6 +325,23 @@ int ft_up_cq_read_ret(struct pt_regs* regs) {
   w.ret = (__u64)ret;
   bpf_loop(FT_UP_WALK_MAX, walk_entry, &w, 0);
   return 0;
+}
+
+SEC("uretprobe")
+int ft_up_cq_read_ret(struct pt_regs* regs) { return cq_read_ret(regs); }
+
+/* Kernel 6.13+ (weak: an older kernel never loads the program below). */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/* A CQ read's entry and return in one program (BPF_TRACE_UPROBE_SESSION,
+ * where the kernel has it): an entry that records no poll (a read nested in
+ * the application's, as rxm's progress reads its tcp CQ; a CQ that is not the
+ * application's) returns 1, and the kernel then skips its return probe, about
+ * half of such a read's cost. */
+SEC("uprobe")
+int ft_up_cq_read_session(struct pt_regs* regs) {
+  if (bpf_session_is_return()) return cq_read_ret(regs);
+  return cq_read_entry(regs);
 }
 
 #endif

@@ -39,7 +39,7 @@ int sys_bpf(int cmd, void* attr, size_t size) {
 // A program of one instruction pair (r0 = 0; exit) loaded as a uprobe_multi
 // program: kernels that do not know the attach type refuse it or, before
 // 5.18, take it and refuse its link.
-int probe_program() {
+int probe_program(int attach_type) {
   struct bpf_insn insns[2] = {};
   insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
   insns[0].dst_reg = BPF_REG_0;
@@ -51,17 +51,18 @@ int probe_program() {
   a.insns = reinterpret_cast<uintptr_t>(insns);
   a.insn_cnt = 2;
   a.license = reinterpret_cast<uintptr_t>(license);
-  a.expected_attach_type = kBpfTraceUprobeMulti;
+  a.expected_attach_type = static_cast<uint32_t>(attach_type);
   return sys_bpf(BPF_PROG_LOAD, &a, sizeof(a));
 }
 
 // BPF_LINK_CREATE for a uprobe_multi link: its fd, or -errno. `pid` as the
 // kernel takes it (0: every process).
 int link_create(int prog_fd, const char* path, const uint64_t* offsets, const uint64_t* cookies,
-                uint32_t cnt, uint32_t multi_flags, uint32_t pid) {
+                uint32_t cnt, uint32_t multi_flags, uint32_t pid,
+                int attach_type = kBpfTraceUprobeMulti) {
   LinkCreateUprobeMulti a{};
   a.prog_fd = static_cast<uint32_t>(prog_fd);
-  a.attach_type = kBpfTraceUprobeMulti;
+  a.attach_type = static_cast<uint32_t>(attach_type);
   a.path = reinterpret_cast<uintptr_t>(path);
   a.offsets = reinterpret_cast<uintptr_t>(offsets);
   a.cookies = reinterpret_cast<uintptr_t>(cookies);
@@ -89,7 +90,7 @@ int link_errno(int prog_fd, const char* path, uint64_t* offset, uint32_t pid) {
 }  // namespace
 
 bool uprobe_multi_usable(bool pid_filter, std::string* why) {
-  const int prog = probe_program();
+  const int prog = probe_program(kBpfTraceUprobeMulti);
   if (prog < 0) {
     *why = std::string("the kernel refuses uprobe_multi programs (") + std::strerror(errno) + ")";
     return false;
@@ -117,12 +118,20 @@ bool uprobe_multi_usable(bool pid_filter, std::string* why) {
   return ok;
 }
 
+bool uprobe_session_usable() {
+  const int prog = probe_program(kBpfTraceUprobeSession);
+  if (prog < 0) return false;
+  close(prog);
+  return true;
+}
+
 int uprobe_multi_attach(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
-                        const std::vector<uint64_t>& cookies, bool ret, pid_t pid) {
+                        const std::vector<uint64_t>& cookies, bool ret, pid_t pid, bool session) {
   if (offsets.empty() || offsets.size() != cookies.size()) return -EINVAL;
   return link_create(prog_fd, path.c_str(), offsets.data(), cookies.data(),
                      static_cast<uint32_t>(offsets.size()), ret ? kUprobeMultiReturn : 0,
-                     pid > 0 ? static_cast<uint32_t>(pid) : 0);
+                     pid > 0 ? static_cast<uint32_t>(pid) : 0,
+                     session ? kBpfTraceUprobeSession : kBpfTraceUprobeMulti);
 }
 
 }  // namespace fabtrace

@@ -20,8 +20,11 @@
 
 namespace fabtrace {
 
-// enum bpf_attach_type's BPF_TRACE_UPROBE_MULTI (kernel 6.6).
+// enum bpf_attach_type's BPF_TRACE_UPROBE_MULTI (kernel 6.6) and
+// BPF_TRACE_UPROBE_SESSION (6.13: one program at a probe's entry and its
+// return, whose entry may decline the return).
 constexpr int kBpfTraceUprobeMulti = 48;
+constexpr int kBpfTraceUprobeSession = 57;
 
 // Whether this kernel makes uprobe_multi links, and (with `pid_filter`)
 // filters them by process: 6.6 to 6.8 filtered by thread id instead, which
@@ -29,11 +32,15 @@ constexpr int kBpfTraceUprobeMulti = 48;
 // says what the kernel answered.
 bool uprobe_multi_usable(bool pid_filter, std::string* why);
 
-// One link of the loaded program `prog_fd` (loaded as kBpfTraceUprobeMulti)
-// on `offsets` of `path` (file offsets, as a perf-event uprobe takes them),
-// cookie i for offset i; return probes with `ret`; only process `pid` when
-// above 0. The link's fd, or -errno.
+// Whether this kernel loads uprobe session programs (6.13 and later).
+bool uprobe_session_usable();
+
+// One link of the loaded program `prog_fd` (loaded as kBpfTraceUprobeMulti,
+// or kBpfTraceUprobeSession with `session`) on `offsets` of `path` (file
+// offsets, as a perf-event uprobe takes them), cookie i for offset i; return
+// probes with `ret`; only process `pid` when above 0. The link's fd, or -errno.
 int uprobe_multi_attach(int prog_fd, const std::string& path, const std::vector<uint64_t>& offsets,
-                        const std::vector<uint64_t>& cookies, bool ret, pid_t pid);
+                        const std::vector<uint64_t>& cookies, bool ret, pid_t pid,
+                        bool session = false);
 
 }  // namespace fabtrace

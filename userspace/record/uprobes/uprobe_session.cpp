@@ -124,6 +124,7 @@ void UprobeSession::choose_links() {
     // Ops probed at their callee's entry need the probe's address
     // (bpf_get_func_ip), which uprobe_multi links give.
     bpf_program__set_autoload(skel_->progs.ft_up_op_callee, false);
+    bpf_program__set_autoload(skel_->progs.ft_up_cq_read_session, false);
     objs_->note(kObject, "uprobe_multi", "absent",
                 why + ": one perf-event uprobe per probe (each detached on its own at exit)");
     return;
@@ -134,6 +135,17 @@ void UprobeSession::choose_links() {
     if (sec.rfind("uprobe", 0) == 0 || sec.rfind("uretprobe", 0) == 0)
       bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
   }
+  // A CQ read's entry and return in one session program where the kernel
+  // has them: an entry that records no poll (a provider's inner read, a CQ
+  // not the application's) then costs no return probe.
+  session_ = uprobe_session_usable();
+  if (session_) {
+    bpf_program__set_expected_attach_type(skel_->progs.ft_up_cq_read_session,
+                                          static_cast<bpf_attach_type>(kBpfTraceUprobeSession));
+    bpf_program__set_autoload(skel_->progs.ft_up_cq_read, false);
+    bpf_program__set_autoload(skel_->progs.ft_up_cq_read_ret, false);
+  } else
+    bpf_program__set_autoload(skel_->progs.ft_up_cq_read_session, false);
 }
 
 std::vector<UprobeSession::SiteProg> UprobeSession::site_programs(const OpSite& site) const {
@@ -148,6 +160,7 @@ std::vector<UprobeSession::SiteProg> UprobeSession::site_programs(const OpSite& 
     case FT_UP_ROLE_EP_BIND:
       return {{skel_->progs.ft_up_ep_bind, false}};
     case FT_UP_ROLE_CQ_READ:
+      if (session_) return {{skel_->progs.ft_up_cq_read_session, false}};
       return {{skel_->progs.ft_up_cq_read_ret, true}, {skel_->progs.ft_up_cq_read, false}};
     case FT_UP_ROLE_AV_INSERT:
       return {{skel_->progs.ft_up_av_insert_ret, true}, {skel_->progs.ft_up_av_insert, false}};
@@ -307,7 +320,8 @@ void UprobeSession::attach_links(std::vector<bool>* ok) {
       const bool ret = !std::get<0>(key);
       const int prog_fd = bpf_program__fd(std::get<1>(key));
       const std::string& path = std::get<2>(key);
-      const int fd = uprobe_multi_attach(prog_fd, path, g.offsets, g.cookies, ret, pid);
+      const bool session = std::get<1>(key) == skel_->progs.ft_up_cq_read_session;
+      const int fd = uprobe_multi_attach(prog_fd, path, g.offsets, g.cookies, ret, pid, session);
       if (fd >= 0) {
         objs_->link_fds.push_back(fd);
         ++made;
@@ -316,7 +330,7 @@ void UprobeSession::attach_links(std::vector<bool>* ok) {
       }
       for (size_t i = 0; i < g.sites.size(); ++i) {
         const int one =
-            uprobe_multi_attach(prog_fd, path, {g.offsets[i]}, {g.cookies[i]}, ret, pid);
+            uprobe_multi_attach(prog_fd, path, {g.offsets[i]}, {g.cookies[i]}, ret, pid, session);
         if (one < 0) {
           site_failed(g.sites[i], pid, ret, std::strerror(-one), ok);
           continue;

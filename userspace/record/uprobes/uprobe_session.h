@@ -101,7 +101,8 @@ class UprobeSession {
   // callee's entry: ft_up_op_callee, with uprobe_multi links).
   std::vector<uint64_t> call_offsets_;
   std::vector<bool> via_callee_;
-  bool multi_ = false;  // through uprobe_multi links (uprobe_multi.h)
+  bool multi_ = false;    // through uprobe_multi links (uprobe_multi.h)
+  bool session_ = false;  // CQ reads through one session program (uprobe_multi.h)
 };
 
 }  // namespace fabtrace
