@@ -53,9 +53,10 @@ struct ft_up_args {
 /* An op probed at the entry of the function it forwards to (where the
  * kernel makes uprobe_multi links: bpf_get_func_ip gives the probe's
  * address): one probe there serves the op's entry and its return, and tells
- * the op by its call's return address. Key: the callee's probed file offset
- * (the probe's cookie) and the return address's distance from it (the same
- * in every process: one text segment); value: the op site's cookie. */
+ * the op by its call's return address. Key: the callee's probe (its cookie:
+ * the first of the sites probed there) and the return address's distance
+ * from the probe (the same in every process: one text segment); value: the
+ * op site's cookie. */
 struct ft_up_caller_key {
   __u64 callee;
   __s64 delta;
