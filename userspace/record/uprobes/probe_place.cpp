@@ -120,6 +120,28 @@ std::string at_off(const char* what, uint64_t off) {
   return b;
 }
 
+// The prefixes this reader knows, at window index p: an fs segment, a REX.
+struct Prefix {
+  bool fs = false;
+  int rex = 0;
+  size_t len = 0;
+};
+Prefix prefix(const Code& c, size_t p) {
+  Prefix x;
+  if (c.at(p) == 0x64) {
+    x.fs = true;
+    ++x.len;
+  }
+  if ((c.at(p + x.len) & 0xf0) == 0x40) x.rex = c.at(p + x.len++);
+  return x;
+}
+
+// A push of a register (0x50-0x57, with REX.B 0x41 0x50-0x57): emulated.
+bool is_push_reg(const uint8_t* b, size_t n) {
+  return (n >= 1 && b[0] >= 0x50 && b[0] <= 0x57) ||
+         (n >= 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57);
+}
+
 enum class Step { kNext, kCall, kStop };
 
 // One instruction of the prologue at window index *i: its effect on `s`,
@@ -131,13 +153,10 @@ Step step(const Code& c, size_t* i, State* s, uint64_t* target, std::string* why
     *i = p + 4;
     return Step::kNext;
   }
-  bool fs = false;
-  if (c.at(p) == 0x64) {
-    fs = true;
-    ++p;
-  }
-  int rex = 0;
-  if ((c.at(p) & 0xf0) == 0x40) rex = c.at(p++);
+  const Prefix pre = prefix(c, p);
+  const bool fs = pre.fs;
+  const int rex = pre.rex;
+  p += pre.len;
   const bool w = rex & 8;
   const uint8_t op = c.at(p++);
   auto bad = [&](const char* what) {
@@ -326,10 +345,9 @@ Step step(const Code& c, size_t* i, State* s, uint64_t* target, std::string* why
 // (the stack protector's failure, which does not return).
 bool returns_callee_value(Code* c, size_t i, std::string* why) {
   for (size_t k = 0; k < kMaxInsns; ++k) {
-    size_t p = i;
-    if (c->at(p) == 0x64) ++p;
-    int rex = 0;
-    if ((c->at(p) & 0xf0) == 0x40) rex = c->at(p++);
+    const Prefix pre = prefix(*c, i);
+    const int rex = pre.rex;
+    size_t p = i + pre.len;
     const uint8_t op = c->at(p++);
     if (op == 0xc3) return true;
     if (op >= 0x58 && op <= 0x5f) {  // pop
@@ -369,10 +387,9 @@ bool is_endbr64(const uint8_t* b) {
 bool uprobe_emulated(const uint8_t* b, size_t n) {
   if (n == 0) return false;
   const uint8_t op = b[0];
-  if (op == 0x90 || (op >= 0x50 && op <= 0x57) || op == 0xe8 || op == 0xe9 || op == 0xeb ||
+  if (is_push_reg(b, n) || op == 0x90 || op == 0xe8 || op == 0xe9 || op == 0xeb ||
       (op >= 0x70 && op <= 0x7f))
     return true;
-  if (n >= 2 && op == 0x41 && b[1] >= 0x50 && b[1] <= 0x57) return true;
   if (n >= 2 && op == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f) return true;
   // The 5-byte nop, which this kernel turns into a call (no trap at all).
   return n >= 5 && op == 0x0f && b[1] == 0x1f && b[2] == 0x44 && b[3] == 0 && b[4] == 0;
@@ -441,11 +458,7 @@ ProbePlace place_op_probe(const CodeReader& read, uint64_t func, uint32_t needed
     j = 4;
     ret += 4;
   }
-  const uint8_t* e = callee_code.b + j;
-  const size_t en = callee_code.n - j;
-  const bool push = en >= 1 && ((e[0] >= 0x50 && e[0] <= 0x57) ||
-                                (en >= 2 && e[0] == 0x41 && e[1] >= 0x50 && e[1] <= 0x57));
-  if (!push) {
+  if (!is_push_reg(callee_code.b + j, callee_code.n - j)) {
     out.why = at_off("the callee's first instruction is single-stepped", callee);
     return out;
   }

@@ -38,17 +38,21 @@ void UprobeSession::open(BpfObjects* objs, const UprobeOptions& opt,
 // site's, and each CQ read site's probed offset in its layout's library).
 void UprobeSession::configure() {
   choose_links();
-  // The op sites' first instructions: a function that is one of them keeps
-  // its own entry program, so ops forwarding to it are probed on their calls.
+  // Each site's first instruction (past an endbr64), read once. A function
+  // that is an op site's keeps its own entry program, so ops forwarding to
+  // it are probed on their calls.
+  std::vector<uint64_t> firsts;
   std::set<std::pair<std::string, uint64_t>> op_entries;
-  for (const OpSite& site : opt_.sites)
-    if (site.role == FT_UP_ROLE_OP)
-      op_entries.insert({site.path, probe_offset(site.path, site.offset)});
   for (const OpSite& site : opt_.sites) {
+    firsts.push_back(probe_offset(site.path, site.offset));
+    if (site.role == FT_UP_ROLE_OP) op_entries.insert({site.path, firsts.back()});
+  }
+  for (size_t si = 0; si < opt_.sites.size(); ++si) {
+    const OpSite& site = opt_.sites[si];
     if (sites_.size() >= FT_UP_MAX_SITES) break;
     if (site.role < FT_UP_ROLE_OP || site.role > FT_UP_ROLE_LAST) continue;
     const size_t index = sites_.size();
-    uint64_t probed = probe_offset(site.path, site.offset);
+    uint64_t probed = firsts[si];
     if (site.layout && site.layout <= opt_.layouts.size() && site.layout <= FT_UP_MAX_LAYOUTS) {
       skel_->rodata->ft_site_layout[index] = static_cast<__u8>(site.layout);
       if (site.role == FT_UP_ROLE_CQ_READ && site.path == opt_.layouts[site.layout - 1].path)
