@@ -11,7 +11,7 @@ namespace fabtrace {
 
 inline Cell* cell_for(Shard* s, const OpRecord* rec, fi_addr_t peer, uint64_t bytes,
                       bool size_unknown = false) {
-  return s ? s->cell(CellKey{rec->ep, peer, bytes, rec->kind, size_unknown}) : nullptr;
+  return s ? s->cell(rec->ep, peer, bytes, rec->kind, size_unknown) : nullptr;
 }
 
 // The `len` of a completion whose CQ entry has no length field.

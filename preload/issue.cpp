@@ -4,7 +4,7 @@ namespace fabtrace {
 
 void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, Untimed why) {
   if (Shard* s = my_shard()) {
-    if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) {
+    if (Cell* c = s->cell(w, peer, bytes, kind, false)) {
       if (why == Untimed::kRingFull)
         ++c->ring_full;
       else
@@ -15,7 +15,7 @@ void count_untimed(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, Untim
 
 void count_refusal(EpWrap* w, OpKind kind, uint64_t bytes, fi_addr_t peer, ssize_t ret) {
   if (Shard* s = my_shard()) {
-    if (Cell* c = s->cell(CellKey{w, peer, bytes, kind})) {
+    if (Cell* c = s->cell(w, peer, bytes, kind, false)) {
       if (ret == -FI_EAGAIN)
         ++c->eagain;
       else

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "preload/nic_busy.h"
@@ -232,6 +234,152 @@ TEST(NicBusy, BinsAddUpToTheWholeRun) {
   EXPECT_EQ(busy, nic.busy_ticks());
   EXPECT_EQ(bytes, 1000u * 4096u);
   EXPECT_EQ(nic.unbinned_ticks, 0u);
+}
+
+// A run that falls between a full ring's oldest periods: the oldest of the
+// ring and of the run leave it, in time order, as one period at a time would.
+TEST(BusyPeriodRing, ARunIntoAFullRingFoldsTheOldestFirst) {
+  Ring g;
+  for (uint64_t i = 0; i < 8; ++i) g.insert(i * 100, i * 100 + 10, 1);
+  BusyPeriodRing<4> run;
+  for (uint64_t i = 0; i < 4; ++i) run.insert(20 + i * 20, 30 + i * 20, 2);
+  Ring::MergeSpace<4> space;
+  g.insert_run(run, space);
+  EXPECT_EQ(g.n, 8u);
+  EXPECT_EQ(g.s(0), 80u);  // the run's newest, then the ring's seven newest
+  EXPECT_EQ(g.s(1), 100u);
+  EXPECT_EQ(g.e(7), 710u);
+  EXPECT_EQ(g.folded, 40u);  // [0, 10] [20, 30] [40, 50] [60, 70]
+  EXPECT_EQ(g.folded_end, 70u);
+  EXPECT_EQ(g.total(), 120u);
+  EXPECT_EQ(g.total_bytes(), 8u + 8u);
+  BusyPeriodRing<4> late;  // across the folded ones and two kept: from their end, the two merged
+  late.insert(50, 150, 4);
+  g.insert_run(late, space);
+  EXPECT_EQ(g.n, 7u);
+  EXPECT_EQ(g.s(0), 70u);
+  EXPECT_EQ(g.e(0), 150u);
+  EXPECT_EQ(g.total(), 40u + 80u + 60u);
+  EXPECT_EQ(g.total_bytes(), 20u);
+}
+
+// Ops as threads complete them, one NIC: mostly one at a time, 20-60 ticks
+// apart; some in flight across tens of others (across a flush); with `far`, a
+// few across hundreds (past what the shared ring keeps).
+struct OpStream {
+  uint64_t seed, t = 100000;  // after the bins' origin, also for ops that reach back
+  uint64_t rnd(uint64_t n) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (seed >> 33) % n;
+  }
+  struct Op {
+    int thread;
+    uint64_t a, b, bytes;
+    bool far;
+  };
+  // skewed: the second thread completes one op in 20.
+  Op next(int threads, bool far, bool skewed = false) {
+    t += 20 + rnd(40);
+    const int thread = skewed ? (rnd(20) == 0) : static_cast<int>(rnd(threads));
+    const uint64_t r = rnd(1000);
+    const bool reach_far = far && r >= 995;
+    const uint64_t back = r < 960 ? 0 : reach_far ? rnd(25000) : rnd(2500);
+    return {thread, t > back ? t - back : 0, t + 1 + rnd(15), rnd(4096), reach_far};
+  }
+};
+
+// The length of the union of [a, b] intervals.
+uint64_t union_length(std::vector<std::pair<uint64_t, uint64_t>> v) {
+  std::sort(v.begin(), v.end());
+  uint64_t total = 0, lo = 0, hi = 0;
+  bool open = false;
+  for (const auto& [a, b] : v) {
+    if (open && a <= hi) {
+      hi = std::max(hi, b);
+      continue;
+    }
+    if (open) total += hi - lo;
+    lo = a, hi = b, open = true;
+  }
+  return open ? total + hi - lo : total;
+}
+
+// The shared ring's periods are in time order, disjoint, none before the
+// folded ones.
+template <int N>
+void ExpectOrdered(BusyPeriodRing<N>& g) {
+  for (uint32_t i = 0; i < g.n; ++i) {
+    ASSERT_LT(g.s(i), g.e(i)) << i;
+    ASSERT_GE(g.s(i), i ? g.e(i - 1) + 1 : g.folded_end) << i;
+  }
+}
+
+// Each thread's flush merges its periods into the NIC's shared ring in one
+// pass: the NIC's busy time is the exact union of every thread's ops as long
+// as none reaches back past the periods the shared ring keeps, and its time
+// bins get every tick and byte once.
+TEST(NicBusy, FlushesKeepTheUnionOfEveryThreadsOps) {
+  for (const int threads : {1, 2}) {
+    NicBusy nic;
+    nic.set_bins(1000, 8, 4096);
+    NicLocal local[2];
+    OpStream ops{static_cast<uint64_t>(7 + threads)};
+    std::vector<std::pair<uint64_t, uint64_t>> all;
+    uint64_t bytes = 0;
+    for (int i = 0; i < 100000; ++i) {
+      const OpStream::Op op = ops.next(threads, false);
+      local[op.thread].nic = &nic;
+      local[op.thread].add(op.a, op.b, op.bytes);
+      all.emplace_back(op.a, op.b);
+      bytes += op.bytes;
+    }
+    for (int th = 0; th < threads; ++th) ASSERT_TRUE(local[th].flush());
+    ExpectOrdered(nic.shared_ring);
+    EXPECT_EQ(nic.busy_ticks(), union_length(all)) << threads;
+    EXPECT_EQ(nic.shared_ring.total_bytes(), bytes);
+    nic.shared_ring.bin_all();
+    nic.activity.finish();
+    uint64_t bin_busy = 0, bin_bytes = 0;
+    for (uint32_t i = 0; i < NicBins::kBins; ++i)
+      bin_busy += nic.activity.bins.busy[i], bin_bytes += nic.activity.bins.bytes[i];
+    EXPECT_EQ(bin_busy, nic.busy_ticks());
+    EXPECT_EQ(bin_bytes, bytes);
+    EXPECT_EQ(nic.unbinned_busy_ticks(), 0u);
+    EXPECT_GT(nic.activity.bins.used, 1u);
+  }
+}
+
+// An op that reaches back past the periods the shared ring keeps counts from
+// their end, and so do the periods of a thread that completes few of the NIC's
+// ops (its ring's oldest fall behind the others'): the NIC's busy time is never
+// more than the union of its ops, never less than that of the busy thread's ops
+// that do not reach back, and no byte is lost.
+TEST(NicBusy, OpsReachingPastTheSharedRingNeverOvercount) {
+  for (const int config : {1, 2, 3}) {  // threads; 3: two threads, the second completing 1 in 20
+    const int threads = config == 1 ? 1 : 2;
+    NicBusy nic;
+    NicLocal local[2];
+    OpStream ops{static_cast<uint64_t>(17 + config)};
+    std::vector<std::pair<uint64_t, uint64_t>> all, near;
+    uint64_t bytes = 0;
+    int far = 0;
+    for (int i = 0; i < 100000; ++i) {
+      const OpStream::Op op = ops.next(threads, true, config == 3);
+      local[op.thread].nic = &nic;
+      local[op.thread].add(op.a, op.b, op.bytes);
+      all.emplace_back(op.a, op.b);
+      if (!op.far && (config != 3 || op.thread == 0)) near.emplace_back(op.a, op.b);
+      far += op.far;
+      bytes += op.bytes;
+    }
+    for (int th = 0; th < threads; ++th) ASSERT_TRUE(local[th].flush());
+    ExpectOrdered(nic.shared_ring);
+    EXPECT_GT(far, 100);
+    EXPECT_LE(nic.busy_ticks(), union_length(all)) << config;
+    EXPECT_GE(nic.busy_ticks(), union_length(near)) << config;
+    EXPECT_LT(nic.busy_ticks(), union_length(all)) << "no op reached past the shared ring";
+    EXPECT_EQ(nic.shared_ring.total_bytes(), bytes) << config;
+  }
 }
 
 // NicActivity's shortcut for a period inside the bin and window of the one
