@@ -222,8 +222,8 @@ struct BusyPeriodRing {
   // does, a period's part before the folded ones is cut off (its time is
   // counted already, or lost), and one entirely before them leaves its bytes
   // to the newest period. Inserting a run one period at a time shifted the
-  // newer periods for each one that fell between two others: with two threads
-  // completing one NIC's ops at once, 9 ns per op (BM_Threads2_SeparateCq).
+  // newer periods for each one that fell between two others (two threads'
+  // periods interleave): up to run x ring moves, against run + ring here.
   template <int M>
   void insert_run(BusyPeriodRing<M>& src, MergeSpace<M>& out) {
     static_assert(M <= N, "a run never folds periods of its own");
@@ -435,12 +435,10 @@ struct NicLocal {
   NicBusy* nic = nullptr;
   BusyPeriodRing<kLocal> w;
 
-  // Moves every period into the NIC's shared ring. False when its lock is held.
-  // The periods that reach back into the shared ring's (another thread's, or
-  // an op in flight across the last flush) merge one by one; the rest, after
-  // all of them, go in as one run: a ping-pong's op spent 6 ns on its NIC's
-  // busy time with each period inserted, 4 of them in the flush
-  // (BM_Step/nic_add_serial).
+  // Moves every period into the NIC's shared ring, as one run (insert_run).
+  // False when its lock is held. With each period inserted on its own, a
+  // ping-pong's op spent 6 ns on its NIC's busy time, most of it in the
+  // flush; as one run, 2.8 ns (BM_Step/nic_add_serial).
   __attribute__((noinline)) bool flush() {
     if (!nic || (w.n == 0 && w.folded == 0 && w.folded_bytes == 0)) return true;
     return nic->with_busy_ring([this](BusyPeriodRing<NicBusy::kShared>& g) {
