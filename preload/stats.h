@@ -106,7 +106,8 @@ struct Shard {
   uint64_t cells_full = 0;  // ops not aggregated: cell table at its limit
   PollStats cq[kMaxCqs];
   TimelineLocal timeline;
-  NicLocal nic[kMaxNics];  // this thread's NIC busy periods, by domain id
+  NicLocal nic[kMaxNics];     // this thread's NIC busy periods, by domain id
+  NicLocal::Space nic_merge;  // where this thread's flushes of them merge (NicLocal::space)
   Shard* next = nullptr;
 };
 
@@ -118,6 +119,7 @@ __attribute__((always_inline)) inline void nic_interval(Shard* s, DomainWrap* d,
   if (d->id < kMaxNics) {
     NicLocal& l = s->nic[d->id];
     l.nic = &d->nic;
+    l.space = &s->nic_merge;
     l.add(a, b, bytes);
   } else {
     d->nic.add_shared(a, b, bytes);  // a NIC past kMaxNics: no thread ring

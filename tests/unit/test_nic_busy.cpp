@@ -323,6 +323,9 @@ TEST(NicBusy, FlushesKeepTheUnionOfEveryThreadsOps) {
     NicBusy nic;
     nic.set_bins(1000, 8, 4096);
     NicLocal local[2];
+    NicLocal::Space spaces[2];  // each thread merges in its own, as the preload's do
+    local[0].space = &spaces[0];
+    local[1].space = &spaces[1];
     OpStream ops{static_cast<uint64_t>(7 + threads)};
     std::vector<std::pair<uint64_t, uint64_t>> all;
     uint64_t bytes = 0;
