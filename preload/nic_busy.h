@@ -193,17 +193,17 @@ struct BusyPeriodRing {
   bool after_all(uint64_t a) const {
     return n ? a > end[(head + n - 1) & (N - 1)] : a >= folded_end;
   }
-  // Periods [from, src.n) of `src` (ascending and disjoint, the first one
-  // after_all): what inserting them one by one does, the oldest kept periods
-  // folded to make room, in bulk (one sum and one hand-over to the sink for
-  // the folded ones, then copies).
+  // The periods of `src` (ascending and disjoint, the first one after_all):
+  // what inserting them one by one does, the oldest kept periods folded to
+  // make room, in bulk (one sum and one hand-over to the sink for the folded
+  // ones, then copies).
   template <int M>
-  void append_run(BusyPeriodRing<M>& src, uint32_t from) {
+  void append_run(BusyPeriodRing<M>& src) {
     static_assert(M <= N, "a run never folds periods of its own");
-    const uint32_t m = src.n - from;
+    const uint32_t m = src.n;
     if (n + m > N) fold_oldest_run(n + m - N);  // <= n, as m <= N
     uint32_t to = (head + n) & (N - 1);
-    for (uint32_t i = from; i < src.n; ++i, to = (to + 1) & (N - 1)) {
+    for (uint32_t i = 0; i < m; ++i, to = (to + 1) & (N - 1)) {
       start[to] = src.s(i);
       end[to] = src.e(i);
       bytes[to] = src.b(i);
@@ -229,7 +229,7 @@ struct BusyPeriodRing {
     static_assert(M <= N, "a run never folds periods of its own");
     if (src.n == 0) return;
     if (after_all(src.s(0))) {
-      append_run(src, 0);
+      append_run(src);
       return;
     }
     uint32_t keep = n;  // kept periods [0, keep) end before the run starts
@@ -434,12 +434,13 @@ struct NicLocal {
   static constexpr int kLocal = kNicLocalPeriods;
   NicBusy* nic = nullptr;
   BusyPeriodRing<kLocal> w;
-  // Where the thread's own flushes merge: its own, so that those lines stay
-  // in its core's cache (the NIC's, shared by every thread that flushes into
-  // it, moved back and forth with each flush: two threads on one NIC spent
-  // 60 ns per op against 44.5 with their own, BM_Threads2_SeparateCq CPU time,
-  // medians of 5 paired rounds). Flushes made for it by another thread (at
-  // exit) use the NIC's, under the same lock.
+  // Where the thread's own flushes merge: its own (set once, by its shard),
+  // so that those lines stay in its core's cache (the NIC's, shared by every
+  // thread that flushes into it, moved back and forth with each flush: two
+  // threads on one NIC spent 60 ns per op against 44.5 with their own,
+  // BM_Threads2_SeparateCq CPU time, medians of 5 paired rounds). Flushes
+  // made for it by another thread (at exit), and those of a ring without one,
+  // use the NIC's, under the same lock.
   using Space = BusyPeriodRing<NicBusy::kShared>::MergeSpace<kLocal>;
   Space* space = nullptr;
 
@@ -447,9 +448,11 @@ struct NicLocal {
   // False when its lock is held. With each period inserted on its own, a
   // ping-pong's op spent 6 ns on its NIC's busy time, most of it in the
   // flush; as one run, 2.8 ns (BM_Step/nic_add_serial).
-  __attribute__((noinline)) bool flush() { return flush_into(nic ? &nic->merge_space : nullptr); }
+  bool flush() { return flush_into(nullptr); }
+  // The same, merging in `merge` (nullptr: the NIC's).
   __attribute__((noinline)) bool flush_into(Space* merge) {
     if (!nic || (w.n == 0 && w.folded == 0 && w.folded_bytes == 0)) return true;
+    if (!merge) merge = &nic->merge_space;
     return nic->with_busy_ring([this, merge](BusyPeriodRing<NicBusy::kShared>& g) {
       g.insert_run(w, *merge);
       g.folded += w.folded;
@@ -471,7 +474,7 @@ struct NicLocal {
     w.folded_bytes = 0;
   }
   __attribute__((always_inline)) void add(uint64_t a, uint64_t b, uint64_t nbytes = 0) {
-    if (__builtin_expect(w.full(), 0) && !flush_into(space ? space : &nic->merge_space)) {
+    if (__builtin_expect(w.full(), 0) && !flush_into(space)) {
       // The NIC is being updated by another thread: count our oldest period
       // on our own rather than wait.
       w.fold_oldest();

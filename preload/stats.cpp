@@ -97,6 +97,7 @@ void Shard::reset() {
   timeline.dropped = timeline.filtered = 0;
   for (PollStats& p : cq) p = PollStats();
   for (NicLocal& l : nic) l = NicLocal();
+  give_nics_merge_space();
 }
 
 }  // namespace fabtrace

@@ -99,6 +99,13 @@ struct Shard {
   Cell* cell_slow(const EpWrap* ep, fi_addr_t peer, uint64_t bytes, OpKind kind, bool size_unknown);
   void reset();  // after fork(): the child starts empty
 
+  Shard() { give_nics_merge_space(); }
+  Shard(const Shard&) = delete;  // its NIC rings point into it
+  Shard& operator=(const Shard&) = delete;
+  void give_nics_merge_space() {
+    for (NicLocal& l : nic) l.space = &nic_merge;
+  }
+
   Cell** slots = nullptr;
   uint64_t cap = 0, used = 0;
   uint64_t max_cells = kDefaultMaxCells;  // cell table limit (FABTRACE_MAX_CELLS)
@@ -119,7 +126,6 @@ __attribute__((always_inline)) inline void nic_interval(Shard* s, DomainWrap* d,
   if (d->id < kMaxNics) {
     NicLocal& l = s->nic[d->id];
     l.nic = &d->nic;
-    l.space = &s->nic_merge;
     l.add(a, b, bytes);
   } else {
     d->nic.add_shared(a, b, bytes);  // a NIC past kMaxNics: no thread ring
